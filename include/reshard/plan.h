@@ -1,0 +1,55 @@
+/* plan.h - step plans (PyTorch transform infos), collectives, shard-order bookkeeping (SPEC 6-7). */
+#ifndef RESHARD_PLAN_H
+#define RESHARD_PLAN_H
+
+#include "reshard/layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RS_MAX_STEPS 64
+
+typedef enum rs_collective {
+  RS_COLL_NONE = 0, /* from == to, or a mesh dim of size 1 */
+  RS_COLL_ALL_GATHER,
+  RS_COLL_ALL_REDUCE,
+  RS_COLL_REDUCE_SCATTER,
+  RS_COLL_ALL_TO_ALL,
+  RS_COLL_CHUNK,
+  RS_COLL_PARTITION,
+  RS_COLL_COUNT
+} rs_collective;
+
+typedef struct rs_step {
+  int mesh_dim;
+  rs_placement from, to;
+} rs_step;
+
+typedef struct rs_plan {
+  int nsteps;
+  rs_step step[RS_MAX_STEPS];
+} rs_plan;
+
+typedef enum rs_planner_kind { RS_PLANNER_AUTO = 0, RS_PLANNER_GREEDY, RS_PLANNER_GRAPH } rs_planner_kind;
+typedef enum rs_cost_model { RS_COST_SEED = 0, RS_COST_PYTORCH } rs_cost_model;
+
+const char *rs_collective_name(rs_collective c);
+const char *rs_planner_name(rs_planner_kind k);
+rs_status rs_planner_parse(const char *text, rs_planner_kind *out);
+/* The collective a step performs (SPEC 6 table); S->P and P(x)->P(y) are RS_ERR_UNSUPPORTED. */
+rs_status rs_step_collective(const rs_step *st, rs_collective *out);
+/* Apply a step to a sharding: placement change plus shard-order bookkeeping. Checks legality:
+ * `from` must be the current placement; S->R / S->S must take the last mesh dim of the list. */
+rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_ndim);
+/* Seed 001's stringify_transform_infos: "S(0)[0]S(0)[1]->S(0)R->RR". */
+rs_status rs_plan_trace(const rs_sharding *src, int tensor_ndim, const rs_plan *p, char *buf,
+                        size_t cap);
+/* Run the bookkeeping of every step and check the result equals dst. */
+rs_status rs_plan_check(const rs_sharding *src, const rs_sharding *dst, int tensor_ndim,
+                        const rs_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,31 @@
+/* ref.h - the reference implementation: PyTorch's planners and a plain step executor,
+ * every rank simulated in one process. */
+#ifndef RESHARD_REF_H
+#define RESHARD_REF_H
+
+#include "reshard/case.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Seed 001's generate_greedy_transform_infos. */
+rs_status rs_ref_plan_greedy(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                             const rs_sharding *dst, rs_plan *out);
+/* Seed 001's graph planner (Dijkstra over DistStates) with the given cost model. */
+rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                            const rs_sharding *dst, rs_cost_model cost, rs_plan *out);
+/* The planner the case names (AUTO resolved as SPEC 7 says). */
+rs_status rs_ref_plan(const rs_case *c, rs_plan *out);
+
+/* Execute a step plan on all ranks: `in` holds the locals of c->src (by mesh position); `out`
+ * receives the locals of the final layout. Each step is checked for legality. */
+rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in, rs_locals *out);
+/* Plan with rs_ref_plan and execute; plan_out may be NULL. */
+rs_status rs_ref_redistribute(const rs_case *c, const rs_locals *in, rs_locals *out,
+                              rs_plan *plan_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,40 @@
+/* values.h - deterministic test values (SPEC 8) and the dtype arithmetic of reductions (SPEC 1, 5).
+ *
+ * Bits mode: every element is raw random bits from (seed, global index) - copy-only cases.
+ * Exact mode: the logical global tensor G holds integers (times a unit, the mesh's rank count, so
+ * that every partition division is exact); a source layout with Partial mesh dims holds, for each
+ * coordinate on those dims, a piece whose canonical reduction is G. Pieces have one sign, so every
+ * partial fold stays within the dtype's exact range whatever the order. */
+#ifndef RESHARD_VALUES_H
+#define RESHARD_VALUES_H
+
+#include "reshard/case.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+uint64_t rs_mix64(uint64_t x);
+uint64_t rs_hash3(uint64_t a, uint64_t b, uint64_t c);
+
+/* Element of the logical global tensor at row-major flat index `idx`, written to `out`. */
+void rs_value_global(const rs_case *c, int64_t idx, void *out);
+/* Element of the source piece held at partial coordinates `coord` (only the src layout's
+ * Partial mesh dims are read) at flat index idx. Equals rs_value_global when src has no Partial. */
+void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx,
+                    void *out);
+/* Fill every mesh rank's source local tensor for the case's src layout. */
+rs_status rs_make_source(const rs_case *c, rs_locals *out);
+
+/* Dtype arithmetic: acc = acc (op) x, elementwise over n elements, SPEC 1 rules
+ * (F16/BF16 through F32 with rounding after every op; integers wrap). avg folds as sum. */
+void rs_arith_fold(rs_dtype t, rs_redop op, void *acc, const void *x, int64_t n);
+/* x = x / d elementwise (avg finish and R->P(sum) partition). Integers truncate. */
+void rs_arith_div(rs_dtype t, void *x, int64_t d, int64_t n);
+/* Bits of element i of buffer p, widened to 64 bits (for diff reports). */
+uint64_t rs_elem_bits(rs_dtype t, const void *p, int64_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
