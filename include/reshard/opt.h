@@ -1,0 +1,51 @@
+/* opt.h - the optimized implementation: a plan compiler with minimal-traffic schedules and ordered
+ * reductions, run over a transport (local threads, MPI, NCCL). It shares only spec/ with ref/. */
+#ifndef RESHARD_OPT_H
+#define RESHARD_OPT_H
+
+#include "reshard/case.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A world: the processes/threads that play the mesh's ranks.
+ * "local": one process plays every rank; "mpi": one process per world rank (host memory);
+ * "nccl": one process per rank on device memory, bootstrapped over MPI. */
+typedef struct rs_world rs_world;
+
+rs_status rs_world_init(const char *transport, int *argc, char ***argv, rs_world **out);
+/* World rank of this process (0 for local) and the number of processes (1 for local). */
+int rs_world_rank(const rs_world *w);
+int rs_world_size(const rs_world *w);
+/* True when this process plays every mesh rank (local transport). */
+int rs_world_is_local(const rs_world *w);
+/* Logical OR of flag over all processes (agreeing on a failure); a no-op for local. */
+rs_status rs_world_agree(rs_world *w, int *flag);
+void rs_world_finalize(rs_world *w);
+
+/* Caches compiled schedules by (layouts, shape, dtype). */
+typedef struct rs_opt rs_opt;
+rs_status rs_opt_create(rs_opt **out);
+void rs_opt_destroy(rs_opt *o);
+
+typedef struct rs_opt_stats {
+  int64_t bytes_sent;  /* bytes moved between distinct ranks */
+  int64_t bytes_local; /* bytes copied without the transport */
+  int64_t messages;
+  int cache_hit;
+} rs_opt_stats;
+
+/* Redistribute c->src -> c->dst with opt's own schedule. `in`/`out` are indexed by mesh position;
+ * a process fills (and reads) only the positions it plays: all of them on a local world, the one
+ * whose mesh rank equals its world rank under MPI/NCCL. stats may be NULL. */
+rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
+                              rs_locals *out, rs_opt_stats *stats);
+/* Execute a given step plan (ref's planners, plug-in planners) step by step on opt. */
+rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs_plan *p,
+                              const rs_locals *in, rs_locals *out, rs_opt_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
