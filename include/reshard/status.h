@@ -28,6 +28,8 @@ rs_status rs_fail(rs_status code, const char *fmt, ...)
 #endif
     ;
 void rs_clear_error(void);
+/* Prefix the current message with `prefix` (e.g. "src.") and return code. */
+rs_status rs_fail_prefix(rs_status code, const char *prefix);
 const char *rs_status_name(rs_status s);
 
 #ifdef __cplusplus

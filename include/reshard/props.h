@@ -1,0 +1,143 @@
+/* props.h - property-based testing: a recorded stream of random choices, case generators driven by
+ * it, the properties reshard must satisfy, stream shrinking, and the campaign runner with its
+ * reports. A failing case is shrunk by shrinking its choice stream, so every shrunk case is still a
+ * case the generator can produce (Hypothesis / theft style). */
+#ifndef RESHARD_PROPS_H
+#define RESHARD_PROPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "reshard/case.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the choice stream ---- */
+typedef struct rs_choices {
+  uint64_t *v;      /* recorded draws (generate mode) or the draws to replay */
+  size_t n, cap;
+  size_t pos;       /* draws taken so far */
+  int replay;       /* 1: read v (value % n), 0 past the end; 0: draw from the PRNG and record */
+  uint64_t s[4];    /* xoshiro256** state */
+} rs_choices;
+
+/* Generate mode: draws come from a PRNG seeded by `seed` and are recorded. */
+void rs_choices_seed(rs_choices *ch, uint64_t seed);
+/* Replay mode over a copy of v[0..n). */
+rs_status rs_choices_replay(rs_choices *ch, const uint64_t *v, size_t n);
+void rs_choices_free(rs_choices *ch);
+/* A value in [0, n) (0 when n <= 1). Generators map 0 to the simplest choice. */
+uint64_t rs_draw(rs_choices *ch, uint64_t n);
+
+/* ---- generators ---- */
+typedef struct rs_gen_opts {
+  int max_ranks;     /* ranks in the mesh, at most (default 64) */
+  int max_mesh_dims; /* 1..4 (default 4) */
+  int world_size;    /* > 0: mesh ranks are drawn from 0..world_size-1 (MPI campaigns) */
+  int64_t max_numel; /* elements of the global tensor, at most (default 4096) */
+} rs_gen_opts;
+
+void rs_gen_opts_default(rs_gen_opts *o);
+/* A valid redistribute case (validated; S->P and P(x)->P(y) on one mesh dim never appear). */
+rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *out);
+/* A case with a planted contract violation (S->P or P(x)->P(y) on one mesh dim, mixed Partial
+ * ops, Partial on a copy-only dtype, shard dim out of range). Not validated. */
+rs_status rs_gen_bad_case(rs_choices *ch, const rs_gen_opts *o, rs_case *out);
+
+/* ---- properties ---- */
+typedef enum rs_prop_id {
+  RS_PROP_BOXES = 0,      /* boxes tile the tensor with the right multiplicity */
+  RS_PROP_GREEDY_ORACLE,  /* ref greedy plan + ref execute == oracle */
+  RS_PROP_GRAPH_ORACLE,   /* ref graph plan + ref execute == oracle */
+  RS_PROP_ROUNDTRIP_GREEDY, /* src -> dst -> src restores the source (no Partial in src) */
+  RS_PROP_ROUNDTRIP_GRAPH,
+  RS_PROP_PLAN_LEGAL_GREEDY, /* every step legal, plan ends at dst */
+  RS_PROP_PLAN_LEGAL_GRAPH,
+  RS_PROP_REJECT_BAD,     /* contract violations are rejected with a message, never a crash */
+  RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
+  RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
+  RS_PROP_COUNT
+} rs_prop_id;
+
+const char *rs_prop_name(rs_prop_id id);
+rs_status rs_prop_parse(const char *name, rs_prop_id *out);
+/* The planner a property is about (RS_PLANNER_AUTO when none). */
+rs_planner_kind rs_prop_planner(rs_prop_id id);
+/* 1 when the property draws its cases from rs_gen_bad_case. */
+int rs_prop_bad_cases(rs_prop_id id);
+/* 1 when the property needs opt/ (only compiled with RS_HAVE_OPT). */
+int rs_prop_needs_opt(rs_prop_id id);
+
+typedef enum rs_impl { RS_IMPL_REF = 0, RS_IMPL_OPT = 1 } rs_impl;
+
+/* What the properties run against. opt/world are rs_opt* / rs_world* when built with opt. */
+typedef struct rs_prop_env {
+  rs_impl impl;
+  void *opt;
+  void *world;
+  int distributed; /* 1: world is MPI - each process checks only the mesh position it plays */
+} rs_prop_env;
+
+typedef enum rs_outcome { RS_PASS = 0, RS_FAIL = 1, RS_SKIP = 2 } rs_outcome;
+
+/* Run one property on one case. On RS_FAIL msg holds a one-line reason (plus diff lines); on
+ * RS_SKIP a reason why the property does not apply. */
+rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, char *msg,
+                       size_t cap);
+/* Generate a case from the stream (with the property's generator) and run the property. */
+rs_outcome rs_prop_run_stream(rs_prop_id id, const rs_prop_env *env, const rs_gen_opts *o,
+                              rs_choices *ch, rs_case *c, char *msg, size_t cap);
+
+/* ---- shrinking ---- */
+/* 1 when the stream (replay mode) still gives an interesting (failing) case. */
+typedef int (*rs_stream_pred)(void *ctx, rs_choices *ch);
+/* Shrink *v (malloc'd, length *n) in place while pred keeps failing; at most max_runs calls.
+ * Returns the number of predicate calls made. */
+int rs_shrink_stream(rs_stream_pred pred, void *ctx, uint64_t **v, size_t *n, int max_runs);
+
+/* ---- campaign ---- */
+typedef struct rs_campaign_opts {
+  uint64_t seed;
+  int64_t cases;        /* 0: use seconds */
+  double seconds;
+  int planners;         /* bit 1: greedy, bit 2: graph */
+  rs_impl impl;
+  rs_gen_opts gen;
+  const char *junit, *json, *regress_dir;
+  int quiet;
+  int shrink_runs;      /* default 2000 */
+  int max_failures;     /* stop after this many distinct failing properties (default: all) */
+  rs_prop_env env;
+  int print;            /* 0: this process prints nothing (MPI ranks other than 0) */
+} rs_campaign_opts;
+
+typedef struct rs_prop_stats {
+  int64_t pass, fail, skip;
+  char message[512];    /* first failure (shrunk) */
+  char fixture[512];    /* the regression file written for it */
+} rs_prop_stats;
+
+typedef struct rs_campaign_result {
+  int64_t cases;
+  double seconds;
+  int failed;           /* properties that failed */
+  rs_prop_stats prop[RS_PROP_COUNT];
+} rs_campaign_result;
+
+void rs_campaign_opts_default(rs_campaign_opts *o);
+/* Runs the campaign; returns RS_OK whether or not properties failed (see r->failed). */
+rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r);
+
+/* Write the shrunk failing case as JSON (case + "property" + "message") to dir; path_out gets the
+ * file name (<property>-<hash>.json). */
+rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, const char *msg,
+                              char *path_out, size_t cap);
+/* Replay a saved regression file: runs its property. *failed = 1 if it still fails. */
+rs_status rs_replay_file(const char *path, const rs_prop_env *env, int *failed, char *msg,
+                         size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,84 @@
+/* compare.c - bitwise comparison of locals and the diff report: rank, coordinate, global index,
+ * expected and actual bits in hex. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "reshard/oracle.h"
+#include "reshard/values.h"
+
+#define RS_DIFF_LINES 8
+
+static int fmt_index(char *buf, size_t cap, int n, const int64_t *v) {
+  int k = snprintf(buf, cap, "[");
+  for (int i = 0; i < n; ++i) k += snprintf(buf + k, cap - (size_t)k, "%s%lld", i ? "," : "", (long long)v[i]);
+  k += snprintf(buf + k, cap - (size_t)k, "]");
+  return k;
+}
+
+int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_locals *expected,
+                      const rs_locals *actual, rs_diff *diff) {
+  memset(diff, 0, sizeof *diff);
+  diff->pos = -1;
+  int es = rs_dtype_size(c->tensor.dtype), nd = c->tensor.ndim, lines = 0;
+  size_t used = 0;
+  for (int pos = 0; pos < c->mesh.nranks; ++pos) {
+    const rs_local *e = &expected->r[pos], *a = pos < actual->n ? &actual->r[pos] : NULL;
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
+    rs_mesh_coord(&c->mesh, pos, coord);
+    rs_local_box(&c->mesh, layout, &c->tensor, coord, start, size);
+    char cbuf[96], ibuf[160];
+    fmt_index(cbuf, sizeof cbuf, c->mesh.ndim, coord);
+    int shape_ok = a && a->ndim == e->ndim && a->nbytes == e->nbytes;
+    for (int d = 0; shape_ok && d < e->ndim; ++d) shape_ok = a->shape[d] == e->shape[d];
+    if (!shape_ok) {
+      diff->nbad_ranks++;
+      if (diff->pos < 0) {
+        diff->pos = pos;
+        diff->world_rank = c->mesh.ranks[pos];
+        memcpy(diff->coord, coord, sizeof coord);
+        diff->shape_mismatch = 1;
+      }
+      if (lines++ < RS_DIFF_LINES) {
+        char es_buf[96], as_buf[96] = "(missing)";
+        fmt_index(es_buf, sizeof es_buf, e->ndim, e->shape);
+        if (a) fmt_index(as_buf, sizeof as_buf, a->ndim, a->shape);
+        used += (size_t)snprintf(diff->text + used, sizeof diff->text - used,
+                                 "rank %d coord %s: local shape %s, expected %s\n", c->mesh.ranks[pos],
+                                 cbuf, as_buf, es_buf);
+      }
+      continue;
+    }
+    if (memcmp(e->data, a->data, (size_t)e->nbytes) == 0) continue;
+    diff->nbad_ranks++;
+    int64_t numel = e->nbytes / es;
+    for (int64_t k = 0; k < numel; ++k) {
+      uint64_t eb = rs_elem_bits(c->tensor.dtype, e->data, k), ab = rs_elem_bits(c->tensor.dtype, a->data, k);
+      if (eb == ab) continue;
+      diff->nbad_elems++;
+      int64_t gi[RS_MAX_DIMS], rest = k;
+      for (int d = nd - 1; d >= 0; --d) {
+        gi[d] = start[d] + (size[d] ? rest % size[d] : 0);
+        rest = size[d] ? rest / size[d] : 0;
+      }
+      if (diff->pos < 0) {
+        diff->pos = pos;
+        diff->world_rank = c->mesh.ranks[pos];
+        memcpy(diff->coord, coord, sizeof coord);
+        memcpy(diff->index, gi, sizeof gi);
+        diff->expected_bits = eb;
+        diff->actual_bits = ab;
+      }
+      if (lines++ < RS_DIFF_LINES && used < sizeof diff->text) {
+        fmt_index(ibuf, sizeof ibuf, nd, gi);
+        used += (size_t)snprintf(diff->text + used, sizeof diff->text - used,
+                                 "rank %d coord %s global index %s: expected 0x%0*" PRIx64
+                                 " actual 0x%0*" PRIx64 "\n",
+                                 c->mesh.ranks[pos], cbuf, ibuf, es * 2, eb, es * 2, ab);
+      }
+    }
+  }
+  if (lines > RS_DIFF_LINES && used < sizeof diff->text)
+    snprintf(diff->text + used, sizeof diff->text - used, "... %lld differing elements in %d ranks\n",
+             (long long)diff->nbad_elems, diff->nbad_ranks);
+  return diff->nbad_ranks;
+}

@@ -1,0 +1,264 @@
+/* case_json.c - the JSON form of a case (cJSON). Unknown keys are ignored so fixtures can carry
+ * expectations; every error names the offending field. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "reshard/case.h"
+
+static rs_status read_int_array(const cJSON *arr, const char *field, int max, int64_t *out, int *n) {
+  if (!cJSON_IsArray(arr)) return rs_fail(RS_ERR_INVALID, "%s: expected an array of integers", field);
+  int k = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, arr) {
+    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int64_t)it->valuedouble)
+      return rs_fail(RS_ERR_INVALID, "%s[%d]: expected an integer", field, k);
+    if (k >= max) return rs_fail(RS_ERR_INVALID, "%s: more than %d entries", field, max);
+    out[k++] = (int64_t)it->valuedouble;
+  }
+  *n = k;
+  return RS_OK;
+}
+
+static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndim, int tensor_ndim,
+                               rs_sharding *s) {
+  memset(s, 0, sizeof *s);
+  if (!cJSON_IsObject(obj)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", field);
+  const cJSON *pl = cJSON_GetObjectItemCaseSensitive(obj, "placements");
+  if (!cJSON_IsArray(pl)) return rs_fail(RS_ERR_INVALID, "%s.placements: expected an array of strings", field);
+  int k = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, pl) {
+    if (!cJSON_IsString(it)) return rs_fail(RS_ERR_INVALID, "%s.placements[%d]: expected a string", field, k);
+    if (k >= RS_MAX_MESH_DIMS) return rs_fail(RS_ERR_INVALID, "%s.placements: too many", field);
+    rs_status st = rs_parse_placement(it->valuestring, &s->p[k]);
+    if (st) {
+      char pre[64];
+      snprintf(pre, sizeof pre, "%s.placements[%d]: ", field, k);
+      return rs_fail_prefix(st, pre);
+    }
+    k++;
+  }
+  if (k != mesh_ndim)
+    return rs_fail(RS_ERR_INVALID, "%s.placements: %d placements for a %d-d mesh", field, k, mesh_ndim);
+  s->mesh_ndim = k;
+  rs_status st = rs_sharding_set_default_order(s, tensor_ndim);
+  if (st) {
+    char pre[64];
+    snprintf(pre, sizeof pre, "%s.", field);
+    return rs_fail_prefix(st, pre);
+  }
+  const cJSON *ord = cJSON_GetObjectItemCaseSensitive(obj, "shard_order");
+  if (ord && !cJSON_IsNull(ord)) {
+    if (!cJSON_IsArray(ord)) return rs_fail(RS_ERR_INVALID, "%s.shard_order: expected an array", field);
+    memset(s->order_len, 0, sizeof s->order_len);
+    int e = 0;
+    cJSON_ArrayForEach(it, ord) {
+      const cJSON *td = cJSON_GetObjectItemCaseSensitive(it, "tensor_dim");
+      const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "mesh_dims");
+      if (!cJSON_IsNumber(td))
+        return rs_fail(RS_ERR_INVALID, "%s.shard_order[%d].tensor_dim: expected an integer", field, e);
+      int d = (int)td->valuedouble;
+      if (d < 0) d += tensor_ndim;
+      if (d < 0 || d >= tensor_ndim)
+        return rs_fail(RS_ERR_INVALID, "%s.shard_order[%d].tensor_dim: %d out of range", field, e,
+                       (int)td->valuedouble);
+      int64_t dims[RS_MAX_MESH_DIMS];
+      int n;
+      char f[96];
+      snprintf(f, sizeof f, "%s.shard_order[%d].mesh_dims", field, e);
+      if ((st = read_int_array(md, f, RS_MAX_MESH_DIMS, dims, &n))) return st;
+      for (int j = 0; j < n; ++j) {
+        if (dims[j] < 0 || dims[j] >= mesh_ndim)
+          return rs_fail(RS_ERR_INVALID, "%s[%d]: mesh dim out of range", f, j);
+        s->order[d][j] = (int8_t)dims[j];
+      }
+      s->order_len[d] = (int8_t)n;
+      e++;
+    }
+  }
+  return RS_OK;
+}
+
+static rs_status parse_seed(const cJSON *seed, uint64_t *out) {
+  if (!seed || cJSON_IsNull(seed)) { *out = 0; return RS_OK; }
+  if (cJSON_IsNumber(seed)) {
+    if (seed->valuedouble < 0 || seed->valuedouble > 9007199254740992.0)
+      return rs_fail(RS_ERR_INVALID, "seed: out of range (use a string for 64-bit seeds)");
+    *out = (uint64_t)seed->valuedouble;
+    return RS_OK;
+  }
+  if (cJSON_IsString(seed)) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(seed->valuestring, &end, 0);
+    if (errno || end == seed->valuestring || *end) return rs_fail(RS_ERR_INVALID, "seed: not an integer");
+    *out = v;
+    return RS_OK;
+  }
+  return rs_fail(RS_ERR_INVALID, "seed: expected an integer or a string");
+}
+
+static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
+  rs_status st;
+  memset(c, 0, sizeof *c);
+  if (!cJSON_IsObject(root)) return rs_fail(RS_ERR_INVALID, "case: expected a JSON object");
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+  if (cJSON_IsString(name)) snprintf(c->name, sizeof c->name, "%s", name->valuestring);
+
+  const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(root, "mesh");
+  if (!cJSON_IsObject(mesh)) return rs_fail(RS_ERR_INVALID, "mesh: expected an object");
+  int64_t sizes[RS_MAX_MESH_DIMS];
+  int nd;
+  if ((st = read_int_array(cJSON_GetObjectItemCaseSensitive(mesh, "shape"), "mesh.shape",
+                           RS_MAX_MESH_DIMS, sizes, &nd)))
+    return st;
+  const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(mesh, "ranks");
+  if (ranks && !cJSON_IsNull(ranks)) {
+    static _Thread_local int64_t r64[RS_MAX_RANKS];
+    int32_t r32[RS_MAX_RANKS];
+    int nr;
+    if ((st = read_int_array(ranks, "mesh.ranks", RS_MAX_RANKS, r64, &nr))) return st;
+    int64_t expect = 1;
+    for (int i = 0; i < nd; ++i) expect *= sizes[i];
+    if (nr != expect)
+      return rs_fail(RS_ERR_INVALID, "mesh.ranks: %d ranks for a mesh of %lld", nr, (long long)expect);
+    for (int i = 0; i < nr; ++i) {
+      if (r64[i] < 0 || r64[i] > INT32_MAX) return rs_fail(RS_ERR_INVALID, "mesh.ranks[%d]: out of range", i);
+      r32[i] = (int32_t)r64[i];
+    }
+    if ((st = rs_mesh_init(&c->mesh, nd, sizes, r32))) return st;
+  } else if ((st = rs_mesh_init(&c->mesh, nd, sizes, NULL))) {
+    return st;
+  }
+
+  const cJSON *tensor = cJSON_GetObjectItemCaseSensitive(root, "tensor");
+  if (!cJSON_IsObject(tensor)) return rs_fail(RS_ERR_INVALID, "tensor: expected an object");
+  if ((st = read_int_array(cJSON_GetObjectItemCaseSensitive(tensor, "shape"), "tensor.shape",
+                           RS_MAX_DIMS, c->tensor.shape, &c->tensor.ndim)))
+    return st;
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(tensor, "dtype");
+  if (!cJSON_IsString(dt)) return rs_fail(RS_ERR_INVALID, "tensor.dtype: expected a string");
+  if ((st = rs_dtype_parse(dt->valuestring, &c->tensor.dtype))) return rs_fail_prefix(st, "tensor.");
+
+  if ((st = read_sharding(cJSON_GetObjectItemCaseSensitive(root, "src"), "src", nd, c->tensor.ndim, &c->src)))
+    return st;
+  if ((st = read_sharding(cJSON_GetObjectItemCaseSensitive(root, "dst"), "dst", nd, c->tensor.ndim, &c->dst)))
+    return st;
+  if ((st = parse_seed(cJSON_GetObjectItemCaseSensitive(root, "seed"), &c->seed))) return st;
+
+  const cJSON *values = cJSON_GetObjectItemCaseSensitive(root, "values");
+  if (values && !cJSON_IsNull(values)) {
+    if (!cJSON_IsString(values)) return rs_fail(RS_ERR_INVALID, "values: expected \"bits\" or \"exact\"");
+    if (strcmp(values->valuestring, "bits") == 0) c->values = RS_VALUES_BITS;
+    else if (strcmp(values->valuestring, "exact") == 0) c->values = RS_VALUES_EXACT;
+    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits or exact", values->valuestring);
+  } else {
+    c->values = rs_case_default_values(c);
+  }
+  const cJSON *planner = cJSON_GetObjectItemCaseSensitive(root, "planner");
+  if (planner && !cJSON_IsNull(planner)) {
+    if (!cJSON_IsString(planner)) return rs_fail(RS_ERR_INVALID, "planner: expected a string");
+    if ((st = rs_planner_parse(planner->valuestring, &c->planner))) return st;
+  }
+  const cJSON *cost = cJSON_GetObjectItemCaseSensitive(root, "cost");
+  if (cost && !cJSON_IsNull(cost)) {
+    if (cJSON_IsString(cost) && strcmp(cost->valuestring, "seed") == 0) c->cost = RS_COST_SEED;
+    else if (cJSON_IsString(cost) && strcmp(cost->valuestring, "pytorch") == 0) c->cost = RS_COST_PYTORCH;
+    else return rs_fail(RS_ERR_INVALID, "cost: expected \"seed\" or \"pytorch\"");
+  }
+  return rs_case_validate(c);
+}
+
+rs_status rs_case_from_json(const char *text, rs_case *out) {
+  cJSON *root = cJSON_Parse(text);
+  if (!root) {
+    const char *where = cJSON_GetErrorPtr();
+    char near[24] = "";
+    if (where) snprintf(near, sizeof near, "%.20s", where);
+    for (char *p = near; *p; ++p)
+      if (*p == '\n' || *p == '\r') *p = ' ';
+    return rs_fail(RS_ERR_INVALID, "json: parse error near '%s'", near);
+  }
+  rs_status st = case_from_cjson(root, out);
+  cJSON_Delete(root);
+  return st;
+}
+
+rs_status rs_case_from_file(const char *path, rs_case *out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return rs_fail(RS_ERR_IO, "%s: cannot open", path);
+  if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return rs_fail(RS_ERR_IO, "%s: cannot seek", path); }
+  long len = ftell(f);
+  if (len < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return rs_fail(RS_ERR_IO, "%s: cannot read", path); }
+  char *buf = malloc((size_t)len + 1);
+  if (!buf) { fclose(f); return rs_fail(RS_ERR_NOMEM, "%s: out of memory", path); }
+  size_t got = fread(buf, 1, (size_t)len, f);
+  fclose(f);
+  buf[got] = 0;
+  rs_status st = rs_case_from_json(buf, out);
+  free(buf);
+  if (st) {
+    char pre[300];
+    snprintf(pre, sizeof pre, "%s: ", path);
+    return rs_fail_prefix(st, pre);
+  }
+  return RS_OK;
+}
+
+static cJSON *int_array(const int64_t *v, int n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < n; ++i) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+  return a;
+}
+
+static cJSON *sharding_json(const rs_sharding *s, int tensor_ndim) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON *pl = cJSON_AddArrayToObject(o, "placements");
+  for (int m = 0; m < s->mesh_ndim; ++m) {
+    char buf[32];
+    rs_format_placement(s->p[m], buf, sizeof buf);
+    cJSON_AddItemToArray(pl, cJSON_CreateString(buf));
+  }
+  cJSON *ord = cJSON_AddArrayToObject(o, "shard_order");
+  for (int d = 0; d < tensor_ndim; ++d) {
+    if (!s->order_len[d]) continue;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "tensor_dim", d);
+    int64_t dims[RS_MAX_MESH_DIMS];
+    for (int k = 0; k < s->order_len[d]; ++k) dims[k] = s->order[d][k];
+    cJSON_AddItemToObject(e, "mesh_dims", int_array(dims, s->order_len[d]));
+    cJSON_AddItemToArray(ord, e);
+  }
+  return o;
+}
+
+char *rs_case_to_json(const rs_case *c) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root) { rs_fail(RS_ERR_NOMEM, "json: out of memory"); return NULL; }
+  if (c->name[0]) cJSON_AddStringToObject(root, "name", c->name);
+  cJSON *mesh = cJSON_AddObjectToObject(root, "mesh");
+  cJSON_AddItemToObject(mesh, "shape", int_array(c->mesh.size, c->mesh.ndim));
+  cJSON *ranks = cJSON_AddArrayToObject(mesh, "ranks");
+  for (int i = 0; i < c->mesh.nranks; ++i) cJSON_AddItemToArray(ranks, cJSON_CreateNumber(c->mesh.ranks[i]));
+  cJSON *tensor = cJSON_AddObjectToObject(root, "tensor");
+  cJSON_AddItemToObject(tensor, "shape", int_array(c->tensor.shape, c->tensor.ndim));
+  cJSON_AddStringToObject(tensor, "dtype", rs_dtype_name(c->tensor.dtype));
+  cJSON_AddItemToObject(root, "src", sharding_json(&c->src, c->tensor.ndim));
+  cJSON_AddItemToObject(root, "dst", sharding_json(&c->dst, c->tensor.ndim));
+  if (c->seed <= (1ull << 53)) {
+    cJSON_AddNumberToObject(root, "seed", (double)c->seed);
+  } else {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->seed);
+    cJSON_AddStringToObject(root, "seed", buf);
+  }
+  cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT ? "exact" : "bits");
+  cJSON_AddStringToObject(root, "planner", rs_planner_name(c->planner));
+  cJSON_AddStringToObject(root, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
+  char *s = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!s) rs_fail(RS_ERR_NOMEM, "json: out of memory");
+  return s;
+}

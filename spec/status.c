@@ -1,0 +1,43 @@
+/* status.c - the thread-local last-error message behind rs_fail / rs_last_error. */
+#include <stdarg.h>
+#include <stdio.h>
+#include "reshard/status.h"
+
+static _Thread_local char rs_err_buf[512];
+
+const char *rs_last_error(void) { return rs_err_buf; }
+
+void rs_clear_error(void) { rs_err_buf[0] = '\0'; }
+
+rs_status rs_fail(rs_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rs_err_buf, sizeof rs_err_buf, fmt, ap);
+  va_end(ap);
+  /* one line: cut at the first newline */
+  for (char *p = rs_err_buf; *p; ++p)
+    if (*p == '\n') { *p = '\0'; break; }
+  return code;
+}
+
+const char *rs_status_name(rs_status s) {
+  switch (s) {
+    case RS_OK: return "ok";
+    case RS_ERR_INVALID: return "invalid";
+    case RS_ERR_UNSUPPORTED: return "unsupported";
+    case RS_ERR_ILLEGAL: return "illegal";
+    case RS_ERR_OVERFLOW: return "overflow";
+    case RS_ERR_NOMEM: return "nomem";
+    case RS_ERR_IO: return "io";
+    case RS_ERR_NOPATH: return "nopath";
+    case RS_ERR_TRANSPORT: return "transport";
+    case RS_ERR_MISMATCH: return "mismatch";
+  }
+  return "unknown";
+}
+
+rs_status rs_fail_prefix(rs_status code, const char *prefix) {
+  char tmp[sizeof rs_err_buf];
+  snprintf(tmp, sizeof tmp, "%s", rs_err_buf);
+  return rs_fail(code, "%s%s", prefix, tmp);
+}

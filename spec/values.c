@@ -1,0 +1,179 @@
+/* values.c - deterministic test values (SPEC 8): raw random bits for copy-only cases; exact
+ * integer values for cases with Partial or partition, where the source pieces of every Partial mesh
+ * dim reduce (in any order) to the logical global tensor without rounding. */
+#include <stdlib.h>
+#include <string.h>
+#include "reshard/values.h"
+
+uint64_t rs_mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t rs_hash3(uint64_t a, uint64_t b, uint64_t c) {
+  return rs_mix64(a ^ rs_mix64(b ^ rs_mix64(c)));
+}
+
+/* Hash streams, so that different uses of one (seed, index) never share bits. */
+enum { STREAM_BITS = 1, STREAM_EXACT = 2, STREAM_PIECE = 3 };
+
+static int exact_mode(const rs_case *c) {
+  return c->values == RS_VALUES_EXACT && rs_dtype_reducible(c->tensor.dtype);
+}
+
+/* The range of the integer U with G = U * unit (unit = the mesh's rank count), chosen so that every
+ * partial fold of the pieces stays exactly representable: for floats odd(unit) * |sum| <= 2^p; for
+ * integers unit * |sum| <= the type's max. Pieces of avg dims sum to n * U, and min/max pieces move
+ * up to 2 per level. */
+typedef struct exact_params {
+  int64_t unit, lo, hi;
+  int is_unsigned;
+} exact_params;
+
+static exact_params exact_range(const rs_case *c) {
+  exact_params e;
+  e.unit = c->mesh.nranks;
+  e.is_unsigned = c->tensor.dtype == RS_U8;
+  int64_t navg = 1, levels = 0;
+  for (int m = 0; m < c->src.mesh_ndim; ++m)
+    if (c->src.p[m].kind == RS_PARTIAL) {
+      levels++;
+      if (c->src.p[m].op == RS_AVG) navg *= c->mesh.size[m];
+    }
+  int64_t budget;
+  int64_t odd = e.unit;
+  while (odd % 2 == 0) odd /= 2;
+  switch (c->tensor.dtype) {
+    case RS_F64: budget = (1ll << 40) / odd; break;
+    case RS_F32: budget = (1ll << 24) / odd; break;
+    case RS_F16: budget = (1ll << 11) / odd; break;
+    case RS_BF16: budget = (1ll << 8) / odd; break;
+    case RS_I64: budget = (1ll << 40) / e.unit; break;
+    case RS_I32: budget = INT32_MAX / e.unit; break;
+    case RS_I16: budget = INT16_MAX / e.unit; break;
+    case RS_I8: budget = INT8_MAX / e.unit; break;
+    case RS_U8: budget = UINT8_MAX / e.unit; break;
+    default: budget = 0; break;
+  }
+  int64_t umax = (budget - 2 * levels) / navg;
+  if (umax < 0) umax = 0;
+  if (umax > 1000) umax = 1000;
+  e.hi = umax;
+  e.lo = e.is_unsigned ? 0 : -umax;
+  return e;
+}
+
+static int64_t exact_units(const rs_case *c, const exact_params *e, int64_t idx) {
+  uint64_t h = rs_hash3(c->seed, STREAM_EXACT, (uint64_t)idx);
+  uint64_t span = (uint64_t)(e->hi - e->lo + 1);
+  return e->lo + (int64_t)(h % span);
+}
+
+static void store_units(rs_dtype t, int64_t v, void *out) {
+  switch (t) {
+    case RS_F64: { double d = (double)v; memcpy(out, &d, 8); break; }
+    case RS_F32: { float f = (float)v; memcpy(out, &f, 4); break; }
+    case RS_F16: { uint16_t h = rs_f32_to_f16((float)v); memcpy(out, &h, 2); break; }
+    case RS_BF16: { uint16_t h = rs_f32_to_bf16((float)v); memcpy(out, &h, 2); break; }
+    case RS_I64: { int64_t x = v; memcpy(out, &x, 8); break; }
+    case RS_I32: { int32_t x = (int32_t)v; memcpy(out, &x, 4); break; }
+    case RS_I16: { int16_t x = (int16_t)v; memcpy(out, &x, 2); break; }
+    case RS_I8: { int8_t x = (int8_t)v; memcpy(out, &x, 1); break; }
+    case RS_U8: { uint8_t x = (uint8_t)v; memcpy(out, &x, 1); break; }
+    default: break;
+  }
+}
+
+static void bits_value(const rs_case *c, int64_t idx, void *out) {
+  uint64_t h = rs_hash3(c->seed, STREAM_BITS, (uint64_t)idx);
+  if (c->tensor.dtype == RS_BOOL) h &= 1;
+  memcpy(out, &h, (size_t)rs_dtype_size(c->tensor.dtype));
+}
+
+void rs_value_global(const rs_case *c, int64_t idx, void *out) {
+  if (!exact_mode(c)) {
+    bits_value(c, idx, out);
+    return;
+  }
+  exact_params e = exact_range(c);
+  store_units(c->tensor.dtype, exact_units(c, &e, idx) * e.unit, out);
+}
+
+/* Piece number `coord` of value v (in units) over a Partial mesh dim of size n with op.
+ * `key` identifies the element and the path of coordinates above this level. */
+static int64_t piece_of(int64_t v, rs_redop op, int64_t n, int64_t coord, uint64_t key,
+                        int is_unsigned) {
+  if (op == RS_MIN || op == RS_MAX) {
+    int64_t keep = (int64_t)(rs_mix64(key) % (uint64_t)n);
+    if (coord == keep) return v;
+    int64_t k = (int64_t)(rs_mix64(key ^ (uint64_t)(coord + 1) * 0x9E37ull) % 3);
+    if (op == RS_MIN) return v + k;
+    if (is_unsigned && k > v) k = v;
+    return v - k;
+  }
+  int64_t total = op == RS_AVG ? v * n : v;
+  int64_t sign = total < 0 ? -1 : 1, rem = total < 0 ? -total : total;
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t part;
+    if (j == n - 1) {
+      part = rem;
+    } else {
+      int64_t cap = 2 * rem / (n - j) + 1;
+      part = (int64_t)(rs_mix64(key + (uint64_t)j * 0x632BE59BD9B4E019ull) % (uint64_t)cap);
+      if (part > rem) part = rem;
+    }
+    if (j == coord) return sign * part;
+    rem -= part;
+  }
+  return 0;
+}
+
+void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx,
+                    void *out) {
+  if (!exact_mode(c) || !rs_sharding_has_partial(&c->src)) {
+    rs_value_global(c, idx, out);
+    return;
+  }
+  exact_params e = exact_range(c);
+  int64_t v = exact_units(c, &e, idx);
+  uint64_t key = rs_hash3(c->seed, STREAM_PIECE, (uint64_t)idx);
+  for (int m = 0; m < c->src.mesh_ndim; ++m) {
+    if (c->src.p[m].kind != RS_PARTIAL) continue;
+    v = piece_of(v, (rs_redop)c->src.p[m].op, c->mesh.size[m], coord[m], key, e.is_unsigned);
+    key = rs_hash3(key, (uint64_t)m, (uint64_t)coord[m]);
+  }
+  store_units(c->tensor.dtype, v * e.unit, out);
+}
+
+rs_status rs_make_source(const rs_case *c, rs_locals *out) {
+  rs_status st = rs_locals_for_layout(out, c, &c->src);
+  if (st) return st;
+  int es = rs_dtype_size(c->tensor.dtype);
+  int nd = c->tensor.ndim;
+  int64_t gstride[RS_MAX_DIMS];
+  int64_t stride = 1;
+  for (int d = nd - 1; d >= 0; --d) {
+    gstride[d] = stride;
+    stride *= c->tensor.shape[d];
+  }
+  for (int pos = 0; pos < c->mesh.nranks; ++pos) {
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], idx[RS_MAX_DIMS] = {0};
+    rs_mesh_coord(&c->mesh, pos, coord);
+    rs_local_box(&c->mesh, &c->src, &c->tensor, coord, start, size);
+    rs_local *l = &out->r[pos];
+    int64_t numel = l->nbytes / es;
+    char *p = l->data;
+    for (int64_t k = 0; k < numel; ++k) {
+      int64_t flat = 0;
+      for (int d = 0; d < nd; ++d) flat += (start[d] + idx[d]) * gstride[d];
+      rs_value_piece(c, coord, flat, p + k * es);
+      for (int d = nd - 1; d >= 0; --d) {
+        if (++idx[d] < size[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  return RS_OK;
+}
