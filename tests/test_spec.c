@@ -1,0 +1,191 @@
+/* test_spec.c - unit tests of spec/: splits, boxes, conversions, text syntax, JSON round trip,
+ * step bookkeeping, exact values. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "reshard/reshard.h"
+
+static void test_split(void) {
+  int64_t s, o;
+  int64_t e6[4] = {2, 2, 2, 0}, e5[4] = {2, 2, 1, 0}, o5[4] = {0, 2, 4, 5};
+  for (int i = 0; i < 4; ++i) {
+    rs_split(6, 4, i, &s, &o);
+    CHECK_EQ_I(s, e6[i]);
+    rs_split(5, 4, i, &s, &o);
+    CHECK_EQ_I(s, e5[i]);
+    CHECK_EQ_I(o, o5[i]);
+  }
+  rs_split(0, 3, 2, &s, &o);
+  CHECK_EQ_I(s, 0);
+}
+
+static void layout_case(int64_t rows, const int64_t *exp_shape0, const int64_t *exp_off0) {
+  rs_mesh m;
+  int64_t sz[2] = {4, 2};
+  CHECK(rs_mesh_init(&m, 2, sz, NULL) == RS_OK);
+  rs_sharding s;
+  CHECK(rs_parse_placements("S0,S0", &s) == RS_OK);
+  rs_tensor t = {RS_F32, 2, {rows, 2}};
+  CHECK(rs_sharding_set_default_order(&s, 2) == RS_OK);
+  CHECK(rs_sharding_validate(&s, &m, &t) == RS_OK);
+  for (int pos = 0; pos < 8; ++pos) {
+    int64_t coord[RS_MAX_MESH_DIMS], shape[RS_MAX_DIMS], off[RS_MAX_DIMS];
+    rs_mesh_coord(&m, pos, coord);
+    rs_local_shape_offset(&m, &s, &t, coord, shape, off);
+    CHECK_EQ_I(shape[0], exp_shape0[pos]);
+    CHECK_EQ_I(off[0], exp_off0[pos]);
+    CHECK_EQ_I(shape[1], 2);
+    CHECK_EQ_I(off[1], 0);
+  }
+}
+
+static void test_layouts(void) {
+  int64_t s18[8] = {3, 2, 3, 2, 3, 2, 2, 1}, o18[8] = {0, 3, 5, 8, 10, 13, 15, 17};
+  layout_case(18, s18, o18);
+  int64_t s13[8] = {2, 2, 2, 2, 2, 2, 1, 0}, o13[8] = {0, 2, 4, 6, 8, 10, 12, 13};
+  layout_case(13, s13, o13);
+}
+
+/* Every finite value of a small format survives the round trip, and the midpoint between two
+ * neighbours rounds to the one with the even mantissa. */
+static void test_conversions(void) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float f = rs_f16_to_f32((uint16_t)h);
+    if (isnan(f)) continue;
+    CHECK_EQ_I(rs_f32_to_f16(f), h);
+    if ((h & 0x7FFF) < 0x7BFF) {
+      float g = rs_f16_to_f32((uint16_t)(h + 1));
+      float mid = (f + g) / 2; /* exact in F32 */
+      uint16_t even = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+      CHECK_EQ_I(rs_f32_to_f16(mid), even);
+    }
+    float b = rs_bf16_to_f32((uint16_t)h);
+    if (!isnan(b)) CHECK_EQ_I(rs_f32_to_bf16(b), h);
+  }
+  CHECK_EQ_I(rs_f32_to_bf16(NAN), 0x7FC0);
+  CHECK_EQ_I(rs_f32_to_f16(65520.0f), 0x7C00);
+  CHECK_EQ_I(rs_f32_to_f16(65519.0f), 0x7BFF);
+  for (uint32_t v = 0; v < 256; ++v) {
+    float f = rs_f8e4m3_to_f32((uint8_t)v);
+    if (!isnan(f)) CHECK_EQ_I(rs_f32_to_f8e4m3(f), v);
+    float g = rs_f8e5m2_to_f32((uint8_t)v);
+    if (!isnan(g)) CHECK_EQ_I(rs_f32_to_f8e5m2(g), v);
+  }
+  CHECK(rs_f8e4m3_to_f32(0x7E) == 448.0f);
+  CHECK(isnan(rs_f8e4m3_to_f32(0x7F)));
+  CHECK_EQ_I(rs_f32_to_f8e4m3(1000.0f), 0x7F);
+  CHECK(rs_f8e5m2_to_f32(0x7B) == 57344.0f);
+  CHECK_EQ_I(rs_f32_to_f8e4m3(0.0013671875f), 0x01); /* smallest subnormal 2^-9 rounds up */
+}
+
+static void test_text_and_steps(void) {
+  rs_sharding s;
+  char buf[256];
+  CHECK(rs_parse_placements("S0,S(0),S0", &s) == RS_OK);
+  CHECK(rs_parse_order("0:1,0,2", &s, 3) == RS_OK);
+  rs_format_sharding(&s, buf, sizeof buf);
+  CHECK(strcmp(buf, "S(0)[1]S(0)[0]S(0)[2]") == 0);
+  rs_format_order(&s, 3, buf, sizeof buf);
+  CHECK(strcmp(buf, "0:1,0,2") == 0);
+  CHECK(!rs_sharding_is_default_order(&s, 3));
+  CHECK(rs_parse_placements("S0,P(avg),R,P", &s) == RS_OK);
+  rs_format_sharding(&s, buf, sizeof buf);
+  CHECK(strcmp(buf, "S(0)P(avg)RP(sum)") == 0);
+  CHECK(rs_parse_placements("S0,,R", &s) != RS_OK);
+  CHECK(rs_parse_placement("P(mean)", &s.p[0]) != RS_OK);
+  CHECK(strstr(rs_last_error(), "P(mean)") != NULL);
+
+  /* bookkeeping: S->R must take the last mesh dim of the list */
+  CHECK(rs_parse_placements("S0,S0", &s) == RS_OK);
+  CHECK(rs_sharding_set_default_order(&s, 2) == RS_OK);
+  rs_step bad = {0, rs_pl_shard(0), rs_pl_replicate()};
+  rs_sharding copy = s;
+  CHECK(rs_sharding_apply_step(&copy, &bad, 2) == RS_ERR_ILLEGAL);
+  rs_plan p = {2, {{1, rs_pl_shard(0), rs_pl_replicate()}, {0, rs_pl_shard(0), rs_pl_replicate()}}};
+  CHECK(rs_plan_trace(&s, 2, &p, buf, sizeof buf) == RS_OK);
+  CHECK(strcmp(buf, "S(0)[0]S(0)[1]->S(0)R->RR") == 0);
+  rs_step sp = {0, rs_pl_shard(0), rs_pl_partial(RS_SUM)};
+  rs_collective c;
+  CHECK(rs_step_collective(&sp, &c) == RS_ERR_UNSUPPORTED);
+}
+
+static void test_json(void) {
+  const char *text =
+      "{\"name\":\"t\",\"mesh\":{\"shape\":[2,3],\"ranks\":[5,4,3,2,1,0]},"
+      "\"tensor\":{\"shape\":[7,5],\"dtype\":\"BF16\"},"
+      "\"src\":{\"placements\":[\"S(0)\",\"S(0)\"],\"shard_order\":[{\"tensor_dim\":0,\"mesh_dims\":[1,0]}]},"
+      "\"dst\":{\"placements\":[\"R\",\"S(-1)\"]},\"seed\":\"18446744073709551615\",\"planner\":\"graph\"}";
+  rs_case c, d;
+  CHECK(rs_case_from_json(text, &c) == RS_OK);
+  CHECK(c.seed == UINT64_MAX);
+  CHECK_EQ_I(c.dst.p[1].dim, 1);
+  CHECK_EQ_I(c.src.order[0][0], 1);
+  CHECK(c.values == RS_VALUES_BITS);
+  char *j = rs_case_to_json(&c);
+  CHECK(j && rs_case_from_json(j, &d) == RS_OK);
+  char *j2 = rs_case_to_json(&d);
+  CHECK(j2 && strcmp(j, j2) == 0);
+  free(j);
+  free(j2);
+  CHECK(rs_case_from_json("{\"mesh\":{\"shape\":[2]},\"tensor\":{\"shape\":[4],\"dtype\":\"F7\"}}", &c) ==
+        RS_ERR_INVALID);
+  CHECK(strstr(rs_last_error(), "dtype") != NULL);
+  CHECK(rs_case_from_json("{\"mesh\":{\"shape\":[2],\"ranks\":[0]},\"tensor\":{\"shape\":[4],\"dtype\":\"F32\"}}",
+                          &c) == RS_ERR_INVALID);
+  CHECK(strstr(rs_last_error(), "mesh.ranks") != NULL);
+  CHECK(rs_case_from_json("{\"mesh\":{\"shape\":[2]},\"tensor\":{\"shape\":[4611686018427387904,4],"
+                          "\"dtype\":\"F32\"},\"src\":{\"placements\":[\"R\"]},\"dst\":{\"placements\":[\"R\"]}}",
+                          &c) == RS_ERR_OVERFLOW);
+  CHECK(rs_case_from_json("{\"mesh\":{\"shape\":[2]},\"tensor\":{\"shape\":[4],\"dtype\":\"F8_E4M3\"},"
+                          "\"src\":{\"placements\":[\"P\"]},\"dst\":{\"placements\":[\"R\"]}}",
+                          &c) == RS_ERR_INVALID);
+  CHECK(rs_case_from_json("{not json", &c) == RS_ERR_INVALID);
+}
+
+/* Source pieces of Partial dims reduce to the global value exactly, for every dtype and op. */
+static void test_exact_pieces(void) {
+  const char *ops[] = {"P(sum)", "P(avg)", "P(min)", "P(max)"};
+  rs_dtype dts[] = {RS_F64, RS_F32, RS_F16, RS_BF16, RS_I64, RS_I32, RS_I16, RS_I8, RS_U8};
+  for (int oi = 0; oi < 4; ++oi)
+    for (unsigned di = 0; di < sizeof dts / sizeof dts[0]; ++di) {
+      rs_case c;
+      memset(&c, 0, sizeof c);
+      int64_t sz[2] = {3, 4};
+      CHECK(rs_mesh_init(&c.mesh, 2, sz, NULL) == RS_OK);
+      c.tensor.dtype = dts[di];
+      c.tensor.ndim = 1;
+      c.tensor.shape[0] = 50;
+      char pl[64];
+      snprintf(pl, sizeof pl, "%s,%s", ops[oi], ops[oi]);
+      CHECK(rs_parse_placements(pl, &c.src) == RS_OK);
+      CHECK(rs_parse_placements("R,R", &c.dst) == RS_OK);
+      rs_sharding_set_default_order(&c.src, 1);
+      rs_sharding_set_default_order(&c.dst, 1);
+      c.values = RS_VALUES_EXACT;
+      c.seed = 42 + di;
+      CHECK(rs_case_validate(&c) == RS_OK);
+      rs_locals exp;
+      CHECK(rs_oracle_expected(&c, &c.dst, &exp) == RS_OK);
+      int es = rs_dtype_size(c.tensor.dtype);
+      int nonzero = 0;
+      for (int64_t i = 0; i < 50; ++i) {
+        char g[8];
+        rs_value_global(&c, i, g);
+        CHECK(memcmp(g, (char *)exp.r[0].data + i * es, (size_t)es) == 0);
+        for (int k = 0; k < es; ++k) nonzero |= g[k] != 0;
+      }
+      CHECK(nonzero || dts[di] == RS_I8 || dts[di] == RS_U8 || dts[di] == RS_BF16);
+      rs_locals_free(&exp);
+    }
+}
+
+int main(void) {
+  test_split();
+  test_layouts();
+  test_conversions();
+  test_text_and_steps();
+  test_json();
+  test_exact_pieces();
+  TEST_DONE();
+}
