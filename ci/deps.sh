@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# deps.sh - install whatever the build and tests need and is missing (Debian packages).
+set -euo pipefail
+need=()
+for pkg in build-essential cmake pkg-config libcjson-dev libxxhash-dev libopenmpi-dev openmpi-bin lcov zlib1g-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "deps: installing ${need[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# mutation.sh RESHARD - the mutation self-test: for every planted bug listed in ref/MUTANTS.md and
+# opt/MUTANTS.md (table rows "| id | ..."), `reshard check` run with RS_MUTANT=id must fail within
+# 2,000 cases and print a shrunk counterexample with its replay command. Fails if any bug survives.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=$1
+tmp=$(mktemp -d)
+survived=0; caught=0
+for f in "$top/ref/MUTANTS.md" "$top/opt/MUTANTS.md"; do
+  [ -f "$f" ] || continue
+  impl=ref
+  case "$f" in */opt/*) impl=opt ;; esac
+  for id in $(grep -oE '^\| *[0-9]+ *\|' "$f" | tr -dc '0-9\n'); do
+    log="$tmp/m$id.log"
+    RS_MUTANT=$id "$bin" check --impl "$impl" --seed 11 --cases 2000 --quiet --regress-dir "$tmp/reg$id" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "reshard replay" "$log"; then
+      caught=$((caught + 1))
+      printf 'mutant %-4s (%s) caught: %s\n' "$id" "$impl" "$(grep -m1 -iE 'fail' "$log" | cut -c1-150)"
+    else
+      survived=$((survived + 1))
+      printf 'mutant %-4s (%s) SURVIVED (exit %d)\n' "$id" "$impl" "$rc"
+      tail -n 5 "$log"
+    fi
+  done
+done
+rm -rf "$tmp"
+echo "mutation self-test: $caught caught, $survived survived"
+[ $survived -eq 0 ] && [ $caught -gt 0 ]
