@@ -49,6 +49,14 @@ rs_status rs_plan_trace(const rs_sharding *src, int tensor_ndim, const rs_plan *
 rs_status rs_plan_check(const rs_sharding *src, const rs_sharding *dst, int tensor_ndim,
                         const rs_plan *p);
 
+/* Number of elements in the intersection of two boxes. */
+int64_t rs_box_overlap(int ndim, const int64_t *a_start, const int64_t *a_size, const int64_t *b_start,
+                       const int64_t *b_size);
+/* SPEC 7 traffic lower bound of a copy-only change src -> dst on mesh m, in bytes: the sum over
+ * ranks of |box_dst(r) minus box_src(r)| times the element size. */
+rs_status rs_traffic_lower_bound(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                                 const rs_sharding *dst, int64_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

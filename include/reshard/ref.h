@@ -25,6 +25,12 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
 rs_status rs_ref_redistribute(const rs_case *c, const rs_locals *in, rs_locals *out,
                               rs_plan *plan_out);
 
+/* Bytes a step plan moves between distinct ranks when each collective sends only what its
+ * definition needs (no padding): for every step and group, rank j sends rank i the part of its
+ * box before the step that i's box after the step contains. Copy-only plans (gather, all-to-all,
+ * chunk); steps with reductions are counted the same way. */
+rs_status rs_ref_plan_traffic(const rs_case *c, const rs_plan *p, int64_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif
