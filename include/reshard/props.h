@@ -71,12 +71,19 @@ int rs_prop_needs_opt(rs_prop_id id);
 
 typedef enum rs_impl { RS_IMPL_REF = 0, RS_IMPL_OPT = 1 } rs_impl;
 
+/* Results shared by the properties run on one case (source locals, oracle, plans), so a
+ * campaign computes each once per case. Optional: properties work without one. */
+typedef struct rs_prop_memo rs_prop_memo;
+rs_status rs_prop_memo_create(rs_prop_memo **out);
+void rs_prop_memo_free(rs_prop_memo *m);
+
 /* What the properties run against. opt/world are rs_opt* / rs_world* when built with opt. */
 typedef struct rs_prop_env {
   rs_impl impl;
   void *opt;
   void *world;
   int distributed; /* 1: world is MPI - each process checks only the mesh position it plays */
+  rs_prop_memo *memo;
 } rs_prop_env;
 
 typedef enum rs_outcome { RS_PASS = 0, RS_FAIL = 1, RS_SKIP = 2 } rs_outcome;

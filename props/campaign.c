@@ -1,0 +1,193 @@
+/* campaign.c - the property campaign: one choice stream per case, every enabled property run on
+ * the case it decodes to, the first failure of each property shrunk, saved as a regression
+ * fixture and reported with the command that replays it. */
+#include <stdlib.h>
+#include <string.h>
+#include "reshard/props.h"
+#include "reshard/values.h"
+#include "report.h"
+#ifdef RS_HAVE_OPT
+#include "reshard/opt.h"
+#endif
+
+#define MSG_CAP 8192
+
+void rs_campaign_opts_default(rs_campaign_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
+  o->cases = 20000;
+  o->planners = 3;
+  o->impl = RS_IMPL_REF;
+  rs_gen_opts_default(&o->gen);
+  o->regress_dir = "fixtures/regressions";
+  o->shrink_runs = 2000;
+  o->print = 1;
+}
+
+/* Under MPI every process must see the same outcome, or the campaigns drift apart. */
+static int agree(const rs_prop_env *env, int flag) {
+#ifdef RS_HAVE_OPT
+  if (env->distributed && env->world) {
+    if (rs_world_agree((rs_world *)env->world, &flag) != RS_OK) return 1;
+  }
+#else
+  (void)env;
+#endif
+  return flag;
+}
+
+typedef struct pred_ctx {
+  rs_prop_id id;
+  const rs_prop_env *env;
+  const rs_gen_opts *gen;
+  rs_case *c;
+  char *msg;
+} pred_ctx;
+
+static int still_fails(void *vctx, rs_choices *ch) {
+  pred_ctx *x = vctx;
+  rs_outcome o = rs_prop_run_stream(x->id, x->env, x->gen, ch, x->c, x->msg, MSG_CAP);
+  return agree(x->env, o == RS_FAIL);
+}
+
+static void enabled_props(const rs_campaign_opts *o, int *en) {
+  for (int i = 0; i < RS_PROP_COUNT; i++) {
+    rs_prop_id id = (rs_prop_id)i;
+    rs_planner_kind k = rs_prop_planner(id);
+    en[i] = 1;
+    if (rs_prop_needs_opt(id) && o->impl != RS_IMPL_OPT) en[i] = 0;
+    if (k == RS_PLANNER_GREEDY && !(o->planners & 1)) en[i] = 0;
+    if (k == RS_PLANNER_GRAPH && !(o->planners & 2)) en[i] = 0;
+  }
+}
+
+/* Shrink a failing stream, write the fixture, print the report of one failure. */
+static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs_campaign_result *r,
+                           rs_prop_id id, const rs_choices *ch, const char *first_msg, rs_case *c,
+                           char *msg) {
+  size_t n = ch->n;
+  uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+  int runs = 0;
+  pred_ctx x = {id, env, &o->gen, c, msg};
+  if (v) {
+    memcpy(v, ch->v, n * sizeof *v);
+    runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs);
+  }
+  /* Decode the final stream once more: its case and message are what gets reported. */
+  rs_choices rc;
+  int ok = v && rs_choices_replay(&rc, v, n) == RS_OK;
+  if (ok) {
+    ok = still_fails(&x, &rc);
+    rs_choices_free(&rc);
+  }
+  if (!ok) snprintf(msg, MSG_CAP, "%s", first_msg); /* unreachable unless the property flakes */
+  rs_prop_stats *s = &r->prop[id];
+  snprintf(s->message, sizeof s->message, "%s", msg);
+  s->message[strcspn(s->message, "\n")] = 0;
+  int wrote = 0;
+  if (o->print) {
+    rs_status st = rs_write_regression(o->regress_dir ? o->regress_dir : "fixtures/regressions", id,
+                                       c, msg, s->fixture, sizeof s->fixture);
+    wrote = st == RS_OK;
+    if (!wrote) snprintf(s->fixture, sizeof s->fixture, "(not written: %s)", rs_last_error());
+    char *cj = rs_case_to_json(c);
+    printf("FAIL %s (shrunk in %d runs to %zu draws)\n  %s\n", rs_prop_name(id), runs, n, msg);
+    if (cj) {
+      /* The codec may pretty-print; one line is easier to read in a log. */
+      for (char *p = cj; *p; p++)
+        if (*p == '\n') *p = ' ';
+      printf("  case: %s\n", cj);
+      free(cj);
+    }
+    if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
+    fflush(stdout);
+  }
+  free(v);
+}
+
+rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
+  memset(r, 0, sizeof *r);
+  int en[RS_PROP_COUNT];
+  enabled_props(o, en);
+  rs_case *c = malloc(sizeof *c);
+  char *msg = malloc(MSG_CAP), *msg2 = malloc(MSG_CAP);
+  rs_prop_env env = o->env;
+  if (!env.memo && rs_prop_memo_create(&env.memo) != RS_OK) env.memo = NULL;
+  if (!c || !msg || !msg2) {
+    if (env.memo != o->env.memo) rs_prop_memo_free(env.memo);
+    free(c);
+    free(msg);
+    free(msg2);
+    return rs_fail(RS_ERR_NOMEM, "check: out of memory");
+  }
+  rs_progress prog;
+  rs_progress_init(&prog, o->print && !o->quiet);
+  double t0 = rs_now(), el = 0;
+  int64_t i = 0;
+  for (;; i++) {
+    el = rs_now() - t0;
+    int stop = o->cases > 0 ? i >= o->cases : el >= o->seconds;
+    if (o->cases <= 0) stop = agree(&env, stop); /* time is local: agree on when to stop */
+    if (stop) break;
+    for (int pass = 0; pass < 2; pass++) {
+      /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case. */
+      rs_choices ch;
+      rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
+      rs_status gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c);
+      for (int p = 0; p < RS_PROP_COUNT; p++) {
+        rs_prop_id id = (rs_prop_id)p;
+        if (!en[p] || rs_prop_bad_cases(id) != pass) continue;
+        rs_prop_stats *s = &r->prop[p];
+        rs_outcome out;
+        if (gst != RS_OK) {
+          snprintf(msg, MSG_CAP, "generator: %s: %s", rs_status_name(gst), rs_last_error());
+          out = RS_FAIL;
+        } else {
+          out = rs_prop_run(id, &env, c, msg, MSG_CAP);
+        }
+        if (agree(&env, out == RS_FAIL)) out = RS_FAIL;
+        if (out == RS_PASS) s->pass++;
+        else if (out == RS_SKIP) s->skip++;
+        else if (s->fail++) {
+          /* already reported: one shrunk failure per property, later ones only counted */
+        } else {
+          r->failed++;
+          rs_progress_end(&prog);
+          prog.last = 0;
+          snprintf(msg2, MSG_CAP, "%s", msg);
+          rs_case *sc = malloc(sizeof *sc);
+          if (sc) {
+            record_failure(o, &env, r, id, &ch, msg2, sc, msg);
+            free(sc);
+          }
+          /* regenerate: shrinking reused the case buffer of this iteration */
+          rs_choices_free(&ch);
+          rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
+          gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c);
+        }
+      }
+      rs_choices_free(&ch);
+    }
+    if (o->print && !o->quiet) rs_progress_update(&prog, i + 1, rs_now() - t0, r->failed, 0);
+    if (o->max_failures > 0 && r->failed >= o->max_failures) {
+      i++;
+      break;
+    }
+  }
+  r->cases = i;
+  r->seconds = rs_now() - t0;
+  if (o->print && !o->quiet) rs_progress_update(&prog, r->cases, r->seconds, r->failed, 1);
+  rs_progress_end(&prog);
+  rs_status st = RS_OK;
+  if (o->print) {
+    rs_report_summary(stdout, o, r, en);
+    if (o->junit && (st = rs_report_junit(o->junit, r, en)) != RS_OK) goto out;
+    if (o->json && (st = rs_report_json(o->json, o, r, en)) != RS_OK) goto out;
+  }
+out:
+  if (env.memo != o->env.memo) rs_prop_memo_free(env.memo);
+  free(c);
+  free(msg);
+  free(msg2);
+  return st;
+}

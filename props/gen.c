@@ -1,0 +1,217 @@
+/* gen.c - redistribute cases decoded from a choice stream. Every choice is drawn so that 0 means
+ * the simplest option (one mesh dim, size 1, default ranks, F32, Replicate, default order), which
+ * is what lets the shrinker reach small cases by lowering and deleting draws. Tables below are
+ * monotone for the same reason: a smaller draw never gives a bigger case. */
+#include <string.h>
+#include "reshard/props.h"
+
+/* Bounds the work of one case (global elements x ranks) so the campaign stays fast. */
+#define RS_GEN_MAX_WORK (1 << 16)
+
+enum { FAM_SUMAVG = 0, FAM_MIN, FAM_MAX };
+
+void rs_gen_opts_default(rs_gen_opts *o) {
+  o->max_ranks = 64;
+  o->max_mesh_dims = 4;
+  o->world_size = 0;
+  o->max_numel = 4096;
+}
+
+#define PICK(ch, tbl) (tbl)[rs_draw((ch), sizeof(tbl) / sizeof((tbl)[0]))]
+
+static void shuffle_prefix(rs_choices *ch, int32_t *a, int len, int take) {
+  for (int i = 0; i < take && i < len; i++) {
+    int j = i + (int)rs_draw(ch, (uint64_t)(len - i));
+    int32_t t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+  }
+}
+
+static rs_status gen_mesh(rs_choices *ch, const rs_gen_opts *o, rs_mesh *m) {
+  static const int nd_tbl[] = {1, 1, 2, 2, 2, 3, 3, 4};
+  static const int sz_tbl[] = {1, 2, 2, 2, 2, 3, 3, 4, 4, 5, 6, 8};
+  int maxd = o->max_mesh_dims < 1 ? 1 : o->max_mesh_dims > 4 ? 4 : o->max_mesh_dims;
+  int maxr = o->max_ranks < 1 ? 1 : o->max_ranks;
+  if (o->world_size > 0 && maxr > o->world_size) maxr = o->world_size;
+  if (maxr > RS_MAX_RANKS) maxr = RS_MAX_RANKS;
+  int nd = PICK(ch, nd_tbl);
+  if (nd > maxd) nd = maxd;
+  int64_t size[RS_MAX_MESH_DIMS];
+  int64_t prod = 1;
+  for (int i = 0; i < nd; i++) {
+    size[i] = PICK(ch, sz_tbl);
+    prod *= size[i];
+  }
+  /* Too many ranks: shave the largest dim (deterministic, so replay needs no extra draws). */
+  while (prod > maxr) {
+    int big = 0;
+    for (int i = 1; i < nd; i++)
+      if (size[i] >= size[big]) big = i;
+    prod = prod / size[big] * (size[big] - 1);
+    size[big]--;
+  }
+  int n = (int)prod;
+  int32_t pool[RS_MAX_RANKS];
+  int mode = (int)rs_draw(ch, 8); /* 0-3 default, 4-5 permutation, 6-7 subset of a bigger world */
+  if (mode < 4 && o->world_size <= 0) return rs_mesh_init(m, nd, size, NULL);
+  int world = n;
+  if (mode >= 6) {
+    world = o->world_size > 0 ? o->world_size : n + 1 + (int)rs_draw(ch, (uint64_t)n + 8);
+    if (world > RS_MAX_RANKS) world = RS_MAX_RANKS;
+  }
+  for (int i = 0; i < world; i++) pool[i] = i;
+  if (mode >= 4) shuffle_prefix(ch, pool, world, n);
+  return rs_mesh_init(m, nd, size, pool);
+}
+
+static int64_t gen_dim_size(rs_choices *ch, const rs_mesh *m) {
+  int64_t ms = m->size[rs_draw(ch, (uint64_t)m->ndim)];
+  int64_t v;
+  switch (rs_draw(ch, 6)) {
+    case 0: return (int64_t)rs_draw(ch, 4); /* often smaller than a mesh dim: empty shards */
+    case 1: return (int64_t)rs_draw(ch, 9);
+    case 2: return (int64_t)rs_draw(ch, 17);
+    case 3: return (int64_t)rs_draw(ch, 41);
+    case 4: v = ms * (1 + (int64_t)rs_draw(ch, 4)); break;           /* even split */
+    default: v = ms * (int64_t)rs_draw(ch, 3) + 1 + (int64_t)rs_draw(ch, (uint64_t)ms); break; /* uneven */
+  }
+  return v > 40 ? 40 : v;
+}
+
+static void gen_tensor(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
+  static const rs_dtype dt_tbl[] = {RS_F32, RS_F64, RS_I32, RS_BF16, RS_F16, RS_I64,
+                                    RS_I16, RS_I8,  RS_U8,  RS_BOOL, RS_F8_E4M3, RS_F8_E5M2};
+  static const int nd_tbl[] = {0, 1, 1, 1, 2, 2, 2, 3, 3, 4};
+  memset(t, 0, sizeof *t);
+  t->dtype = PICK(ch, dt_tbl);
+  t->ndim = PICK(ch, nd_tbl);
+  for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, m);
+  int64_t cap = o->max_numel > 0 ? o->max_numel : 4096;
+  if (cap > RS_GEN_MAX_WORK / m->nranks) cap = RS_GEN_MAX_WORK / m->nranks;
+  if (cap < 1) cap = 1;
+  for (;;) {
+    int64_t numel = 1;
+    int big = 0;
+    for (int d = 0; d < t->ndim; d++) {
+      numel *= t->shape[d];
+      if (t->shape[d] > t->shape[big]) big = d;
+    }
+    if (numel <= cap) break;
+    t->shape[big] = (t->shape[big] + 1) / 2;
+  }
+}
+
+static rs_placement gen_placement(rs_choices *ch, int ndim, int reducible, int fam) {
+  uint64_t k = rs_draw(ch, 10);
+  if (k >= 3 && k <= 7 && ndim > 0) {
+    int d = (int)rs_draw(ch, (uint64_t)ndim);
+    if (rs_draw(ch, 4) == 3) d -= ndim; /* the negative spelling of the same dim */
+    return rs_pl_shard(d);
+  }
+  if (k >= 8 && reducible) {
+    if (fam == FAM_MIN) return rs_pl_partial(RS_MIN);
+    if (fam == FAM_MAX) return rs_pl_partial(RS_MAX);
+    return rs_pl_partial(rs_draw(ch, 3) == 2 ? RS_AVG : RS_SUM);
+  }
+  return rs_pl_replicate();
+}
+
+/* Mesh, tensor and raw placements (no shard order yet): the part both generators share. */
+static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int *fam) {
+  static const int fam_tbl[] = {FAM_SUMAVG, FAM_SUMAVG, FAM_SUMAVG, FAM_SUMAVG, FAM_MIN, FAM_MAX};
+  memset(c, 0, sizeof *c);
+  rs_status st = gen_mesh(ch, o, &c->mesh);
+  if (st) return st;
+  gen_tensor(ch, o, &c->mesh, &c->tensor);
+  int red = rs_dtype_reducible(c->tensor.dtype);
+  *fam = PICK(ch, fam_tbl);
+  c->src.mesh_ndim = c->dst.mesh_ndim = c->mesh.ndim;
+  for (int m = 0; m < c->mesh.ndim; m++) c->src.p[m] = gen_placement(ch, c->tensor.ndim, red, *fam);
+  for (int m = 0; m < c->mesh.ndim; m++) c->dst.p[m] = gen_placement(ch, c->tensor.ndim, red, *fam);
+  return RS_OK;
+}
+
+/* Default order, then (sometimes) each tensor dim's list of mesh dims permuted. */
+static rs_status gen_order(rs_choices *ch, rs_sharding *s, int ndim) {
+  rs_status st = rs_sharding_set_default_order(s, ndim);
+  if (st) return st;
+  if (rs_draw(ch, 4) != 3) return RS_OK;
+  for (int d = 0; d < ndim; d++) {
+    int len = s->order_len[d];
+    for (int i = 0; i + 1 < len; i++) {
+      int j = i + (int)rs_draw(ch, (uint64_t)(len - i));
+      int8_t t = s->order[d][i];
+      s->order[d][i] = s->order[d][j];
+      s->order[d][j] = t;
+    }
+  }
+  return RS_OK;
+}
+
+static void gen_tail(rs_choices *ch, rs_case *c) {
+  c->seed = rs_draw(ch, 1ull << 32);
+  c->planner = RS_PLANNER_AUTO;
+  c->cost = rs_draw(ch, 4) == 3 ? RS_COST_PYTORCH : RS_COST_SEED;
+  c->values = rs_case_default_values(c);
+  strcpy(c->name, "generated");
+}
+
+rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
+  int fam;
+  rs_status st = gen_parts(ch, o, c, &fam);
+  if (st) return st;
+  /* S->P and P(x)->P(y) on one mesh dim are contract errors, tested by rs_gen_bad_case. */
+  for (int m = 0; m < c->mesh.ndim; m++) {
+    rs_placement a = c->src.p[m], *b = &c->dst.p[m];
+    if (b->kind == RS_PARTIAL && a.kind == RS_SHARD) *b = rs_pl_replicate();
+    if (b->kind == RS_PARTIAL && a.kind == RS_PARTIAL && a.op != b->op) *b = a;
+  }
+  if ((st = gen_order(ch, &c->src, c->tensor.ndim))) return st;
+  if ((st = gen_order(ch, &c->dst, c->tensor.ndim))) return st;
+  gen_tail(ch, c);
+  return rs_case_validate(c);
+}
+
+rs_status rs_gen_bad_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
+  static const rs_redop pairs[][2] = {{RS_SUM, RS_AVG}, {RS_AVG, RS_SUM}, {RS_MIN, RS_MAX},
+                                      {RS_MAX, RS_MIN}, {RS_SUM, RS_MAX}, {RS_MIN, RS_AVG}};
+  int fam;
+  rs_status st = gen_parts(ch, o, c, &fam);
+  if (st) return st;
+  int nd = c->mesh.ndim, tnd = c->tensor.ndim;
+  int m = (int)rs_draw(ch, (uint64_t)nd);
+  int kind = (int)rs_draw(ch, 5);
+  if (kind == 0 && tnd == 0) kind = 1;
+  if (kind != 3 && !rs_dtype_reducible(c->tensor.dtype)) c->tensor.dtype = RS_F32;
+  const rs_redop *pr = pairs[rs_draw(ch, 6)];
+  switch (kind) {
+    case 0: /* S -> P on one mesh dim */
+      c->src.p[m] = rs_pl_shard((int)rs_draw(ch, (uint64_t)tnd));
+      c->dst.p[m] = rs_pl_partial(fam == FAM_MIN ? RS_MIN : fam == FAM_MAX ? RS_MAX : RS_SUM);
+      break;
+    case 1: /* P(x) -> P(y), x != y */
+      c->src.p[m] = rs_pl_partial(pr[0]);
+      c->dst.p[m] = rs_pl_partial(pr[1]);
+      break;
+    case 2: /* mixed Partial ops on one tensor (src and dst together) */
+      c->src.p[m] = rs_pl_partial(RS_SUM);
+      c->dst.p[(m + 1) % nd] = rs_pl_partial(rs_draw(ch, 2) ? RS_MAX : RS_MIN);
+      if (nd > 1 && c->src.p[(m + 1) % nd].kind == RS_SHARD) c->src.p[(m + 1) % nd] = rs_pl_replicate();
+      break;
+    case 3: /* Partial on a copy-only dtype */
+      c->tensor.dtype = rs_draw(ch, 2) ? RS_F8_E4M3 : RS_BOOL;
+      c->src.p[m] = rs_pl_partial(RS_SUM);
+      break;
+    default: /* shard dim out of range */
+      c->dst.p[m] = rs_pl_shard(rs_draw(ch, 2) ? tnd + (int)rs_draw(ch, 2) : -tnd - 1);
+      break;
+  }
+  /* Orders are best effort here: a planted bad dim makes them fail, which validation reports. */
+  if (gen_order(ch, &c->src, tnd) != RS_OK) rs_clear_error();
+  if (gen_order(ch, &c->dst, tnd) != RS_OK) rs_clear_error();
+  gen_tail(ch, c);
+  c->values = RS_VALUES_EXACT;
+  strcpy(c->name, "generated-bad");
+  return RS_OK;
+}

@@ -1,0 +1,133 @@
+/* memo.c - per-case results shared by the properties: the source locals, the oracle's expected
+ * locals and ref's plans. Several properties need the same ones, and the graph planner and the
+ * value generator are most of a campaign's time, so each is computed once per case. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "memo.h"
+#include "reshard/oracle.h"
+#include "reshard/ref.h"
+#include "reshard/values.h"
+
+#define MEMO_PLANS 8
+
+/* What a plan depends on (not the rank list, not the data). */
+typedef struct plan_key {
+  int planner, cost, mesh_ndim;
+  int64_t size[RS_MAX_MESH_DIMS];
+  rs_tensor t;
+  rs_sharding src, dst;
+} plan_key;
+
+typedef struct memo_data {
+  int done;
+  rs_status st;
+  char err[512];
+  rs_locals l;
+} memo_data;
+
+struct rs_prop_memo {
+  rs_case key;
+  int have_key;
+  memo_data in, exp;
+  struct {
+    int used;
+    plan_key k;
+    rs_status st;
+    char err[512];
+    rs_plan p;
+  } plans[MEMO_PLANS];
+  int next_plan;
+};
+
+rs_status rs_prop_memo_create(rs_prop_memo **out) {
+  *out = calloc(1, sizeof **out);
+  return *out ? RS_OK : rs_fail(RS_ERR_NOMEM, "memo: out of memory");
+}
+
+static void data_reset(memo_data *d) {
+  rs_locals_free(&d->l);
+  memset(d, 0, sizeof *d);
+}
+
+void rs_prop_memo_free(rs_prop_memo *m) {
+  if (!m) return;
+  data_reset(&m->in);
+  data_reset(&m->exp);
+  free(m);
+}
+
+/* Point the memo at case c, dropping data of another case. */
+static void rekey(rs_prop_memo *m, const rs_case *c) {
+  if (m->have_key && memcmp(&m->key, c, sizeof *c) == 0) return;
+  data_reset(&m->in);
+  data_reset(&m->exp);
+  memcpy(&m->key, c, sizeof *c);
+  m->have_key = 1;
+}
+
+static rs_status replay_status(rs_status st, const char *err) {
+  return st ? rs_fail(st, "%s", err) : RS_OK;
+}
+
+static void remember(memo_data *d, rs_status st) {
+  d->done = 1;
+  d->st = st;
+  if (st) snprintf(d->err, sizeof d->err, "%s", rs_last_error());
+}
+
+rs_status rs_memo_source(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, const rs_locals **out) {
+  if (!m) {
+    *out = tmp;
+    return rs_make_source(c, tmp);
+  }
+  rekey(m, c);
+  if (!m->in.done) remember(&m->in, rs_make_source(c, &m->in.l));
+  *out = &m->in.l;
+  return replay_status(m->in.st, m->in.err);
+}
+
+rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, rs_locals *tmp,
+                           const rs_locals **out) {
+  if (!m) {
+    *out = tmp;
+    return rs_oracle_expected(c, &c->dst, tmp);
+  }
+  rekey(m, c);
+  if (!m->exp.done) remember(&m->exp, rs_oracle_expected(c, &c->dst, &m->exp.l));
+  *out = &m->exp.l;
+  return replay_status(m->exp.st, m->exp.err);
+}
+
+static rs_status plan_now(const rs_case *c, rs_planner_kind k, rs_plan *out) {
+  if (k == RS_PLANNER_GREEDY) return rs_ref_plan_greedy(&c->mesh, &c->tensor, &c->src, &c->dst, out);
+  return rs_ref_plan_graph(&c->mesh, &c->tensor, &c->src, &c->dst, c->cost, out);
+}
+
+rs_status rs_memo_plan(rs_prop_memo *m, const rs_case *c, rs_planner_kind k, rs_plan *out) {
+  if (k == RS_PLANNER_AUTO) k = rs_case_resolve_planner(c);
+  if (!m) return plan_now(c, k, out);
+  plan_key key;
+  memset(&key, 0, sizeof key);
+  key.planner = k;
+  key.cost = k == RS_PLANNER_GRAPH ? (int)c->cost : 0;
+  key.mesh_ndim = c->mesh.ndim;
+  memcpy(key.size, c->mesh.size, sizeof key.size);
+  key.t = c->tensor;
+  key.src = c->src;
+  key.dst = c->dst;
+  for (int i = 0; i < MEMO_PLANS; i++)
+    if (m->plans[i].used && memcmp(&m->plans[i].k, &key, sizeof key) == 0) {
+      *out = m->plans[i].p;
+      return replay_status(m->plans[i].st, m->plans[i].err);
+    }
+  int i = m->next_plan;
+  m->next_plan = (i + 1) % MEMO_PLANS;
+  m->plans[i].used = 1;
+  m->plans[i].k = key;
+  memset(&m->plans[i].p, 0, sizeof m->plans[i].p);
+  m->plans[i].st = plan_now(c, k, &m->plans[i].p);
+  if (m->plans[i].st) snprintf(m->plans[i].err, sizeof m->plans[i].err, "%s", rs_last_error());
+  *out = m->plans[i].p;
+  return m->plans[i].st;
+}

@@ -1,0 +1,13 @@
+/* memo.h - internal to props/: per-case results shared by the properties (see memo.c). With a
+ * NULL memo every getter just computes (into *tmp where it returns locals). */
+#ifndef RS_PROPS_MEMO_H
+#define RS_PROPS_MEMO_H
+
+#include "reshard/props.h"
+
+rs_status rs_memo_source(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, const rs_locals **out);
+rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, const rs_locals **out);
+/* k: greedy, graph (with c->cost) or auto (resolved as SPEC 7 says). */
+rs_status rs_memo_plan(rs_prop_memo *m, const rs_case *c, rs_planner_kind k, rs_plan *out);
+
+#endif

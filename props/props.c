@@ -1,0 +1,545 @@
+/* props.c - the properties every redistribute case must satisfy, each a function of one case:
+ * box tiling, ref's planners against the plan-free oracle, round trips, plan legality, rejection
+ * of contract violations and (with opt/) opt against ref and the oracle. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "reshard/oracle.h"
+#include "reshard/props.h"
+#include "reshard/ref.h"
+#include "reshard/values.h"
+#include "memo.h"
+#ifdef RS_HAVE_OPT
+#include "reshard/opt.h"
+#endif
+
+static const struct {
+  const char *name;
+  rs_planner_kind planner;
+  int bad, opt;
+} PROPS[RS_PROP_COUNT] = {
+    [RS_PROP_BOXES] = {"boxes", RS_PLANNER_AUTO, 0, 0},
+    [RS_PROP_GREEDY_ORACLE] = {"greedy_oracle", RS_PLANNER_GREEDY, 0, 0},
+    [RS_PROP_GRAPH_ORACLE] = {"graph_oracle", RS_PLANNER_GRAPH, 0, 0},
+    [RS_PROP_ROUNDTRIP_GREEDY] = {"roundtrip_greedy", RS_PLANNER_GREEDY, 0, 0},
+    [RS_PROP_ROUNDTRIP_GRAPH] = {"roundtrip_graph", RS_PLANNER_GRAPH, 0, 0},
+    [RS_PROP_PLAN_LEGAL_GREEDY] = {"plan_legal_greedy", RS_PLANNER_GREEDY, 0, 0},
+    [RS_PROP_PLAN_LEGAL_GRAPH] = {"plan_legal_graph", RS_PLANNER_GRAPH, 0, 0},
+    [RS_PROP_REJECT_BAD] = {"reject_bad", RS_PLANNER_AUTO, 1, 0},
+    [RS_PROP_OPT_ORACLE] = {"opt_oracle", RS_PLANNER_AUTO, 0, 1},
+    [RS_PROP_OPT_PLAN] = {"opt_plan", RS_PLANNER_AUTO, 0, 1},
+};
+
+const char *rs_prop_name(rs_prop_id id) {
+  return (unsigned)id < RS_PROP_COUNT ? PROPS[id].name : "?";
+}
+
+rs_status rs_prop_parse(const char *name, rs_prop_id *out) {
+  for (int i = 0; i < RS_PROP_COUNT; i++)
+    if (name && strcmp(name, PROPS[i].name) == 0) {
+      *out = (rs_prop_id)i;
+      return RS_OK;
+    }
+  return rs_fail(RS_ERR_INVALID, "property: unknown name '%s'", name ? name : "(null)");
+}
+
+rs_planner_kind rs_prop_planner(rs_prop_id id) { return PROPS[id].planner; }
+int rs_prop_bad_cases(rs_prop_id id) { return PROPS[id].bad; }
+int rs_prop_needs_opt(rs_prop_id id) { return PROPS[id].opt; }
+
+/* ---- helpers ---- */
+
+typedef struct scratch {
+  rs_locals in, out, exp, back;
+} scratch;
+
+static void scratch_free(scratch *s) {
+  rs_locals_free(&s->in);
+  rs_locals_free(&s->out);
+  rs_locals_free(&s->exp);
+  rs_locals_free(&s->back);
+}
+
+static rs_outcome say(rs_outcome o, char *msg, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, cap, fmt, ap);
+  va_end(ap);
+  return o;
+}
+
+static rs_outcome fail_st(char *msg, size_t cap, const char *what, rs_status st) {
+  const char *e = rs_last_error();
+  return say(RS_FAIL, msg, cap, "%s failed: %s: %s", what, rs_status_name(st), e[0] ? e : "(no message)");
+}
+
+/* The seed's graph planner creates Partial only as Partial(sum) from Replicate, and cannot move a
+ * Partial between mesh dims: a dst Partial(op != sum) is reachable only where src has it already.
+ * Searching for an unreachable state explores the whole state space, so it is skipped up front. */
+static int graph_reachable(const rs_case *c) {
+  for (int m = 0; m < c->mesh.ndim; m++) {
+    rs_placement d = c->dst.p[m], s = c->src.p[m];
+    if (d.kind == RS_PARTIAL && d.op != RS_SUM && !(s.kind == RS_PARTIAL && s.op == d.op)) return 0;
+  }
+  return 1;
+}
+
+/* Plan with a named planner; RS_SKIP when the planner does not apply to this case. */
+static rs_outcome make_plan(const rs_prop_env *env, const rs_case *c, rs_planner_kind k, rs_plan *p,
+                            char *msg, size_t cap) {
+  rs_status st;
+  rs_prop_memo *memo = env ? env->memo : NULL;
+  memset(p, 0, sizeof *p);
+  if (k == RS_PLANNER_GREEDY) {
+    /* PyTorch's greedy planner ignores shard order: it only means something for default orders. */
+    if (!rs_sharding_is_default_order(&c->src, c->tensor.ndim) ||
+        !rs_sharding_is_default_order(&c->dst, c->tensor.ndim))
+      return say(RS_SKIP, msg, cap, "greedy: non-default shard order");
+    st = rs_memo_plan(memo, c, RS_PLANNER_GREEDY, p);
+    if (st) return fail_st(msg, cap, "rs_ref_plan_greedy", st);
+  } else if (k == RS_PLANNER_GRAPH) {
+    if (!graph_reachable(c)) return say(RS_SKIP, msg, cap, "graph: dst Partial not reachable");
+    st = rs_memo_plan(memo, c, RS_PLANNER_GRAPH, p);
+    if (st) return fail_st(msg, cap, "rs_ref_plan_graph", st);
+  } else {
+    if (rs_case_resolve_planner(c) == RS_PLANNER_GRAPH && !graph_reachable(c))
+      return say(RS_SKIP, msg, cap, "graph: dst Partial not reachable");
+    st = rs_memo_plan(memo, c, RS_PLANNER_AUTO, p);
+    if (st) return fail_st(msg, cap, "rs_ref_plan", st);
+  }
+  return RS_PASS;
+}
+
+/* Seed 001's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
+static void trace_of(const rs_case *c, const rs_plan *p, char *buf, size_t cap) {
+  if (rs_plan_trace(&c->src, c->tensor.ndim, p, buf, cap) == RS_OK) return;
+  size_t n = (size_t)snprintf(buf, cap, "steps");
+  for (int i = 0; i < p->nsteps && n < cap; i++) {
+    char a[32], b[32];
+    rs_format_placement(p->step[i].from, a, sizeof a);
+    rs_format_placement(p->step[i].to, b, sizeof b);
+    n += (size_t)snprintf(buf + n, cap - n, " [mesh dim %d: %s->%s]", p->step[i].mesh_dim, a, b);
+  }
+}
+
+/* Compare against expected locals; the message carries the trace and the oracle's diff lines. */
+static rs_outcome compare(const rs_case *c, const rs_sharding *layout, const rs_locals *exp,
+                          const rs_locals *act, const char *what, const char *trace, char *msg,
+                          size_t cap) {
+  rs_diff *d = calloc(1, sizeof *d);
+  if (!d) return say(RS_FAIL, msg, cap, "%s: out of memory", what);
+  int bad = rs_oracle_compare(c, layout, exp, act, d);
+  rs_outcome o = RS_PASS;
+  if (bad) {
+    o = say(RS_FAIL, msg, cap, "%s: %d rank(s), %lld element(s) differ%s%s%s\n%s", what, bad,
+            (long long)d->nbad_elems, trace ? " (plan " : "", trace ? trace : "", trace ? ")" : "",
+            d->text);
+  }
+  free(d);
+  return o;
+}
+
+/* ---- 1. boxes ---- */
+
+/* SPEC 4 written again here, independently of spec/box.c, so the two check each other. */
+static void my_box(const rs_case *c, const rs_sharding *s, const int64_t *coord, int64_t *start,
+                   int64_t *size) {
+  for (int d = 0; d < c->tensor.ndim; d++) {
+    int64_t lo = 0, len = c->tensor.shape[d];
+    for (int k = 0; k < s->order_len[d]; k++) {
+      int64_t n = c->mesh.size[s->order[d][k]], i = coord[s->order[d][k]], sz, off;
+      if (len % n == 0) {
+        sz = len / n;
+        off = i * sz;
+      } else {
+        int64_t ch = (len + n - 1) / n;
+        off = ch * i;
+        if (off >= len) {
+          sz = 0;
+          off = len;
+        } else {
+          sz = (off + ch < len ? off + ch : len) - off;
+        }
+      }
+      lo += off;
+      len = sz;
+    }
+    start[d] = lo;
+    size[d] = len;
+  }
+}
+
+static rs_outcome check_layout_boxes(const rs_case *c, const rs_sharding *s, const char *which,
+                                     const rs_locals *locals, char *msg, size_t cap) {
+  const rs_tensor *t = &c->tensor;
+  /* The shard order lists exactly the mesh dims that shard each tensor dim. */
+  int seen[RS_MAX_MESH_DIMS] = {0};
+  for (int d = 0; d < t->ndim; d++)
+    for (int k = 0; k < s->order_len[d]; k++) {
+      int m = s->order[d][k];
+      if (m < 0 || m >= c->mesh.ndim || s->p[m].kind != RS_SHARD || s->p[m].dim != d || seen[m]++)
+        return say(RS_FAIL, msg, cap, "%s: shard order of dim %d lists mesh dim %d wrongly", which, d, m);
+    }
+  int64_t mult = 1;
+  for (int m = 0; m < c->mesh.ndim; m++) {
+    if (s->p[m].kind == RS_SHARD && !seen[m])
+      return say(RS_FAIL, msg, cap, "%s: mesh dim %d shards but is in no shard order", which, m);
+    if (s->p[m].kind != RS_SHARD) mult *= c->mesh.size[m];
+  }
+  int64_t numel = 1;
+  for (int d = 0; d < t->ndim; d++) numel *= t->shape[d];
+  int32_t *cover = numel <= (1 << 22) ? calloc((size_t)numel + 1, sizeof *cover) : NULL;
+  rs_outcome o = RS_PASS;
+  for (int pos = 0; pos < c->mesh.nranks && o == RS_PASS; pos++) {
+    int64_t coord[RS_MAX_MESH_DIMS] = {0}, st[RS_MAX_DIMS], sz[RS_MAX_DIMS], mst[RS_MAX_DIMS],
+            msz[RS_MAX_DIMS], shp[RS_MAX_DIMS], off[RS_MAX_DIMS];
+    rs_mesh_coord(&c->mesh, pos, coord);
+    if (rs_mesh_pos(&c->mesh, coord) != pos) {
+      o = say(RS_FAIL, msg, cap, "mesh: position %d -> coord -> position %d", pos, rs_mesh_pos(&c->mesh, coord));
+      break;
+    }
+    rs_local_box(&c->mesh, s, t, coord, st, sz);
+    my_box(c, s, coord, mst, msz);
+    rs_local_shape_offset(&c->mesh, s, t, coord, shp, off);
+    for (int d = 0; d < t->ndim; d++) {
+      if (sz[d] != msz[d] || (sz[d] > 0 && st[d] != mst[d])) {
+        o = say(RS_FAIL, msg, cap, "%s: rank pos %d dim %d: box [%lld +%lld], SPEC 4 gives [%lld +%lld]",
+                which, pos, d, (long long)st[d], (long long)sz[d], (long long)mst[d], (long long)msz[d]);
+        break;
+      }
+      int64_t want_off = sz[d] == 0 ? t->shape[d] : st[d];
+      if (shp[d] != sz[d] || off[d] != want_off) {
+        o = say(RS_FAIL, msg, cap,
+                "%s: rank pos %d dim %d: local_shape/offset %lld/%lld, box gives %lld/%lld", which,
+                pos, d, (long long)shp[d], (long long)off[d], (long long)sz[d], (long long)want_off);
+        break;
+      }
+    }
+    if (o != RS_PASS) break;
+    if (locals) {
+      const rs_local *l = &locals->r[pos];
+      int same = l->ndim == t->ndim;
+      int64_t n = 1;
+      for (int d = 0; same && d < t->ndim; d++) {
+        same = l->shape[d] == sz[d];
+        n *= sz[d];
+      }
+      if (!same || l->nbytes != n * rs_dtype_size(t->dtype)) {
+        o = say(RS_FAIL, msg, cap, "%s: rank pos %d: local tensor shape differs from its box", which, pos);
+        break;
+      }
+    }
+    if (!cover) continue;
+    /* Count every element of the box (row-major walk over the box). */
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= sz[d];
+    int64_t idx[RS_MAX_DIMS] = {0};
+    for (int64_t e = 0; e < n; e++) {
+      int64_t flat = 0;
+      for (int d = 0; d < t->ndim; d++) flat = flat * t->shape[d] + st[d] + idx[d];
+      cover[flat]++;
+      for (int d = t->ndim - 1; d >= 0; d--) {
+        if (++idx[d] < sz[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  for (int64_t i = 0; cover && o == RS_PASS && i < numel; i++)
+    if (cover[i] != mult)
+      o = say(RS_FAIL, msg, cap, "%s: element %lld covered %d times, expected %lld", which,
+              (long long)i, cover[i], (long long)mult);
+  free(cover);
+  return o;
+}
+
+static rs_outcome prop_boxes(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
+  scratch s = {0};
+  const rs_locals *in, *exp;
+  rs_status st = rs_memo_source(env->memo, c, &s.in, &in);
+  rs_outcome o;
+  if (st) {
+    o = fail_st(msg, cap, "rs_make_source", st);
+  } else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp)) != RS_OK) {
+    o = fail_st(msg, cap, "rs_oracle_expected", st);
+  } else if ((o = check_layout_boxes(c, &c->src, "src", in, msg, cap)) == RS_PASS) {
+    o = check_layout_boxes(c, &c->dst, "dst", exp, msg, cap);
+  }
+  scratch_free(&s);
+  return o;
+}
+
+/* ---- 2, 3. ref planner + ref execute == oracle ---- */
+
+static rs_outcome prop_oracle(const rs_prop_env *env, const rs_case *c, rs_planner_kind k,
+                              char *msg, size_t cap) {
+  rs_plan p;
+  rs_outcome o = make_plan(env, c, k, &p, msg, cap);
+  if (o != RS_PASS) return o;
+  scratch s = {0};
+  const rs_locals *in, *exp;
+  rs_status st;
+  if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
+  else if ((st = rs_ref_execute(c, &p, in, &s.out))) o = fail_st(msg, cap, "rs_ref_execute", st);
+  else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else {
+    char tr[1024];
+    trace_of(c, &p, tr, sizeof tr);
+    o = compare(c, &c->dst, exp, &s.out, "ref vs oracle", tr, msg, cap);
+  }
+  scratch_free(&s);
+  return o;
+}
+
+/* ---- 4. round trip ---- */
+
+static rs_outcome prop_roundtrip(const rs_prop_env *env, const rs_case *c, rs_planner_kind k,
+                                 char *msg, size_t cap) {
+  if (rs_sharding_has_partial(&c->src)) return say(RS_SKIP, msg, cap, "src has Partial");
+  rs_case back = *c;
+  back.src = c->dst;
+  back.dst = c->src;
+  rs_plan p1, p2;
+  rs_outcome o = make_plan(env, c, k, &p1, msg, cap);
+  if (o != RS_PASS) return o;
+  if ((o = make_plan(env, &back, k, &p2, msg, cap)) != RS_PASS) return o;
+  scratch s = {0};
+  const rs_locals *in;
+  rs_status st;
+  if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
+  else if ((st = rs_ref_execute(c, &p1, in, &s.out))) o = fail_st(msg, cap, "rs_ref_execute (there)", st);
+  else if ((st = rs_ref_execute(&back, &p2, &s.out, &s.back))) o = fail_st(msg, cap, "rs_ref_execute (back)", st);
+  else {
+    char t1[1024], t2[1024], tr[2100];
+    trace_of(c, &p1, t1, sizeof t1);
+    trace_of(&back, &p2, t2, sizeof t2);
+    snprintf(tr, sizeof tr, "%s, back %s", t1, t2);
+    o = compare(c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
+  }
+  scratch_free(&s);
+  return o;
+}
+
+/* ---- 5. plan legality ---- */
+
+static rs_outcome prop_plan_legal(const rs_prop_env *env, const rs_case *c, rs_planner_kind k,
+                                  char *msg, size_t cap) {
+  rs_plan p;
+  rs_outcome o = make_plan(env, c, k, &p, msg, cap);
+  if (o != RS_PASS) return o;
+  char tr[1024];
+  for (int i = 0; i < p.nsteps; i++) {
+    rs_collective coll;
+    rs_status st = rs_step_collective(&p.step[i], &coll);
+    if (st) {
+      trace_of(c, &p, tr, sizeof tr);
+      return say(RS_FAIL, msg, cap, "step %d: %s (plan %s)", i, rs_last_error(), tr);
+    }
+    if (p.step[i].mesh_dim < 0 || p.step[i].mesh_dim >= c->mesh.ndim)
+      return say(RS_FAIL, msg, cap, "step %d: mesh dim %d out of range", i, p.step[i].mesh_dim);
+  }
+  rs_status st = rs_plan_check(&c->src, &c->dst, c->tensor.ndim, &p);
+  if (st) {
+    trace_of(c, &p, tr, sizeof tr);
+    return say(RS_FAIL, msg, cap, "rs_plan_check: %s (plan %s)", rs_last_error(), tr);
+  }
+  if ((st = rs_plan_trace(&c->src, c->tensor.ndim, &p, tr, sizeof tr)))
+    return fail_st(msg, cap, "rs_plan_trace", st);
+  return RS_PASS;
+}
+
+/* ---- 6. contract violations are rejected ---- */
+
+/* What the contract says is wrong with a case, apart from per-mesh-dim transitions. */
+static const char *static_violation(const rs_case *c) {
+  int nd = c->tensor.ndim, sumavg = 0, mn = 0, mx = 0, part = 0;
+  const rs_sharding *ss[2] = {&c->src, &c->dst};
+  for (int k = 0; k < 2; k++)
+    for (int m = 0; m < c->mesh.ndim; m++) {
+      rs_placement p = ss[k]->p[m];
+      if (p.kind == RS_SHARD && (p.dim >= nd || p.dim < -nd)) return "shard dim out of range";
+      if (p.kind == RS_PARTIAL) {
+        part = 1;
+        if (p.op == RS_MIN) mn = 1;
+        else if (p.op == RS_MAX) mx = 1;
+        else sumavg = 1;
+      }
+    }
+  if (part && !rs_dtype_reducible(c->tensor.dtype)) return "Partial on a copy-only dtype";
+  if (sumavg + mn + mx > 1) return "mixed Partial ops";
+  return NULL;
+}
+
+static int transition_violation(const rs_case *c, int *pp) {
+  int bad = 0;
+  *pp = 0;
+  for (int m = 0; m < c->mesh.ndim; m++) {
+    rs_placement a = c->src.p[m], b = c->dst.p[m];
+    if (b.kind == RS_PARTIAL && a.kind == RS_SHARD) bad = 1;
+    if (b.kind == RS_PARTIAL && a.kind == RS_PARTIAL && a.op != b.op) bad = *pp = 1;
+  }
+  return bad;
+}
+
+static rs_outcome rejected(const char *stage, char *msg, size_t cap) {
+  const char *e = rs_last_error();
+  if (!e[0]) return say(RS_FAIL, msg, cap, "%s rejected the case with an empty message", stage);
+  return RS_PASS;
+}
+
+static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *msg, size_t cap) {
+  rs_case c = *c0;
+  rs_clear_error();
+  if (rs_case_validate(&c) != RS_OK) return rejected("rs_case_validate", msg, cap);
+  const char *why = static_violation(c0);
+  if (why) return say(RS_FAIL, msg, cap, "rs_case_validate accepted a case with %s", why);
+  int pp;
+  if (!transition_violation(&c, &pp)) return say(RS_SKIP, msg, cap, "no violation planted");
+  /* Greedy takes S->P / P(x)->P(y) as one direct step: that step must be refused. */
+  rs_plan p;
+  rs_clear_error();
+  if (rs_ref_plan_greedy(&c.mesh, &c.tensor, &c.src, &c.dst, &p) != RS_OK)
+    return rejected("rs_ref_plan_greedy", msg, cap);
+  if (rs_plan_check(&c.src, &c.dst, c.tensor.ndim, &p) == RS_OK) {
+    char tr[1024];
+    trace_of(&c, &p, tr, sizeof tr);
+    return say(RS_FAIL, msg, cap, "rs_plan_check accepted an illegal greedy plan %s", tr);
+  }
+  if (!rs_last_error()[0]) return say(RS_FAIL, msg, cap, "rs_plan_check: empty message");
+  scratch s = {0};
+  rs_outcome o = RS_PASS;
+  rs_status st = rs_make_source(&c, &s.in);
+  if (st) {
+    o = fail_st(msg, cap, "rs_make_source", st);
+  } else {
+    rs_clear_error();
+    if (rs_ref_execute(&c, &p, &s.in, &s.out) == RS_OK)
+      o = say(RS_FAIL, msg, cap, "rs_ref_execute ran an illegal greedy plan");
+    else
+      o = rejected("rs_ref_execute", msg, cap);
+  }
+  rs_locals_free(&s.out);
+#ifdef RS_HAVE_OPT
+  if (o == RS_PASS && env->impl == RS_IMPL_OPT && env->opt && !env->distributed) {
+    rs_clear_error();
+    if (rs_opt_execute_plan(env->opt, env->world, &c, &p, &s.in, &s.out, NULL) == RS_OK)
+      o = say(RS_FAIL, msg, cap, "rs_opt_execute_plan ran an illegal greedy plan");
+    else
+      o = rejected("rs_opt_execute_plan", msg, cap);
+  }
+#endif
+  rs_locals_free(&s.out);
+  /* The graph planner may reach dst S->R->P legally; then the result must be right. A
+   * P(x)->P(y) change has no oracle meaning, so only S->P cases are run. */
+  if (o == RS_PASS && !pp && graph_reachable(&c)) {
+    scratch_free(&s);
+    o = prop_oracle(env, &c, RS_PLANNER_GRAPH, msg, cap);
+  }
+  scratch_free(&s);
+  return o;
+}
+
+/* ---- 7. opt (when built) ---- */
+
+#ifdef RS_HAVE_OPT
+/* Distributed worlds fill only the position this process plays: compare that one. */
+static rs_outcome compare_own(const rs_prop_env *env, const rs_case *c, const rs_locals *exp,
+                              const rs_locals *act, const char *what, char *msg, size_t cap) {
+  int pos = rs_mesh_pos_of_rank(&c->mesh, rs_world_rank(env->world));
+  if (pos < 0) return RS_PASS;
+  const rs_local *e = &exp->r[pos], *a = pos < act->n ? &act->r[pos] : NULL;
+  if (!a || a->ndim != e->ndim || a->nbytes != e->nbytes ||
+      memcmp(a->shape, e->shape, sizeof(int64_t) * (size_t)e->ndim) != 0)
+    return say(RS_FAIL, msg, cap, "%s: world rank %d: local shape differs", what, rs_world_rank(env->world));
+  int es = rs_dtype_size(c->tensor.dtype);
+  for (int64_t i = 0; es && i < e->nbytes / es; i++)
+    if (memcmp((char *)a->data + i * es, (char *)e->data + i * es, (size_t)es) != 0)
+      return say(RS_FAIL, msg, cap, "%s: world rank %d: element %lld is %llx, expected %llx", what,
+                 rs_world_rank(env->world), (long long)i,
+                 (unsigned long long)rs_elem_bits(c->tensor.dtype, a->data, i),
+                 (unsigned long long)rs_elem_bits(c->tensor.dtype, e->data, i));
+  return RS_PASS;
+}
+
+static rs_outcome check_opt(const rs_prop_env *env, const rs_case *c, const rs_locals *exp,
+                            const rs_locals *ref, const rs_locals *act, const rs_plan *p,
+                            const char *what, char *msg, size_t cap) {
+  char tr[1024];
+  if (p) trace_of(c, p, tr, sizeof tr);
+  if (env->distributed) return compare_own(env, c, exp, act, what, msg, cap);
+  char w[128];
+  snprintf(w, sizeof w, "%s vs oracle", what);
+  rs_outcome o = compare(c, &c->dst, exp, act, w, p ? tr : NULL, msg, cap);
+  if (o == RS_PASS && ref) {
+    snprintf(w, sizeof w, "%s vs ref", what);
+    o = compare(c, &c->dst, ref, act, w, p ? tr : NULL, msg, cap);
+  }
+  return o;
+}
+
+static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref_plan, char *msg,
+                           size_t cap) {
+  if (env->impl != RS_IMPL_OPT || !env->opt) return say(RS_SKIP, msg, cap, "opt not selected");
+  rs_plan p;
+  rs_outcome po = make_plan(env, c, RS_PLANNER_AUTO, &p, msg, cap);
+  if (use_ref_plan && po != RS_PASS) return po;
+  scratch s = {0};
+  rs_status st;
+  rs_outcome o = RS_PASS;
+  int have_ref = 0;
+  const rs_locals *in = NULL, *exp = NULL;
+  if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
+  else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else if (po == RS_PASS) {
+    if ((st = rs_ref_execute(c, &p, in, &s.back))) o = fail_st(msg, cap, "rs_ref_execute", st);
+    else have_ref = 1;
+  }
+  if (o == RS_PASS) {
+    if (use_ref_plan) {
+      st = rs_opt_execute_plan(env->opt, env->world, c, &p, in, &s.out, NULL);
+      o = st ? fail_st(msg, cap, "rs_opt_execute_plan", st)
+             : check_opt(env, c, exp, have_ref ? &s.back : NULL, &s.out, &p, "opt(ref plan)", msg, cap);
+    } else {
+      st = rs_opt_redistribute(env->opt, env->world, c, in, &s.out, NULL);
+      o = st ? fail_st(msg, cap, "rs_opt_redistribute", st)
+             : check_opt(env, c, exp, have_ref ? &s.back : NULL, &s.out, NULL, "opt", msg, cap);
+    }
+  }
+  scratch_free(&s);
+  return o;
+}
+#endif
+
+/* ---- dispatch ---- */
+
+rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, char *msg,
+                       size_t cap) {
+  rs_prop_env none = {0};
+  if (!env) env = &none;
+  if (cap) msg[0] = 0;
+  switch (id) {
+    case RS_PROP_BOXES: return prop_boxes(env, c, msg, cap);
+    case RS_PROP_GREEDY_ORACLE: return prop_oracle(env, c, RS_PLANNER_GREEDY, msg, cap);
+    case RS_PROP_GRAPH_ORACLE: return prop_oracle(env, c, RS_PLANNER_GRAPH, msg, cap);
+    case RS_PROP_ROUNDTRIP_GREEDY: return prop_roundtrip(env, c, RS_PLANNER_GREEDY, msg, cap);
+    case RS_PROP_ROUNDTRIP_GRAPH: return prop_roundtrip(env, c, RS_PLANNER_GRAPH, msg, cap);
+    case RS_PROP_PLAN_LEGAL_GREEDY: return prop_plan_legal(env, c, RS_PLANNER_GREEDY, msg, cap);
+    case RS_PROP_PLAN_LEGAL_GRAPH: return prop_plan_legal(env, c, RS_PLANNER_GRAPH, msg, cap);
+    case RS_PROP_REJECT_BAD: return prop_reject(env, c, msg, cap);
+#ifdef RS_HAVE_OPT
+    case RS_PROP_OPT_ORACLE: return prop_opt(env, c, 0, msg, cap);
+    case RS_PROP_OPT_PLAN: return prop_opt(env, c, 1, msg, cap);
+#endif
+    default: return say(RS_SKIP, msg, cap, "%s: not built (no opt/)", rs_prop_name(id));
+  }
+}
+
+rs_outcome rs_prop_run_stream(rs_prop_id id, const rs_prop_env *env, const rs_gen_opts *o,
+                              rs_choices *ch, rs_case *c, char *msg, size_t cap) {
+  rs_status st = PROPS[id].bad ? rs_gen_bad_case(ch, o, c) : rs_gen_case(ch, o, c);
+  if (st) {
+    /* A generator that cannot produce a valid case is itself a failure of the contract. */
+    return say(RS_FAIL, msg, cap, "generator: %s: %s", rs_status_name(st), rs_last_error());
+  }
+  return rs_prop_run(id, env, c, msg, cap);
+}

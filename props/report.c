@@ -1,0 +1,262 @@
+/* report.c - what a campaign tells people and machines: a live progress line on a terminal, the
+ * end summary (with the rate), JUnit XML for CI, a JSON summary, and regression fixtures with the
+ * command that replays them. */
+#define _POSIX_C_SOURCE 200809L
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+double rs_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void rs_progress_init(rs_progress *p, int enabled) {
+  p->on = enabled && isatty(2);
+  p->last = 0;
+}
+
+void rs_progress_update(rs_progress *p, int64_t cases, double elapsed, int failures, int force) {
+  if (!p->on) return;
+  if (!force && elapsed - p->last < 0.5) return;
+  p->last = elapsed;
+  fprintf(stderr, "\r  %lld cases  %.0f cases/s  %d failing propert%s   ", (long long)cases,
+          elapsed > 0 ? (double)cases / elapsed : 0.0, failures, failures == 1 ? "y" : "ies");
+  fflush(stderr);
+}
+
+void rs_progress_end(rs_progress *p) {
+  if (p->on && p->last > 0) fprintf(stderr, "\n");
+}
+
+void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_result *r,
+                       const int *enabled) {
+  fprintf(f, "%-20s %10s %8s %10s\n", "property", "pass", "fail", "skip");
+  for (int i = 0; i < RS_PROP_COUNT; i++) {
+    if (!enabled[i]) continue;
+    const rs_prop_stats *s = &r->prop[i];
+    fprintf(f, "%-20s %10lld %8lld %10lld%s\n", rs_prop_name((rs_prop_id)i), (long long)s->pass,
+            (long long)s->fail, (long long)s->skip, s->fail ? "  FAILED" : "");
+  }
+  double rate = r->seconds > 0 ? (double)r->cases / r->seconds : 0;
+  fprintf(f, "seed %llu: %lld cases in %.2f s (%.0f cases/s), %d failing propert%s\n",
+          (unsigned long long)o->seed, (long long)r->cases, r->seconds, rate, r->failed,
+          r->failed == 1 ? "y" : "ies");
+}
+
+static void xml_escape(FILE *f, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+      case '<': fputs("&lt;", f); break;
+      case '>': fputs("&gt;", f); break;
+      case '&': fputs("&amp;", f); break;
+      case '"': fputs("&quot;", f); break;
+      case '\n': fputs("&#10;", f); break;
+      default:
+        if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
+    }
+  }
+}
+
+rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled) {
+  FILE *f = fopen(path, "w");
+  if (!f) return rs_fail(RS_ERR_IO, "--junit: cannot write %s: %s", path, strerror(errno));
+  int n = 0;
+  for (int i = 0; i < RS_PROP_COUNT; i++) n += enabled[i] != 0;
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fprintf(f, "<testsuite name=\"reshard.props\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", n,
+          r->failed, r->seconds);
+  for (int i = 0; i < RS_PROP_COUNT; i++) {
+    if (!enabled[i]) continue;
+    const rs_prop_stats *s = &r->prop[i];
+    fprintf(f, "  <testcase classname=\"reshard.props\" name=\"%s\">", rs_prop_name((rs_prop_id)i));
+    if (s->fail) {
+      fprintf(f, "\n    <failure message=\"");
+      xml_escape(f, s->message);
+      fprintf(f, "\">replay: reshard replay ");
+      xml_escape(f, s->fixture);
+      fprintf(f, "</failure>\n  ");
+    } else if (s->pass == 0) {
+      fprintf(f, "<skipped/>");
+    }
+    fprintf(f, "</testcase>\n");
+  }
+  fprintf(f, "</testsuite>\n");
+  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--junit: cannot write %s", path);
+  return RS_OK;
+}
+
+rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_campaign_result *r,
+                         const int *enabled) {
+  cJSON *root = cJSON_CreateObject(), *props = cJSON_CreateObject(), *fails = cJSON_CreateArray();
+  char buf[64];
+  snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->seed);
+  cJSON_AddNumberToObject(root, "seed", (double)o->seed);
+  cJSON_AddStringToObject(root, "seed_text", buf);
+  cJSON_AddNumberToObject(root, "cases", (double)r->cases);
+  cJSON_AddNumberToObject(root, "seconds", r->seconds);
+  cJSON_AddNumberToObject(root, "cases_per_second", r->seconds > 0 ? (double)r->cases / r->seconds : 0);
+  cJSON_AddStringToObject(root, "impl", o->impl == RS_IMPL_OPT ? "opt" : "ref");
+  cJSON_AddNumberToObject(root, "failed", r->failed);
+  for (int i = 0; i < RS_PROP_COUNT; i++) {
+    if (!enabled[i]) continue;
+    const rs_prop_stats *s = &r->prop[i];
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddNumberToObject(p, "pass", (double)s->pass);
+    cJSON_AddNumberToObject(p, "fail", (double)s->fail);
+    cJSON_AddNumberToObject(p, "skip", (double)s->skip);
+    cJSON_AddItemToObject(props, rs_prop_name((rs_prop_id)i), p);
+    if (s->fail) {
+      cJSON *x = cJSON_CreateObject();
+      char cmd[600];
+      snprintf(cmd, sizeof cmd, "reshard replay %s", s->fixture);
+      cJSON_AddStringToObject(x, "property", rs_prop_name((rs_prop_id)i));
+      cJSON_AddStringToObject(x, "message", s->message);
+      cJSON_AddStringToObject(x, "fixture", s->fixture);
+      cJSON_AddStringToObject(x, "replay", cmd);
+      cJSON_AddItemToArray(fails, x);
+    }
+  }
+  cJSON_AddItemToObject(root, "properties", props);
+  cJSON_AddItemToObject(root, "failures", fails);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return rs_fail(RS_ERR_NOMEM, "--json: out of memory");
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    free(text);
+    return rs_fail(RS_ERR_IO, "--json: cannot write %s: %s", path, strerror(errno));
+  }
+  fputs(text, f);
+  fputc('\n', f);
+  free(text);
+  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
+  return RS_OK;
+}
+
+/* mkdir -p */
+static rs_status make_dirs(const char *dir) {
+  char p[512];
+  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return rs_fail(RS_ERR_IO, "--regress-dir: path too long");
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) return rs_fail(RS_ERR_IO, "--regress-dir: mkdir %s: %s", p, strerror(errno));
+    *s = '/';
+  }
+  if (mkdir(p, 0777) != 0 && errno != EEXIST) return rs_fail(RS_ERR_IO, "--regress-dir: mkdir %s: %s", p, strerror(errno));
+  return RS_OK;
+}
+
+rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, const char *msg,
+                              char *path_out, size_t cap) {
+  char *cj = rs_case_to_json(c);
+  if (!cj) return RS_ERR_INVALID;
+  cJSON *root = cJSON_Parse(cj);
+  uint64_t h = XXH3_64bits(cj, strlen(cj)) ^ (uint64_t)id * 0x9E3779B97F4A7C15ull;
+  free(cj);
+  if (!root) return rs_fail(RS_ERR_INVALID, "regression: rs_case_to_json gave invalid JSON");
+  cJSON_AddStringToObject(root, "property", rs_prop_name(id));
+  /* One line: the first line of the message (diff lines follow it). */
+  char line[512];
+  snprintf(line, sizeof line, "%s", msg);
+  line[strcspn(line, "\n")] = 0;
+  cJSON_AddStringToObject(root, "message", line);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return rs_fail(RS_ERR_NOMEM, "regression: out of memory");
+  rs_status st = make_dirs(dir);
+  if (st) {
+    free(text);
+    return st;
+  }
+  snprintf(path_out, cap, "%s/%s-%012llx.json", dir, rs_prop_name(id),
+           (unsigned long long)(h & 0xFFFFFFFFFFFFull));
+  FILE *f = fopen(path_out, "w");
+  if (!f) {
+    free(text);
+    return rs_fail(RS_ERR_IO, "regression: cannot write %s: %s", path_out, strerror(errno));
+  }
+  fputs(text, f);
+  fputc('\n', f);
+  free(text);
+  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "regression: cannot write %s", path_out);
+  return RS_OK;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *b = malloc(cap);
+  while (b) {
+    size_t got = fread(b + n, 1, cap - n - 1, f);
+    n += got;
+    if (n + 1 < cap) break;
+    char *nb = realloc(b, cap *= 2);
+    if (!nb) free(b);
+    b = nb;
+  }
+  fclose(f);
+  if (b) b[n] = 0;
+  return b;
+}
+
+rs_status rs_replay_file(const char *path, const rs_prop_env *env, int *failed, char *msg,
+                         size_t cap) {
+  char *text = slurp(path);
+  if (!text) return rs_fail(RS_ERR_IO, "replay: cannot read %s", path);
+  cJSON *root = cJSON_Parse(text);
+  if (!root) {
+    free(text);
+    return rs_fail(RS_ERR_INVALID, "replay: %s: invalid JSON", path);
+  }
+  const cJSON *pj = cJSON_GetObjectItemCaseSensitive(root, "property");
+  rs_prop_id id;
+  rs_status st = cJSON_IsString(pj) ? rs_prop_parse(pj->valuestring, &id)
+                                    : rs_fail(RS_ERR_INVALID, "replay: %s: \"property\" missing", path);
+  cJSON_Delete(root);
+  if (st) {
+    free(text);
+    return st;
+  }
+  rs_case *c = calloc(1, sizeof *c);
+  if (!c) {
+    free(text);
+    return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
+  }
+  rs_clear_error();
+  st = rs_case_from_json(text, c);
+  free(text);
+  if (st) {
+    if (rs_prop_bad_cases(id)) {
+      /* A bad case the parser refuses is a rejection; it passes when it says why. */
+      *failed = rs_last_error()[0] == 0;
+      snprintf(msg, cap, "%s: rejected by the parser: %s", rs_prop_name(id), rs_last_error());
+      free(c);
+      return RS_OK;
+    }
+    free(c);
+    return st;
+  }
+  char *m = malloc(8192);
+  if (!m) {
+    free(c);
+    return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
+  }
+  rs_outcome o = rs_prop_run(id, env, c, m, 8192);
+  *failed = o == RS_FAIL;
+  snprintf(msg, cap, "%s: %s%s%s", rs_prop_name(id),
+           o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS", m[0] ? ": " : "", m);
+  free(m);
+  free(c);
+  return RS_OK;
+}

@@ -1,0 +1,25 @@
+/* report.h - internal to props/: progress line, summary, JUnit/JSON reports. */
+#ifndef RS_PROPS_REPORT_H
+#define RS_PROPS_REPORT_H
+
+#include <stdio.h>
+#include "reshard/props.h"
+
+typedef struct rs_progress {
+  int on;          /* a terminal is attached and progress was asked for */
+  double last;     /* time of the last update */
+} rs_progress;
+
+double rs_now(void);
+void rs_progress_init(rs_progress *p, int enabled);
+void rs_progress_update(rs_progress *p, int64_t cases, double elapsed, int failures, int force);
+void rs_progress_end(rs_progress *p);
+
+/* Names of the properties that ran, for reports. */
+void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_result *r,
+                       const int *enabled);
+rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled);
+rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_campaign_result *r,
+                         const int *enabled);
+
+#endif

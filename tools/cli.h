@@ -1,0 +1,53 @@
+/* cli.h - what the reshard subcommands share: flag scanning, building a case from layout flags,
+ * usage errors (exit 2) and small JSON printing helpers. */
+#ifndef RS_TOOLS_CLI_H
+#define RS_TOOLS_CLI_H
+
+#include <stdio.h>
+#include "reshard/case.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Prints "reshard <cmd>: <message>" to stderr and returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Same, for an rs_status failure: the message is rs_last_error() prefixed with `what`. */
+int cli_status_error(const char *cmd, const char *what);
+
+/* If argv[*i] is --name (value in argv[*i+1]) or --name=value, sets *val, advances *i and returns
+ * 1; returns -1 when the value is missing, 0 when argv[*i] is another argument. */
+int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/* 1 when argv[i] is the flag --name (no value). */
+int cli_flag(char **argv, int i, const char *name);
+int cli_is_help(const char *a);
+
+/* Parse a decimal/hex unsigned or a non-negative int; 0 on success. */
+int cli_u64(const char *s, unsigned long long *out);
+int cli_int(const char *s, long long lo, long long hi, long long *out);
+
+/* The layout flags that describe a mesh and a tensor. */
+typedef struct cli_layout_args {
+  const char *mesh, *ranks, *shape, *dtype;
+} cli_layout_args;
+
+/* Build c->mesh and c->tensor from the flags (defaults: dtype F32, shape scalar). */
+int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c);
+/* Parse placements + order (order text may be NULL) into s for case c. */
+int cli_build_sharding(const char *cmd, const char *flag_pl, const char *pl, const char *flag_order,
+                       const char *order, const rs_case *c, rs_sharding *s);
+
+/* JSON: a [a,b,...] list of int64 and a JSON string with escapes. */
+void cli_json_ints(FILE *f, const int64_t *v, int n);
+void cli_json_str(FILE *f, const char *s);
+
+int cmd_layout(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+
+#endif

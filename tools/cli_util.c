@@ -1,0 +1,128 @@
+/* cli_util.c - flag scanning, layout-flag parsing and error printing shared by the subcommands.
+ * Every error names the flag it came from and exits 2. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "reshard %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see reshard %s --help)\n", cmd);
+  return CLI_USAGE;
+}
+
+int cli_status_error(const char *cmd, const char *what) {
+  const char *e = rs_last_error();
+  fprintf(stderr, "reshard %s: %s%s%s\n", cmd, what ? what : "", what && *what ? ": " : "",
+          e[0] ? e : "error");
+  return CLI_USAGE;
+}
+
+int cli_opt(int argc, char **argv, int *i, const char *name, const char **val) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0) return 0;
+  if (a[n] == '=') {
+    *val = a + n + 1;
+    return 1;
+  }
+  if (a[n] != 0) return 0;
+  if (*i + 1 >= argc) return -1;
+  *val = argv[++*i];
+  return 1;
+}
+
+int cli_flag(char **argv, int i, const char *name) { return strcmp(argv[i], name) == 0; }
+
+int cli_is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
+int cli_u64(const char *s, unsigned long long *out) {
+  if (!s || !*s || *s == '-') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_int(const char *s, long long lo, long long hi, long long *out) {
+  if (!s || !*s) return -1;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c) {
+  int64_t sizes[RS_MAX_MESH_DIMS];
+  int nd = 0;
+  if (!a->mesh) return cli_usage_error(cmd, "--mesh: required (e.g. --mesh 4x2)");
+  if (rs_parse_dims(a->mesh, RS_MAX_MESH_DIMS, sizes, &nd) != RS_OK) return cli_status_error(cmd, "--mesh");
+  if (nd < 1) return cli_usage_error(cmd, "--mesh: at least one mesh dim");
+  int32_t *ranks = NULL;
+  int nr = 0;
+  if (a->ranks) {
+    ranks = malloc(sizeof(int32_t) * RS_MAX_RANKS);
+    if (!ranks) return cli_usage_error(cmd, "out of memory");
+    if (rs_parse_ranks(a->ranks, ranks, RS_MAX_RANKS, &nr) != RS_OK) {
+      free(ranks);
+      return cli_status_error(cmd, "--ranks");
+    }
+    int64_t prod = 1;
+    for (int i = 0; i < nd; i++) prod *= sizes[i];
+    if (nr != prod) {
+      free(ranks);
+      return cli_usage_error(cmd, "--ranks: %d ranks for a mesh of %lld", nr, (long long)prod);
+    }
+  }
+  rs_status st = rs_mesh_init(&c->mesh, nd, sizes, ranks);
+  free(ranks);
+  if (st) return cli_status_error(cmd, "--mesh/--ranks");
+  c->tensor.dtype = RS_F32;
+  if (a->dtype && rs_dtype_parse(a->dtype, &c->tensor.dtype) != RS_OK) return cli_status_error(cmd, "--dtype");
+  c->tensor.ndim = 0;
+  if (a->shape && rs_parse_dims(a->shape, RS_MAX_DIMS, c->tensor.shape, &c->tensor.ndim) != RS_OK)
+    return cli_status_error(cmd, "--shape");
+  int64_t nb;
+  if (rs_tensor_nbytes(&c->tensor, &nb) != RS_OK) return cli_status_error(cmd, "--shape");
+  return CLI_OK;
+}
+
+int cli_build_sharding(const char *cmd, const char *flag_pl, const char *pl, const char *flag_order,
+                       const char *order, const rs_case *c, rs_sharding *s) {
+  if (!pl) return cli_usage_error(cmd, "%s: required (e.g. %s S0,R)", flag_pl, flag_pl);
+  if (rs_parse_placements(pl, s) != RS_OK) return cli_status_error(cmd, flag_pl);
+  if (s->mesh_ndim != c->mesh.ndim)
+    return cli_usage_error(cmd, "%s: %d placements for a %d-d mesh", flag_pl, s->mesh_ndim, c->mesh.ndim);
+  if (rs_sharding_set_default_order(s, c->tensor.ndim) != RS_OK) return cli_status_error(cmd, flag_pl);
+  if (order && rs_parse_order(order, s, c->tensor.ndim) != RS_OK) return cli_status_error(cmd, flag_order);
+  if (rs_sharding_validate(s, &c->mesh, &c->tensor) != RS_OK)
+    return cli_status_error(cmd, order ? flag_order : flag_pl);
+  return CLI_OK;
+}
+
+void cli_json_ints(FILE *f, const int64_t *v, int n) {
+  fputc('[', f);
+  for (int i = 0; i < n; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)v[i]);
+  fputc(']', f);
+}
+
+void cli_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+    else if (ch == '\n') fputs("\\n", f);
+    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+    else fputc(ch, f);
+  }
+  fputc('"', f);
+}

@@ -1,0 +1,172 @@
+/* cmd_check.c - `reshard check` (the property campaign) and `reshard replay` (one saved failure).
+ * Under --transport mpi every process generates the same cases, plays its own mesh rank with opt,
+ * and all agree on each outcome; only world rank 0 prints. */
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "reshard/props.h"
+#ifdef RS_HAVE_OPT
+#include "reshard/opt.h"
+#endif
+
+static const char *HELP_CHECK =
+    "usage: reshard check [--seed S] [--cases N | --seconds T] [--planner greedy|graph|both]\n"
+    "                     [--impl ref|opt] [--transport local|mpi] [--max-ranks N]\n"
+    "                     [--max-mesh-dims K] [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
+    "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
+    "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
+    "and printed with the command that replays it. Exit 0 pass, 1 a property failed.\n"
+    "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n";
+
+static const char *HELP_REPLAY =
+    "usage: reshard replay FILE [--impl ref|opt]\n"
+    "Re-runs the property named in a saved failing case; exit 1 if it still fails.\n";
+
+/* Opt state for --impl opt; torn down by env_close. */
+static int env_open(const char *C, rs_prop_env *env, const char *impl, const char *transport,
+                    int *argc, char ***argv) {
+  memset(env, 0, sizeof *env);
+  int mpi = strcmp(transport, "mpi") == 0;
+  if (!mpi && strcmp(transport, "local") != 0)
+    return cli_usage_error(C, "--transport: '%s', expected local or mpi", transport);
+  if (strcmp(impl, "opt") == 0) env->impl = RS_IMPL_OPT;
+  else if (strcmp(impl, "ref") != 0) return cli_usage_error(C, "--impl: '%s', expected ref or opt", impl);
+  if (mpi) env->impl = RS_IMPL_OPT; /* MPI processes only make sense for opt */
+  if (env->impl == RS_IMPL_REF) return CLI_OK;
+#ifdef RS_HAVE_OPT
+  rs_world *w = NULL;
+  rs_opt *o = NULL;
+  if (rs_world_init(mpi ? "mpi" : "local", argc, argv, &w) != RS_OK) return cli_status_error(C, "--transport");
+  if (rs_opt_create(&o) != RS_OK) {
+    rs_world_finalize(w);
+    return cli_status_error(C, "--impl opt");
+  }
+  env->world = w;
+  env->opt = o;
+  env->distributed = mpi && !rs_world_is_local(w);
+  return CLI_OK;
+#else
+  (void)argc;
+  (void)argv;
+  return cli_usage_error(C, "--impl opt / --transport mpi: this build has no opt/ library");
+#endif
+}
+
+static void env_close(rs_prop_env *env) {
+#ifdef RS_HAVE_OPT
+  if (env->opt) rs_opt_destroy((rs_opt *)env->opt);
+  if (env->world) rs_world_finalize((rs_world *)env->world);
+#endif
+  env->opt = env->world = NULL;
+}
+
+int cmd_check(int argc, char **argv) {
+  const char *C = "check";
+  rs_campaign_opts o;
+  rs_campaign_opts_default(&o);
+  const char *impl = "ref", *transport = "local", *v;
+  int r, have_cases = 0, have_secs = 0;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(HELP_CHECK, stdout);
+      return CLI_OK;
+    }
+    if (cli_flag(argv, i, "--quiet")) { o.quiet = 1; continue; }
+    const char *name = argv[i];
+    unsigned long long u;
+    long long n;
+    if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
+      if (r < 0 || cli_u64(v, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+      o.seed = u;
+    } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, (long long)1 << 40, &n)) return cli_usage_error(C, "--cases: expected a positive integer");
+      o.cases = n;
+      have_cases = 1;
+    } else if ((r = cli_opt(argc, argv, &i, "--seconds", &v)) != 0) {
+      char *end;
+      double t = r < 0 ? 0 : strtod(v, &end);
+      if (r < 0 || *end || !(t > 0)) return cli_usage_error(C, "--seconds: expected a positive number");
+      o.seconds = t;
+      have_secs = 1;
+    } else if ((r = cli_opt(argc, argv, &i, "--planner", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--planner: missing value");
+      if (strcmp(v, "greedy") == 0) o.planners = 1;
+      else if (strcmp(v, "graph") == 0) o.planners = 2;
+      else if (strcmp(v, "both") == 0) o.planners = 3;
+      else return cli_usage_error(C, "--planner: '%s', expected greedy, graph or both", v);
+    } else if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--impl: missing value");
+      impl = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--transport: missing value");
+      transport = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
+      o.gen.max_ranks = (int)n;
+    } else if ((r = cli_opt(argc, argv, &i, "--max-mesh-dims", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, 4, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..4");
+      o.gen.max_mesh_dims = (int)n;
+    } else if ((r = cli_opt(argc, argv, &i, "--junit", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--junit: missing file");
+      o.junit = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--json", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--json: missing file");
+      o.json = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--regress-dir", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--regress-dir: missing dir");
+      o.regress_dir = v;
+    } else {
+      return cli_usage_error(C, "unknown argument '%s'", name);
+    }
+  }
+  if (have_cases && have_secs) return cli_usage_error(C, "--cases and --seconds: give one");
+  if (have_secs) o.cases = 0;
+  if ((r = env_open(C, &o.env, impl, transport, &argc, &argv)) != CLI_OK) return r;
+  o.impl = o.env.impl;
+#ifdef RS_HAVE_OPT
+  if (o.env.distributed) {
+    rs_world *w = (rs_world *)o.env.world;
+    o.gen.world_size = rs_world_size(w);
+    if (o.gen.max_ranks > o.gen.world_size) o.gen.max_ranks = o.gen.world_size;
+    o.print = rs_world_rank(w) == 0;
+  }
+#endif
+  rs_campaign_result *res = calloc(1, sizeof *res);
+  if (!res) {
+    env_close(&o.env);
+    return cli_usage_error(C, "out of memory");
+  }
+  rs_status st = rs_campaign_run(&o, res);
+  int rc = st != RS_OK ? cli_status_error(C, NULL) : res->failed ? CLI_FAIL : CLI_OK;
+  free(res);
+  env_close(&o.env);
+  return rc;
+}
+
+int cmd_replay(int argc, char **argv) {
+  const char *C = "replay", *file = NULL, *impl = "ref", *v;
+  int r;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(HELP_REPLAY, stdout);
+      return CLI_OK;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--impl: missing value");
+      impl = v;
+      continue;
+    }
+    if (argv[i][0] == '-' || file) return cli_usage_error(C, "unknown argument '%s'", argv[i]);
+    file = argv[i];
+  }
+  if (!file) return cli_usage_error(C, "FILE: required");
+  rs_prop_env env;
+  if ((r = env_open(C, &env, impl, "local", &argc, &argv)) != CLI_OK) return r;
+  char msg[8192];
+  int failed = 0;
+  rs_status st = rs_replay_file(file, &env, &failed, msg, sizeof msg);
+  env_close(&env);
+  if (st) return cli_status_error(C, file);
+  printf("%s\n", msg);
+  return failed ? CLI_FAIL : CLI_OK;
+}

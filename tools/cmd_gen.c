@@ -1,0 +1,67 @@
+/* cmd_gen.c - `reshard gen`: generated cases as JSON lines, the same cases `reshard check` runs
+ * for the same seed (the PyTorch recorder replays them in real DTensor). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "reshard/props.h"
+#include "reshard/values.h"
+
+static const char *HELP =
+    "usage: reshard gen --seed S --cases N [--max-ranks N] [--max-mesh-dims K]\n"
+    "Prints N generated cases, one JSON object per line (case i is case i of reshard check).\n";
+
+int cmd_gen(int argc, char **argv) {
+  const char *C = "gen", *v;
+  unsigned long long seed = 1;
+  long long cases = 10, n;
+  rs_gen_opts g;
+  rs_gen_opts_default(&g);
+  int r;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(HELP, stdout);
+      return CLI_OK;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
+      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+    } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
+      if (r < 0 || cli_int(v, 0, (long long)1 << 40, &cases)) return cli_usage_error(C, "--cases: expected a count");
+    } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
+      g.max_ranks = (int)n;
+    } else if ((r = cli_opt(argc, argv, &i, "--max-mesh-dims", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, 4, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..4");
+      g.max_mesh_dims = (int)n;
+    } else {
+      return cli_usage_error(C, "unknown argument '%s'", argv[i]);
+    }
+  }
+  rs_case *c = malloc(sizeof *c);
+  if (!c) return cli_usage_error(C, "out of memory");
+  int rc = CLI_OK;
+  for (long long i = 0; i < cases; i++) {
+    rs_choices ch;
+    rs_choices_seed(&ch, rs_hash3(seed, (uint64_t)i, 0));
+    rs_status st = rs_gen_case(&ch, &g, c);
+    rs_choices_free(&ch);
+    if (st) {
+      rc = cli_status_error(C, "generator");
+      break;
+    }
+    snprintf(c->name, sizeof c->name, "gen-%llu-%lld", seed, i);
+    char *j = rs_case_to_json(c);
+    cJSON *root = j ? cJSON_Parse(j) : NULL;
+    char *line = root ? cJSON_PrintUnformatted(root) : NULL;
+    if (line) puts(line);
+    free(line);
+    cJSON_Delete(root);
+    free(j);
+    if (!line) {
+      rc = cli_status_error(C, "rs_case_to_json");
+      break;
+    }
+  }
+  free(c);
+  return rc;
+}

@@ -1,0 +1,101 @@
+/* cmd_plan.c - `reshard plan`: the step plan ref's planners produce for src -> dst, with each
+ * step's collective and the trace in seed 001's notation. */
+#include <string.h>
+#include "cli.h"
+#include "reshard/ref.h"
+
+static const char *HELP =
+    "usage: reshard plan --mesh 2x2x2 --shape 8x8x8 --src S0,S0,S0 --dst R,S0,S0\n"
+    "                    [--src-order 0:1,0] [--dst-order ...] [--ranks ...] [--dtype F32]\n"
+    "                    [--planner greedy|graph] [--cost seed|pytorch] [--json]\n"
+    "Without --planner the graph planner runs when either side has a non-default shard order,\n"
+    "else the greedy one (as PyTorch decides).\n";
+
+int cmd_plan(int argc, char **argv) {
+  const char *C = "plan";
+  cli_layout_args a = {0};
+  const char *src = NULL, *dst = NULL, *so = NULL, *dso = NULL, *planner = NULL, *cost = NULL, *v;
+  int json = 0, r;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(HELP, stdout);
+      return CLI_OK;
+    }
+    if (cli_flag(argv, i, "--json")) { json = 1; continue; }
+#define OPT(name, var)                                                             \
+  if ((r = cli_opt(argc, argv, &i, name, &v)) != 0) {                              \
+    if (r < 0) return cli_usage_error(C, "%s: missing value", name);               \
+    var = v;                                                                       \
+    continue;                                                                      \
+  }
+    OPT("--mesh", a.mesh)
+    OPT("--ranks", a.ranks)
+    OPT("--shape", a.shape)
+    OPT("--dtype", a.dtype)
+    OPT("--src", src)
+    OPT("--dst", dst)
+    OPT("--src-order", so)
+    OPT("--dst-order", dso)
+    OPT("--planner", planner)
+    OPT("--cost", cost)
+#undef OPT
+    return cli_usage_error(C, "unknown argument '%s'", argv[i]);
+  }
+  rs_case c;
+  memset(&c, 0, sizeof c);
+  if ((r = cli_build_mesh_tensor(C, &a, &c)) != CLI_OK) return r;
+  if ((r = cli_build_sharding(C, "--src", src, "--src-order", so, &c, &c.src)) != CLI_OK) return r;
+  if ((r = cli_build_sharding(C, "--dst", dst, "--dst-order", dso, &c, &c.dst)) != CLI_OK) return r;
+  c.planner = RS_PLANNER_AUTO;
+  if (planner && (rs_planner_parse(planner, &c.planner) != RS_OK || c.planner == RS_PLANNER_AUTO))
+    return cli_usage_error(C, "--planner: '%s', expected greedy or graph", planner);
+  c.cost = RS_COST_SEED;
+  if (cost) {
+    if (strcmp(cost, "seed") == 0) c.cost = RS_COST_SEED;
+    else if (strcmp(cost, "pytorch") == 0) c.cost = RS_COST_PYTORCH;
+    else return cli_usage_error(C, "--cost: '%s', expected seed or pytorch", cost);
+  }
+  c.values = rs_case_default_values(&c);
+  if (rs_case_validate(&c) != RS_OK) return cli_status_error(C, "--src/--dst");
+  rs_planner_kind k = rs_case_resolve_planner(&c);
+  c.planner = k;
+  rs_plan p;
+  if (rs_ref_plan(&c, &p) != RS_OK) return cli_status_error(C, "planner");
+  char trace[4096];
+  if (rs_plan_trace(&c.src, c.tensor.ndim, &p, trace, sizeof trace) != RS_OK)
+    return cli_status_error(C, "trace");
+  if (json) {
+    printf("{\"planner\":\"%s\",\"steps\":[", rs_planner_name(k));
+  } else {
+    printf("planner %s%s: %d step%s\n", rs_planner_name(k),
+           k == RS_PLANNER_GRAPH ? (c.cost == RS_COST_PYTORCH ? " (cost pytorch)" : " (cost seed)") : "",
+           p.nsteps, p.nsteps == 1 ? "" : "s");
+  }
+  for (int i = 0; i < p.nsteps; i++) {
+    char f[32], t[32];
+    rs_collective coll = RS_COLL_NONE;
+    if (rs_step_collective(&p.step[i], &coll) != RS_OK) return cli_status_error(C, "plan step");
+    rs_format_placement(p.step[i].from, f, sizeof f);
+    rs_format_placement(p.step[i].to, t, sizeof t);
+    if (json) {
+      printf("%s{\"mesh_dim\":%d,\"from\":", i ? "," : "", p.step[i].mesh_dim);
+      cli_json_str(stdout, f);
+      printf(",\"to\":");
+      cli_json_str(stdout, t);
+      printf(",\"collective\":");
+      cli_json_str(stdout, rs_collective_name(coll));
+      printf("}");
+    } else {
+      printf("  %2d. mesh dim %d: %-8s -> %-8s %s\n", i + 1, p.step[i].mesh_dim, f, t,
+             rs_collective_name(coll));
+    }
+  }
+  if (json) {
+    printf("],\"trace\":");
+    cli_json_str(stdout, trace);
+    printf("}\n");
+  } else {
+    printf("trace: %s\n", trace);
+  }
+  return CLI_OK;
+}
