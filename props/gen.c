@@ -66,15 +66,19 @@ static rs_status gen_mesh(rs_choices *ch, const rs_gen_opts *o, rs_mesh *m) {
 }
 
 static int64_t gen_dim_size(rs_choices *ch, const rs_mesh *m) {
-  int64_t ms = m->size[rs_draw(ch, (uint64_t)m->ndim)];
-  int64_t v;
-  switch (rs_draw(ch, 6)) {
+  int64_t v, ms;
+  int kind = (int)rs_draw(ch, 6);
+  switch (kind) {
     case 0: return (int64_t)rs_draw(ch, 4); /* often smaller than a mesh dim: empty shards */
     case 1: return (int64_t)rs_draw(ch, 9);
     case 2: return (int64_t)rs_draw(ch, 17);
     case 3: return (int64_t)rs_draw(ch, 41);
-    case 4: v = ms * (1 + (int64_t)rs_draw(ch, 4)); break;           /* even split */
-    default: v = ms * (int64_t)rs_draw(ch, 3) + 1 + (int64_t)rs_draw(ch, (uint64_t)ms); break; /* uneven */
+    default:
+      /* sizes tied to a mesh dim: an even split, or just past one (uneven) */
+      ms = m->size[rs_draw(ch, (uint64_t)m->ndim)];
+      if (kind == 4) v = ms * (1 + (int64_t)rs_draw(ch, 4));
+      else v = ms * (int64_t)rs_draw(ch, 3) + 1 + (int64_t)rs_draw(ch, (uint64_t)ms);
+      break;
   }
   return v > 40 ? 40 : v;
 }
@@ -136,7 +140,7 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
 static rs_status gen_order(rs_choices *ch, rs_sharding *s, int ndim) {
   rs_status st = rs_sharding_set_default_order(s, ndim);
   if (st) return st;
-  if (rs_draw(ch, 4) != 3) return RS_OK;
+  if (rs_draw(ch, 2) == 0) return RS_OK;
   for (int d = 0; d < ndim; d++) {
     int len = s->order_len[d];
     for (int i = 0; i + 1 < len; i++) {

@@ -1,0 +1,102 @@
+/* test_props_gen.c - generated cases always validate, stay within their bounds, and cover what
+ * the campaign is meant to exercise (uneven and empty shards, nested shards, non-default orders,
+ * Partial, permuted and subset rank lists); planted-violation cases are always rejected. */
+#include <string.h>
+#include "check.h"
+#include "reshard/props.h"
+
+int main(void) {
+  rs_gen_opts o;
+  rs_gen_opts_default(&o);
+  static rs_case c;
+  int nested = 0, nondefault = 0, partial = 0, empty = 0, uneven = 0, perm = 0, subset = 0,
+      negative_ok = 1, dims4 = 0, scalar = 0;
+  for (uint64_t seed = 0; seed < 10000; seed++) {
+    rs_choices ch;
+    rs_choices_seed(&ch, seed * 7919 + 3);
+    rs_status st = rs_gen_case(&ch, &o, &c);
+    rs_choices_free(&ch);
+    if (st != RS_OK) {
+      fprintf(stderr, "seed %llu: %s\n", (unsigned long long)seed, rs_last_error());
+      CHECK(st == RS_OK);
+      continue;
+    }
+    CHECK(rs_case_validate(&c) == RS_OK);
+    CHECK(c.mesh.nranks <= o.max_ranks);
+    CHECK(c.mesh.ndim >= 1 && c.mesh.ndim <= 4);
+    CHECK(c.tensor.ndim <= 4);
+    int64_t numel = 1;
+    for (int d = 0; d < c.tensor.ndim; d++) {
+      CHECK(c.tensor.shape[d] >= 0 && c.tensor.shape[d] <= 40);
+      numel *= c.tensor.shape[d];
+    }
+    CHECK(numel <= o.max_numel);
+    CHECK(c.values == rs_case_default_values(&c));
+    dims4 += c.mesh.ndim == 4;
+    scalar += c.tensor.ndim == 0;
+    for (int d = 0; d < c.tensor.ndim; d++) {
+      nested += c.src.order_len[d] > 1;
+      for (int k = 0; k < c.src.order_len[d]; k++) {
+        int64_t ms = c.mesh.size[c.src.order[d][k]];
+        empty += c.tensor.shape[d] < ms;
+        uneven += c.tensor.shape[d] % ms != 0;
+      }
+    }
+    nondefault += !rs_sharding_is_default_order(&c.src, c.tensor.ndim) ||
+                  !rs_sharding_is_default_order(&c.dst, c.tensor.ndim);
+    partial += rs_sharding_has_partial(&c.src) || rs_sharding_has_partial(&c.dst);
+    int is_perm = 0, is_subset = 0;
+    for (int i = 0; i < c.mesh.nranks; i++) {
+      is_perm |= c.mesh.ranks[i] != i;
+      is_subset |= c.mesh.ranks[i] >= c.mesh.nranks;
+      CHECK(c.mesh.ranks[i] >= 0);
+    }
+    perm += is_perm && !is_subset;
+    subset += is_subset;
+    for (int m = 0; m < c.mesh.ndim; m++) {
+      /* negative dims are normalized by validation */
+      if (c.src.p[m].kind == RS_SHARD && c.src.p[m].dim < 0) negative_ok = 0;
+      /* no S->P, no P(x)->P(y) */
+      CHECK(!(c.dst.p[m].kind == RS_PARTIAL && c.src.p[m].kind == RS_SHARD));
+      CHECK(!(c.dst.p[m].kind == RS_PARTIAL && c.src.p[m].kind == RS_PARTIAL &&
+              c.dst.p[m].op != c.src.p[m].op));
+    }
+  }
+  printf("nested %d nondefault %d partial %d empty %d uneven %d perm %d subset %d 4d-mesh %d scalar %d\n",
+         nested, nondefault, partial, empty, uneven, perm, subset, dims4, scalar);
+  CHECK(nested > 500);
+  CHECK(nondefault > 500);
+  CHECK(partial > 500);
+  CHECK(empty > 500);
+  CHECK(uneven > 500);
+  CHECK(perm > 200);
+  CHECK(subset > 200);
+  CHECK(dims4 > 200);
+  CHECK(scalar > 200);
+  CHECK(negative_ok);
+
+  /* MPI campaigns: ranks come from 0..world_size-1. */
+  o.world_size = 4;
+  for (uint64_t seed = 0; seed < 2000; seed++) {
+    rs_choices ch;
+    rs_choices_seed(&ch, seed);
+    CHECK(rs_gen_case(&ch, &o, &c) == RS_OK);
+    rs_choices_free(&ch);
+    CHECK(c.mesh.nranks <= 4);
+    for (int i = 0; i < c.mesh.nranks; i++) CHECK(c.mesh.ranks[i] < 4);
+  }
+
+  /* Every planted violation is caught by validation or the planners (never a crash). */
+  rs_gen_opts_default(&o);
+  for (uint64_t seed = 0; seed < 3000; seed++) {
+    rs_choices ch;
+    rs_choices_seed(&ch, seed);
+    CHECK(rs_gen_bad_case(&ch, &o, &c) == RS_OK);
+    rs_choices_free(&ch);
+    char msg[4096];
+    rs_outcome out = rs_prop_run(RS_PROP_REJECT_BAD, NULL, &c, msg, sizeof msg);
+    if (out == RS_FAIL) fprintf(stderr, "bad case %llu: %s\n", (unsigned long long)seed, msg);
+    CHECK(out != RS_FAIL);
+  }
+  TEST_DONE();
+}
