@@ -113,7 +113,7 @@ static rs_outcome make_plan(const rs_prop_env *env, const rs_case *c, rs_planner
 
 /* Seed 001's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
 static void trace_of(const rs_case *c, const rs_plan *p, char *buf, size_t cap) {
-  if (rs_plan_trace(&c->src, c->tensor.ndim, p, buf, cap) == RS_OK) return;
+  if (rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, p, buf, cap) == RS_OK) return;
   size_t n = (size_t)snprintf(buf, cap, "steps");
   for (int i = 0; i < p->nsteps && n < cap; i++) {
     char a[32], b[32];
@@ -338,12 +338,12 @@ static rs_outcome prop_plan_legal(const rs_prop_env *env, const rs_case *c, rs_p
     if (p.step[i].mesh_dim < 0 || p.step[i].mesh_dim >= c->mesh.ndim)
       return say(RS_FAIL, msg, cap, "step %d: mesh dim %d out of range", i, p.step[i].mesh_dim);
   }
-  rs_status st = rs_plan_check(&c->src, &c->dst, c->tensor.ndim, &p);
+  rs_status st = rs_plan_check(&c->mesh, &c->src, &c->dst, c->tensor.ndim, &p);
   if (st) {
     trace_of(c, &p, tr, sizeof tr);
     return say(RS_FAIL, msg, cap, "rs_plan_check: %s (plan %s)", rs_last_error(), tr);
   }
-  if ((st = rs_plan_trace(&c->src, c->tensor.ndim, &p, tr, sizeof tr)))
+  if ((st = rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, &p, tr, sizeof tr)))
     return fail_st(msg, cap, "rs_plan_trace", st);
   return RS_PASS;
 }
@@ -400,7 +400,7 @@ static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *m
   rs_clear_error();
   if (rs_ref_plan_greedy(&c.mesh, &c.tensor, &c.src, &c.dst, &p) != RS_OK)
     return rejected("rs_ref_plan_greedy", msg, cap);
-  if (rs_plan_check(&c.src, &c.dst, c.tensor.ndim, &p) == RS_OK) {
+  if (rs_plan_check(&c.mesh, &c.src, &c.dst, c.tensor.ndim, &p) == RS_OK) {
     char tr[1024];
     trace_of(&c, &p, tr, sizeof tr);
     return say(RS_FAIL, msg, cap, "rs_plan_check accepted an illegal greedy plan %s", tr);
@@ -491,8 +491,18 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
   if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
   else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else if (po == RS_PASS) {
-    if ((st = rs_ref_execute(c, &p, in, &s.back))) o = fail_st(msg, cap, "rs_ref_execute", st);
-    else have_ref = 1;
+    /* ref's own failures are other properties' business; here they only decide what opt is
+     * compared with - except that a plan ref refuses must be refused by opt too. */
+    have_ref = rs_ref_execute(c, &p, in, &s.back) == RS_OK;
+    if (!have_ref && use_ref_plan) {
+      char ref_err[512];
+      snprintf(ref_err, sizeof ref_err, "%s", rs_last_error());
+      st = rs_opt_execute_plan(env->opt, env->world, c, &p, in, &s.out, NULL);
+      o = st ? RS_PASS
+             : say(RS_FAIL, msg, cap, "rs_opt_execute_plan ran a plan ref refuses (%s)", ref_err);
+      scratch_free(&s);
+      return o;
+    }
   }
   if (o == RS_PASS) {
     if (use_ref_plan) {
