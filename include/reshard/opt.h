@@ -23,6 +23,13 @@ int rs_world_is_local(const rs_world *w);
 /* Logical OR of flag over all processes (agreeing on a failure); a no-op for local. */
 rs_status rs_world_agree(rs_world *w, int *flag);
 void rs_world_finalize(rs_world *w);
+/* Transports: "local", "local-device" (every rank in this process on CUDA device memory), "mpi",
+ * "nccl". The name the world was made with, and whether its buffers live on a device. A NULL world
+ * means a local one. */
+const char *rs_world_transport(const rs_world *w);
+int rs_world_uses_device(const rs_world *w);
+/* Usable CUDA devices (0 in a build without CUDA or on a machine without a GPU). */
+int rs_opt_cuda_devices(void);
 
 /* Caches compiled schedules by (layouts, shape, dtype). */
 typedef struct rs_opt rs_opt;
@@ -38,12 +45,21 @@ typedef struct rs_opt_stats {
 
 /* Redistribute c->src -> c->dst with opt's own schedule. `in`/`out` are indexed by mesh position;
  * a process fills (and reads) only the positions it plays: all of them on a local world, the one
- * whose mesh rank equals its world rank under MPI/NCCL. stats may be NULL. */
+ * whose mesh rank equals its world rank under MPI/NCCL. stats may be NULL.
+ * `in`/`out` are host memory on every transport (device worlds stage through the GPU). `out` is
+ * either zeroed ({0, NULL}) or earlier locals of the same mesh; played positions are (re)sized to
+ * their dst boxes. stats count the whole schedule (all ranks). */
 rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
                               rs_locals *out, rs_opt_stats *stats);
 /* Execute a given step plan (ref's planners, plug-in planners) step by step on opt. */
 rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs_plan *p,
                               const rs_locals *in, rs_locals *out, rs_opt_stats *stats);
+
+/* Compile (or fetch from the cache) opt's schedule for c and report its traffic, moving nothing.
+ * Counts are over all ranks. */
+rs_status rs_opt_plan_stats(rs_opt *o, const rs_case *c, rs_opt_stats *stats);
+/* SPEC 7's traffic lower bound of a copy-only case in bytes (RS_ERR_UNSUPPORTED with Partial). */
+rs_status rs_opt_traffic_lb(const rs_case *c, int64_t *lb);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,51 @@
+/* comm.h - the copy service every transport implements (the shape of seed 000's CopyService):
+ * submit_send(views, peer, task), submit_recv(views, peer, task), run(). A send and a receive match
+ * when they name the same (sender, receiver, task); their views must hold the same byte count, and
+ * bytes travel in row-major order of the views, one after the other. Views stay owned by the caller
+ * and must stay valid until run() returns; the descriptors themselves are copied at submit. */
+#ifndef RS_OPT_COMM_H
+#define RS_OPT_COMM_H
+
+#include "opt_internal.h"
+
+typedef struct rs_comm rs_comm;
+
+typedef struct rs_comm_ops {
+  const char *name;
+  /* `from`/`to` are world ranks. On a one-rank-per-process transport `from` (send) or `to` (recv)
+   * must be this process's rank. */
+  rs_status (*submit_send)(rs_comm *c, int32_t from, int32_t to, int64_t task, const rs_view *v,
+                           int nv);
+  rs_status (*submit_recv)(rs_comm *c, int32_t to, int32_t from, int64_t task, const rs_view *v,
+                           int nv);
+  /* Complete every submitted transfer; afterwards the comm is empty and reusable. */
+  rs_status (*run)(rs_comm *c);
+  void (*destroy)(rs_comm *c);
+} rs_comm_ops;
+
+struct rs_comm {
+  const rs_comm_ops *ops;
+  int device; /* views point to device memory */
+};
+
+/* In-process matcher: every rank lives in this process. device selects CUDA copies. */
+rs_status rs_comm_local_create(int device, rs_comm **out);
+
+/* ---- MPI (comm_mpi.c; stubs returning RS_ERR_UNSUPPORTED when built without MPI) ---- */
+int rs_mpi_available(void);
+/* Initialize MPI if needed; rank and size of MPI_COMM_WORLD; *owned is 1 when we initialized it. */
+rs_status rs_mpi_start(int *argc, char ***argv, int *rank, int *size, int *owned);
+void rs_mpi_stop(int owned);
+rs_status rs_mpi_allreduce_or(int *flag);
+rs_status rs_mpi_barrier(void);
+rs_status rs_comm_mpi_create(rs_comm **out);
+
+/* ---- NCCL (comm_nccl.c; stubs without CUDA) ---- */
+int rs_nccl_available(void);
+typedef struct rs_nccl_world rs_nccl_world;
+rs_status rs_nccl_world_create(int rank, int size, rs_nccl_world **out);
+void rs_nccl_world_destroy(rs_nccl_world *w);
+/* A comm over the communicator of mesh m (split once per rank list and cached). */
+rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **out);
+
+#endif

@@ -1,0 +1,24 @@
+/* cuda_stub.c - stand-ins for opt/cuda/*.cu in builds without nvcc: no device is ever usable, so
+ * callers take their CPU paths; anything that needs a device fails with a clear message. */
+#include "cuda/cuda_api.h"
+
+static rs_status none(void) {
+  return rs_fail(RS_ERR_UNSUPPORTED, "cuda: built without CUDA");
+}
+
+int rs_cuda_device_count(void) { return 0; }
+rs_status rs_cuda_malloc(void **p, int64_t bytes) { (void)bytes; *p = 0; return none(); }
+void rs_cuda_free(void *p) { (void)p; }
+rs_status rs_cuda_h2d(void *d, const void *s, int64_t n) { (void)d; (void)s; (void)n; return none(); }
+rs_status rs_cuda_d2h(void *d, const void *s, int64_t n) { (void)d; (void)s; (void)n; return none(); }
+rs_status rs_cuda_sync(void) { return none(); }
+rs_status rs_cuda_copy_views(const rs_view *d, const rs_view *s, int64_t n) {
+  (void)d; (void)s; (void)n; return none();
+}
+rs_status rs_cuda_pack(char *o, const rs_view *v, int64_t n) { (void)o; (void)v; (void)n; return none(); }
+rs_status rs_cuda_unpack(const rs_view *v, int64_t n, const char *i) { (void)v; (void)n; (void)i; return none(); }
+rs_status rs_cuda_fold(rs_dtype t, int nl, const int64_t *ln, const int8_t *lo, char *s, int64_t n) {
+  (void)t; (void)nl; (void)ln; (void)lo; (void)s; (void)n; return none();
+}
+rs_status rs_cuda_div(rs_dtype t, void *x, int64_t d, int64_t n) { (void)t; (void)x; (void)d; (void)n; return none(); }
+void *rs_cuda_stream(void) { return 0; }

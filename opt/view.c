@@ -1,0 +1,230 @@
+/* view.c - boxes and strided views on the host: the CPU pack/unpack kernels. A view is copied as
+ * nested loops over its outer dims with one memcpy per contiguous run; dims that are contiguous on
+ * both sides are merged first so that runs are as long as the layouts allow. */
+#include <string.h>
+#include "opt_internal.h"
+#include "reshard/mutant.h"
+
+int64_t rs_box_numel(int ndim, const rs_box *b) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; ++d) n *= b->size[d];
+  return n;
+}
+
+int64_t rs_box_intersect(int ndim, const rs_box *a, const rs_box *b, rs_box *out) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; ++d) {
+    int64_t lo = a->start[d] > b->start[d] ? a->start[d] : b->start[d];
+    int64_t ea = a->start[d] + a->size[d], eb = b->start[d] + b->size[d];
+    int64_t hi = ea < eb ? ea : eb;
+    out->start[d] = lo;
+    out->size[d] = hi > lo ? hi - lo : 0;
+    n *= out->size[d];
+  }
+  return n;
+}
+
+void rs_view_in_box(rs_view *v, void *data, int esize, int ndim, const rs_box *buf,
+                    const rs_box *region) {
+  v->esize = esize;
+  v->ndim = ndim;
+  int64_t stride = esize, off = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    v->size[d] = region->size[d];
+    v->stride[d] = stride;
+    off += (region->start[d] - buf->start[d]) * stride;
+    /* Mutant 101: strides from the region's extent instead of the buffer's. */
+    stride *= RS_MUTANT(101) ? region->size[d] : buf->size[d];
+  }
+  v->base = (char *)data + off;
+}
+
+void rs_view_packed(rs_view *v, void *data, int esize, int ndim, const int64_t *size) {
+  v->esize = esize;
+  v->ndim = ndim;
+  int64_t stride = esize;
+  for (int d = ndim - 1; d >= 0; --d) {
+    v->size[d] = size[d];
+    v->stride[d] = stride;
+    stride *= size[d];
+  }
+  v->base = data;
+}
+
+int64_t rs_view_bytes(const rs_view *v) {
+  int64_t n = v->esize;
+  for (int d = 0; d < v->ndim; ++d) n *= v->size[d];
+  return n;
+}
+
+/* Merged loop nest of a copy: run bytes innermost, then up to RS_MAX_DIMS outer dims. */
+typedef struct nest {
+  int n;
+  int64_t run;
+  int64_t size[RS_MAX_DIMS];
+  int64_t sd[RS_MAX_DIMS], ss[RS_MAX_DIMS];
+} nest;
+
+/* Build the nest of two views of the same shape; returns 0 when empty. */
+static int make_nest(const rs_view *a, const rs_view *b, nest *o) {
+  int64_t size[RS_MAX_DIMS], sa[RS_MAX_DIMS], sb[RS_MAX_DIMS];
+  int n = 0;
+  for (int d = 0; d < a->ndim; ++d) {
+    if (a->size[d] == 0) return 0;
+    if (a->size[d] == 1) continue; /* size-1 dims move nothing */
+    size[n] = a->size[d];
+    sa[n] = a->stride[d];
+    sb[n] = b->stride[d];
+    n++;
+  }
+  int64_t run = a->esize;
+  while (n > 0 && sa[n - 1] == run && sb[n - 1] == run) {
+    run *= size[n - 1];
+    n--;
+  }
+  /* merge outer neighbours that are contiguous with each other on both sides */
+  int m = 0;
+  for (int d = 0; d < n; ++d) {
+    if (m > 0 && o->sd[m - 1] == size[d] * sa[d] && o->ss[m - 1] == size[d] * sb[d]) {
+      o->size[m - 1] *= size[d];
+      o->sd[m - 1] = sa[d];
+      o->ss[m - 1] = sb[d];
+    } else {
+      o->size[m] = size[d];
+      o->sd[m] = sa[d];
+      o->ss[m] = sb[d];
+      m++;
+    }
+  }
+  o->n = m;
+  o->run = run;
+  return 1;
+}
+
+static inline void copy_run(char *d, const char *s, int64_t run) {
+  switch (run) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    case 16: memcpy(d, s, 16); break;
+    default: memcpy(d, s, (size_t)run); break;
+  }
+}
+
+static void copy_nest(char *dst, const char *src, const nest *o) {
+  if (o->n == 0) {
+    memcpy(dst, src, (size_t)o->run);
+    return;
+  }
+  int last = o->n - 1;
+  int64_t idx[RS_MAX_DIMS] = {0};
+  int64_t inner = o->size[last], isd = o->sd[last], iss = o->ss[last];
+  for (;;) {
+    char *d = dst;
+    const char *s = src;
+    for (int64_t i = 0; i < inner; ++i, d += isd, s += iss) copy_run(d, s, o->run);
+    int k = last - 1;
+    while (k >= 0) {
+      dst += o->sd[k];
+      src += o->ss[k];
+      if (++idx[k] < o->size[k]) break;
+      dst -= o->sd[k] * o->size[k];
+      src -= o->ss[k] * o->size[k];
+      idx[k] = 0;
+      k--;
+    }
+    if (k < 0) return;
+  }
+}
+
+static int same_shape(const rs_view *a, const rs_view *b) {
+  if (a->ndim != b->ndim || a->esize != b->esize) return 0;
+  for (int d = 0; d < a->ndim; ++d)
+    if (a->size[d] != b->size[d]) return 0;
+  return 1;
+}
+
+/* Iterator over the contiguous runs of a view, for copies between views of different shapes. */
+typedef struct runs {
+  const rs_view *v;
+  int64_t idx[RS_MAX_DIMS];
+  int64_t left; /* bytes left in the current run */
+  char *p;
+  int done;
+} runs;
+
+static void runs_start(runs *r, const rs_view *v) {
+  r->v = v;
+  memset(r->idx, 0, sizeof r->idx);
+  r->done = rs_view_bytes(v) == 0;
+  r->p = v->base;
+  r->left = v->ndim ? v->size[v->ndim - 1] * v->esize : v->esize;
+  if (v->ndim && v->stride[v->ndim - 1] != v->esize) r->left = v->esize;
+}
+
+static void runs_next(runs *r) {
+  const rs_view *v = r->v;
+  int n = v->ndim;
+  if (n == 0) {
+    r->done = 1;
+    return;
+  }
+  int contig = v->stride[n - 1] == v->esize;
+  int k = contig ? n - 2 : n - 1;
+  char *base = v->base;
+  for (; k >= 0; --k) {
+    if (++r->idx[k] < v->size[k]) break;
+    r->idx[k] = 0;
+  }
+  if (k < 0) {
+    r->done = 1;
+    return;
+  }
+  for (int d = 0; d < n; ++d) base += r->idx[d] * v->stride[d];
+  r->p = base;
+  r->left = contig ? v->size[n - 1] * v->esize : v->esize;
+}
+
+void rs_view_copy(const rs_view *dst, const rs_view *src) {
+  if (same_shape(dst, src)) {
+    nest o;
+    if (make_nest(dst, src, &o)) copy_nest(dst->base, src->base, &o);
+    return;
+  }
+  runs a, b;
+  runs_start(&a, dst);
+  runs_start(&b, src);
+  while (!a.done && !b.done) {
+    int64_t k = a.left < b.left ? a.left : b.left;
+    memcpy(a.p, b.p, (size_t)k);
+    a.p += k;
+    b.p += k;
+    a.left -= k;
+    b.left -= k;
+    if (a.left == 0) runs_next(&a);
+    if (b.left == 0) runs_next(&b);
+  }
+}
+
+int64_t rs_views_pack(char *out, const rs_view *v, int n) {
+  int64_t off = 0;
+  for (int i = 0; i < n; ++i) {
+    rs_view p;
+    rs_view_packed(&p, out + off, v[i].esize, v[i].ndim, v[i].size);
+    rs_view_copy(&p, &v[i]);
+    off += rs_view_bytes(&v[i]);
+  }
+  return off;
+}
+
+int64_t rs_views_unpack(const rs_view *v, int n, const char *in) {
+  int64_t off = 0;
+  for (int i = 0; i < n; ++i) {
+    rs_view p;
+    rs_view_packed(&p, (char *)in + off, v[i].esize, v[i].ndim, v[i].size);
+    rs_view_copy(&v[i], &p);
+    off += rs_view_bytes(&v[i]);
+  }
+  return off;
+}
