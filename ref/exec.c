@@ -200,7 +200,7 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
   for (int k = 0; k < p->nsteps; k++) {
     const rs_step *step = &p->step[k];
     rs_sharding nxt = cur;
-    if ((st = rs_sharding_apply_step(&nxt, step, c->tensor.ndim)) != RS_OK) {
+    if ((st = rs_mesh_apply_step(&c->mesh, &nxt, step, c->tensor.ndim)) != RS_OK) {
       char where[128];
       snprintf(where, sizeof where, "ref exec: plan step %d (mesh dim %d, %s -> %s): ", k,
                step->mesh_dim, pl_str(step->from, a, sizeof a), pl_str(step->to, b, sizeof b));
@@ -224,7 +224,7 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
     cur = nxt;
     if ((st = check_shapes(&x, &cur, k)) != RS_OK) goto done;
   }
-  if (!rs_sharding_equal(&cur, &c->dst, c->tensor.ndim)) {
+  if (!rs_sharding_equivalent(&c->mesh, &cur, &c->dst, c->tensor.ndim)) {
     char got[256], want[256];
     rs_format_sharding(&cur, got, sizeof got);
     rs_format_sharding(&c->dst, want, sizeof want);

@@ -8,7 +8,7 @@ rs_status rs_ref_plan_traffic(const rs_case *c, const rs_plan *p, int64_t *bytes
   int64_t total = 0;
   for (int k = 0; k < p->nsteps; ++k) {
     rs_sharding next = cur;
-    rs_status st = rs_sharding_apply_step(&next, &p->step[k], t->ndim);
+    rs_status st = rs_mesh_apply_step(m, &next, &p->step[k], t->ndim);
     if (st) return st;
     rs_collective coll;
     if ((st = rs_step_collective(&p->step[k], &coll))) return st;

@@ -64,6 +64,26 @@ int rs_sharding_equal(const rs_sharding *a, const rs_sharding *b, int tensor_ndi
   return 1;
 }
 
+int rs_sharding_equivalent(const rs_mesh *m, const rs_sharding *a, const rs_sharding *b, int tensor_ndim) {
+  if (!m) return rs_sharding_equal(a, b, tensor_ndim);
+  if (a->mesh_ndim != b->mesh_ndim) return 0;
+  for (int i = 0; i < a->mesh_ndim; ++i)
+    if (!rs_pl_equal(a->p[i], b->p[i])) return 0;
+  for (int d = 0; d < tensor_ndim; ++d) {
+    int i = 0, j = 0;
+    for (;;) {
+      while (i < a->order_len[d] && m->size[a->order[d][i]] == 1) ++i;
+      while (j < b->order_len[d] && m->size[b->order[d][j]] == 1) ++j;
+      if (i == a->order_len[d] || j == b->order_len[d]) {
+        if (i != a->order_len[d] || j != b->order_len[d]) return 0;
+        break;
+      }
+      if (a->order[d][i++] != b->order[d][j++]) return 0;
+    }
+  }
+  return 1;
+}
+
 int rs_sharding_has_partial(const rs_sharding *s) {
   for (int m = 0; m < s->mesh_ndim; ++m)
     if (s->p[m].kind == RS_PARTIAL) return 1;

@@ -55,6 +55,10 @@ rs_status rs_step_collective(const rs_step *st, rs_collective *out) {
 }
 
 rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_ndim) {
+  return rs_mesh_apply_step(NULL, s, st, tensor_ndim);
+}
+
+rs_status rs_mesh_apply_step(const rs_mesh *mesh, rs_sharding *s, const rs_step *st, int tensor_ndim) {
   int m = st->mesh_dim;
   if (m < 0 || m >= s->mesh_ndim)
     return rs_fail(RS_ERR_ILLEGAL, "step: mesh dim %d out of range", m);
@@ -75,11 +79,14 @@ rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_n
   if (sc) return sc;
   if (c == RS_COLL_NONE) return RS_OK;
   if (from.kind == RS_SHARD) {
-    int d = from.dim, n = s->order_len[d];
-    if (n == 0 || s->order[d][n - 1] != m)
+    int d = from.dim, n = s->order_len[d], at = n - 1;
+    if (mesh && m < mesh->ndim && mesh->size[m] == 1)
+      while (at >= 0 && s->order[d][at] != m) --at;
+    if (at < 0 || s->order[d][at] != m)
       return rs_fail(RS_ERR_ILLEGAL,
                      "step on mesh dim %d: %s -> %s but mesh dim %d is not the last to split tensor dim %d",
                      m, a, b, m, d);
+    for (int k = at; k + 1 < n; ++k) s->order[d][k] = s->order[d][k + 1];
     s->order_len[d]--;
   }
   if (to.kind == RS_SHARD) {
@@ -90,15 +97,15 @@ rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_n
   return RS_OK;
 }
 
-rs_status rs_plan_trace(const rs_sharding *src, int tensor_ndim, const rs_plan *p, char *buf,
-                        size_t cap) {
+rs_status rs_plan_trace(const rs_mesh *m, const rs_sharding *src, int tensor_ndim, const rs_plan *p,
+                        char *buf, size_t cap) {
   rs_sharding cur = *src;
   size_t used = 0;
   char state[256];
   if (cap) buf[0] = 0;
   for (int i = 0; i <= p->nsteps; ++i) {
     if (i > 0) {
-      rs_status st = rs_sharding_apply_step(&cur, &p->step[i - 1], tensor_ndim);
+      rs_status st = rs_mesh_apply_step(m, &cur, &p->step[i - 1], tensor_ndim);
       if (st) return st;
     }
     int n = rs_format_sharding(&cur, state, sizeof state);
@@ -113,18 +120,18 @@ rs_status rs_plan_trace(const rs_sharding *src, int tensor_ndim, const rs_plan *
   return RS_OK;
 }
 
-rs_status rs_plan_check(const rs_sharding *src, const rs_sharding *dst, int tensor_ndim,
-                        const rs_plan *p) {
+rs_status rs_plan_check(const rs_mesh *m, const rs_sharding *src, const rs_sharding *dst,
+                        int tensor_ndim, const rs_plan *p) {
   rs_sharding cur = *src;
   for (int i = 0; i < p->nsteps; ++i) {
-    rs_status st = rs_sharding_apply_step(&cur, &p->step[i], tensor_ndim);
+    rs_status st = rs_mesh_apply_step(m, &cur, &p->step[i], tensor_ndim);
     if (st) {
       char where[32];
       snprintf(where, sizeof where, "plan step %d: ", i);
       return rs_fail_prefix(st, where);
     }
   }
-  if (!rs_sharding_equal(&cur, dst, tensor_ndim)) {
+  if (!rs_sharding_equivalent(m, &cur, dst, tensor_ndim)) {
     char a[256], b[256];
     rs_format_sharding(&cur, a, sizeof a);
     rs_format_sharding(dst, b, sizeof b);

@@ -24,7 +24,7 @@ static int exact_mode(const rs_case *c) {
 }
 
 /* The range of the integer U with G = U * unit (unit = the mesh's rank count), chosen so that every
- * partial fold of the pieces stays exactly representable: for floats odd(unit) * |sum| <= 2^p; for
+ * partial fold of the pieces stays exactly representable: for floats unit * |sum| <= 2^p; for
  * integers unit * |sum| <= the type's max. Pieces of avg dims sum to n * U, and min/max pieces move
  * up to 2 per level. */
 typedef struct exact_params {
@@ -37,19 +37,21 @@ static exact_params exact_range(const rs_case *c) {
   e.unit = c->mesh.nranks;
   e.is_unsigned = c->tensor.dtype == RS_U8;
   int64_t navg = 1, levels = 0;
-  for (int m = 0; m < c->src.mesh_ndim; ++m)
-    if (c->src.p[m].kind == RS_PARTIAL) {
-      levels++;
-      if (c->src.p[m].op == RS_AVG) navg *= c->mesh.size[m];
-    }
+  for (int m = 0; m < c->src.mesh_ndim; ++m) {
+    if (c->src.p[m].kind == RS_PARTIAL) levels++;
+    /* an avg dim on either side is summed n-fold somewhere (a reduction, or a round trip back) */
+    if ((c->src.p[m].kind == RS_PARTIAL && c->src.p[m].op == RS_AVG) ||
+        (c->dst.p[m].kind == RS_PARTIAL && c->dst.p[m].op == RS_AVG))
+      navg *= c->mesh.size[m];
+  }
+  /* Partitioned values k * G / n (k < n) must stay exact too, so the bound is on unit * |U|
+   * itself (integers up to 2^p are exact in a float with p significant bits). */
   int64_t budget;
-  int64_t odd = e.unit;
-  while (odd % 2 == 0) odd /= 2;
   switch (c->tensor.dtype) {
-    case RS_F64: budget = (1ll << 40) / odd; break;
-    case RS_F32: budget = (1ll << 24) / odd; break;
-    case RS_F16: budget = (1ll << 11) / odd; break;
-    case RS_BF16: budget = (1ll << 8) / odd; break;
+    case RS_F64: budget = (1ll << 40) / e.unit; break;
+    case RS_F32: budget = (1ll << 24) / e.unit; break;
+    case RS_F16: budget = (1ll << 11) / e.unit; break;
+    case RS_BF16: budget = (1ll << 8) / e.unit; break;
     case RS_I64: budget = (1ll << 40) / e.unit; break;
     case RS_I32: budget = INT32_MAX / e.unit; break;
     case RS_I16: budget = INT16_MAX / e.unit; break;

@@ -311,7 +311,7 @@ static int one_case(const rs_case *c, tally *t, long index) {
     rs_diff *d = calloc(1, sizeof *d);
     if (d && rs_oracle_compare(c, &c->dst, &exp, &out, d)) {
       char tr[1024] = "";
-      rs_plan_trace(&c->src, c->tensor.ndim, &p, tr, sizeof tr);
+      rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, &p, tr, sizeof tr);
       snprintf(msg, sizeof msg, "differs from the oracle (plan %s)\n%s", tr, d->text);
       bad = 1;
     }

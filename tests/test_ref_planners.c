@@ -135,8 +135,8 @@ static void run_trace(const pcase *pc, char *out, size_t cap) {
   else
     st = rs_ref_plan_graph(&m, &t, &s, &d,
                            strcmp(pc->cost, "pytorch") == 0 ? RS_COST_PYTORCH : RS_COST_SEED, &p);
-  if (!st) st = rs_plan_trace(&s, t.ndim, &p, out, cap);
-  if (!st && strncmp(pc->expect, "ERR", 3) == 0) st = rs_plan_check(&s, &d, t.ndim, &p);
+  if (!st) st = rs_plan_trace(&m, &s, t.ndim, &p, out, cap);
+  if (!st && strncmp(pc->expect, "ERR", 3) == 0) st = rs_plan_check(&m, &s, &d, t.ndim, &p);
   if (st) snprintf(out, cap, "ERR %s", rs_status_name(st));
 }
 
@@ -148,7 +148,7 @@ static int comm_count(const char *mesh, const char *shape, const char *src, cons
   rs_sharding s, d;
   rs_plan p;
   if (build(&pc, &m, &t, &s, &d) || rs_ref_plan_greedy(&m, &t, &s, &d, &p)) return -1;
-  if (rs_plan_check(&s, &d, t.ndim, &p)) return -2;
+  if (rs_plan_check(&m, &s, &d, t.ndim, &p)) return -2;
   int n = 0;
   for (int i = 0; i < p.nsteps; i++) {
     rs_collective c;
@@ -212,17 +212,17 @@ int main(void) {
     c.cost = RS_COST_SEED;
     rs_plan p;
     CHECK(rs_ref_plan(&c, &p) == RS_OK);
-    CHECK(rs_plan_trace(&c.src, 3, &p, got, sizeof got) == RS_OK);
+    CHECK(rs_plan_trace(&c.mesh, &c.src, 3, &p, got, sizeof got) == RS_OK);
     CHECK(strcmp(got, cases[1].expect) == 0);
     c.cost = RS_COST_PYTORCH;
     CHECK(rs_ref_plan(&c, &p) == RS_OK);
-    CHECK(rs_plan_trace(&c.src, 3, &p, got, sizeof got) == RS_OK);
+    CHECK(rs_plan_trace(&c.mesh, &c.src, 3, &p, got, sizeof got) == RS_OK);
     CHECK(strcmp(got, cases[5].expect) == 0);
     /* the same placements in default order go to the greedy planner */
     pcase pd = {"2x2x2", "8x8x8", "S0,S0,S0", "", "R,S0,S0", "", "", "", ""};
     CHECK(build(&pd, &c.mesh, &c.tensor, &c.src, &c.dst) == RS_OK);
     CHECK(rs_ref_plan(&c, &p) == RS_OK);
-    CHECK(rs_plan_trace(&c.src, 3, &p, got, sizeof got) == RS_OK);
+    CHECK(rs_plan_trace(&c.mesh, &c.src, 3, &p, got, sizeof got) == RS_OK);
     CHECK(strcmp(got, cases[8].expect) == 0);
     /* a NOPATH error names both states */
     pcase pn = {"2", "8", "R", "", "P(avg)", "", "", "", ""};

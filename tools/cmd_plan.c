@@ -62,7 +62,7 @@ int cmd_plan(int argc, char **argv) {
   rs_plan p;
   if (rs_ref_plan(&c, &p) != RS_OK) return cli_status_error(C, "planner");
   char trace[4096];
-  if (rs_plan_trace(&c.src, c.tensor.ndim, &p, trace, sizeof trace) != RS_OK)
+  if (rs_plan_trace(&c.mesh, &c.src, c.tensor.ndim, &p, trace, sizeof trace) != RS_OK)
     return cli_status_error(C, "trace");
   if (json) {
     printf("{\"planner\":\"%s\",\"steps\":[", rs_planner_name(k));

@@ -157,7 +157,7 @@ int cmd_run(int argc, char **argv) {
   rs_plan p;
   int have_plan = rs_ref_plan(c, &p) == RS_OK;
   char trace[4096] = "(no plan)";
-  if (have_plan) rs_plan_trace(&c->src, c->tensor.ndim, &p, trace, sizeof trace);
+  if (have_plan) rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, &p, trace, sizeof trace);
   else snprintf(trace, sizeof trace, "(no plan: %s)", rs_last_error());
   char s1[256], s2[256];
   rs_format_sharding(&c->src, s1, sizeof s1);

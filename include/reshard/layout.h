@@ -70,6 +70,9 @@ rs_status rs_sharding_validate(rs_sharding *s, const rs_mesh *m, const rs_tensor
 int rs_sharding_is_default_order(const rs_sharding *s, int tensor_ndim);
 int rs_sharding_equal(const rs_sharding *a, const rs_sharding *b, int tensor_ndim);
 int rs_sharding_has_partial(const rs_sharding *s);
+/* Equal up to where mesh dims of size 1 sit in the shard orders (they split nothing, so the boxes
+ * are the same). m == NULL means rs_sharding_equal. */
+int rs_sharding_equivalent(const rs_mesh *m, const rs_sharding *a, const rs_sharding *b, int tensor_ndim);
 
 /* ---- boxes ---- */
 /* The rank's box in global coordinates: start[d], size[d]. Empty dims have size 0. */

@@ -42,12 +42,16 @@ rs_status rs_step_collective(const rs_step *st, rs_collective *out);
 /* Apply a step to a sharding: placement change plus shard-order bookkeeping. Checks legality:
  * `from` must be the current placement; S->R / S->S must take the last mesh dim of the list. */
 rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_ndim);
+/* The same on a mesh: a step on a mesh dim of size 1 moves nothing, so its bookkeeping may take
+ * that mesh dim from any position of the list (PyTorch's greedy planner emits such steps when
+ * every sharding mesh dim has size 1). m == NULL is the strict rule above. */
+rs_status rs_mesh_apply_step(const rs_mesh *m, rs_sharding *s, const rs_step *st, int tensor_ndim);
 /* Seed 001's stringify_transform_infos: "S(0)[0]S(0)[1]->S(0)R->RR". */
-rs_status rs_plan_trace(const rs_sharding *src, int tensor_ndim, const rs_plan *p, char *buf,
-                        size_t cap);
-/* Run the bookkeeping of every step and check the result equals dst. */
-rs_status rs_plan_check(const rs_sharding *src, const rs_sharding *dst, int tensor_ndim,
-                        const rs_plan *p);
+rs_status rs_plan_trace(const rs_mesh *m, const rs_sharding *src, int tensor_ndim, const rs_plan *p,
+                        char *buf, size_t cap);
+/* Run the bookkeeping of every step (rs_mesh_apply_step) and check the result equals dst. */
+rs_status rs_plan_check(const rs_mesh *m, const rs_sharding *src, const rs_sharding *dst,
+                        int tensor_ndim, const rs_plan *p);
 
 /* Number of elements in the intersection of two boxes. */
 int64_t rs_box_overlap(int ndim, const int64_t *a_start, const int64_t *a_size, const int64_t *b_start,
