@@ -61,9 +61,9 @@ static const pcase cases[] = {
     /* seed: a 1-D mesh always gets its one direct step (torch today drops it when equal) */
     {"4", "8", "S0", "", "S0", "", "greedy", "seed", "S(0)->S(0)"},
     {"4", "8", "S0", "", "R", "", "greedy", "seed", "S(0)->R"},
-    /* greedy plans that break the shard-order rules (torch raises on them too): the seed skips
-     * the nested-sharding pass when the sharded mesh dims all have size 1 */
-    {"4x1", "7", "R,S0", "", "S0,R", "", "greedy", "seed", "ERR illegal"},
+    /* the seed skips the nested-sharding pass when the sharded mesh dims all have size 1; the
+     * resulting steps are legal because a size-1 mesh dim splits nothing (rs_mesh_apply_step) */
+    {"4x1", "7", "R,S0", "", "S0,R", "", "greedy", "seed", "RS(0)->S(0)[1]S(0)[0]->S(0)R"},
     /* greedy plans containing S -> P or P(x) -> P(y): planned, rejected by the bookkeeping */
     {"2x1", "8x6", "S1,R", "", "P,R", "", "greedy", "seed", "ERR unsupported"},
     {"2", "3", "P", "", "P(avg)", "", "greedy", "seed", "ERR unsupported"},
