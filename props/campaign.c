@@ -2,6 +2,7 @@
  * the case it decodes to, the first failure of each property shrunk, saved as a regression
  * fixture and reported with the command that replays it. */
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include "reshard/props.h"
 #include "reshard/values.h"
@@ -123,6 +124,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   rs_progress prog;
   rs_progress_init(&prog, o->print && !o->quiet);
   double t0 = rs_now(), el = 0;
+  clock_t c0 = clock();
   int64_t i = 0;
   for (;; i++) {
     el = rs_now() - t0;
@@ -176,6 +178,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   }
   r->cases = i;
   r->seconds = rs_now() - t0;
+  r->cpu_seconds = (double)(clock() - c0) / CLOCKS_PER_SEC;
   if (o->print && !o->quiet) rs_progress_update(&prog, r->cases, r->seconds, r->failed, 1);
   rs_progress_end(&prog);
   rs_status st = RS_OK;

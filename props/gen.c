@@ -90,6 +90,9 @@ static void gen_tensor(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, r
   memset(t, 0, sizeof *t);
   t->dtype = PICK(ch, dt_tbl);
   t->ndim = PICK(ch, nd_tbl);
+  /* The graph planner's state space grows as (tensor dims + 2) ^ mesh dims: on 4-d meshes 4-d
+   * tensors cost more than all other cases together, for little extra coverage. */
+  if (m->ndim >= 4 && t->ndim > 3) t->ndim = 3;
   for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, m);
   int64_t cap = o->max_numel > 0 ? o->max_numel : 4096;
   if (cap > RS_GEN_MAX_WORK / m->nranks) cap = RS_GEN_MAX_WORK / m->nranks;

@@ -47,8 +47,9 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
             (long long)s->fail, (long long)s->skip, s->fail ? "  FAILED" : "");
   }
   double rate = r->seconds > 0 ? (double)r->cases / r->seconds : 0;
-  fprintf(f, "seed %llu: %lld cases in %.2f s (%.0f cases/s), %d failing propert%s\n",
-          (unsigned long long)o->seed, (long long)r->cases, r->seconds, rate, r->failed,
+  double cpu_rate = r->cpu_seconds > 0 ? (double)r->cases / r->cpu_seconds : 0;
+  fprintf(f, "seed %llu: %lld cases in %.2f s (%.0f cases/s; %.0f per CPU second), %d failing propert%s\n",
+          (unsigned long long)o->seed, (long long)r->cases, r->seconds, rate, cpu_rate, r->failed,
           r->failed == 1 ? "y" : "ies");
 }
 
@@ -104,6 +105,7 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   cJSON_AddNumberToObject(root, "cases", (double)r->cases);
   cJSON_AddNumberToObject(root, "seconds", r->seconds);
   cJSON_AddNumberToObject(root, "cases_per_second", r->seconds > 0 ? (double)r->cases / r->seconds : 0);
+  cJSON_AddNumberToObject(root, "cpu_seconds", r->cpu_seconds);
   cJSON_AddStringToObject(root, "impl", o->impl == RS_IMPL_OPT ? "opt" : "ref");
   cJSON_AddNumberToObject(root, "failed", r->failed);
   for (int i = 0; i < RS_PROP_COUNT; i++) {

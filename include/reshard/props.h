@@ -127,7 +127,8 @@ typedef struct rs_prop_stats {
 
 typedef struct rs_campaign_result {
   int64_t cases;
-  double seconds;
+  double seconds;       /* wall clock */
+  double cpu_seconds;   /* this process's CPU time (the rate on a shared machine) */
   int failed;           /* properties that failed */
   rs_prop_stats prop[RS_PROP_COUNT];
 } rs_campaign_result;
