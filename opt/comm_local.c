@@ -113,8 +113,8 @@ static rs_status copy_restaged(const rs_view *dv, int nd, const rs_view *sv, int
 static rs_status local_run(rs_comm *c) {
   local_comm *l = (local_comm *)c;
   rs_status st = RS_OK;
-  qsort(l->send, (size_t)l->nsend, sizeof(post), post_cmp);
-  qsort(l->recv, (size_t)l->nrecv, sizeof(post), post_cmp);
+  if (l->nsend) qsort(l->send, (size_t)l->nsend, sizeof(post), post_cmp);
+  if (l->nrecv) qsort(l->recv, (size_t)l->nrecv, sizeof(post), post_cmp);
   int64_t i = 0, j = 0;
   l->nb = 0;
   while (!st && (i < l->nsend || j < l->nrecv)) {

@@ -186,8 +186,8 @@ static rs_status n_run(rs_comm *b) {
   rs_view *sv = NULL, *rv = NULL;
   int64_t nsv = 0, nrv = 0;
   cudaStream_t s = (cudaStream_t)rs_cuda_stream();
-  qsort(c->send, (size_t)c->nsend, sizeof(npost), npost_cmp);
-  qsort(c->recv, (size_t)c->nrecv, sizeof(npost), npost_cmp);
+  if (c->nsend) qsort(c->send, (size_t)c->nsend, sizeof(npost), npost_cmp);
+  if (c->nrecv) qsort(c->recv, (size_t)c->nrecv, sizeof(npost), npost_cmp);
   if (c->nsend + c->nrecv == 0) goto done;
   if (!c->comm) {
     st = rs_fail(RS_ERR_TRANSPORT, "nccl: rank %d is outside the mesh", c->me);

@@ -1,4 +1,4 @@
-/* cuda_stub.c - stand-ins for opt/cuda/*.cu in builds without nvcc: no device is ever usable, so
+/* cuda_stub.c - stand-ins for the opt/cuda kernels in builds without nvcc: no device is ever usable, so
  * callers take their CPU paths; anything that needs a device fails with a clear message. */
 #include "cuda/cuda_api.h"
 

@@ -331,8 +331,8 @@ static rs_status reduce_atom(ctx *c, const roles *r, const rs_box *atom, const i
       int64_t hc[RS_MAX_MESH_DIMS];
       memcpy(hc, gcoord, sizeof hc);
       tile_coords(c, c->src, stidx, hc);
-      /* Mutant 102: the contribution is fetched from the holders of the next piece. */
-      int64_t kk = RS_MUTANT(102) ? (k + 1) % r->ncontrib : k, rest = kk;
+      /* Mutant 102: the last contribution is fetched from the holders of the first piece. */
+      int64_t kk = RS_MUTANT(102) && k + 1 == r->ncontrib ? 0 : k, rest = kk;
       int holds = rho_mine;
       for (int i = 0; i < r->nred; ++i) {
         int md = r->red[i];

@@ -41,14 +41,15 @@ static void random_sharding(rs_sharding *s, int mesh_ndim, int tndim, int allow_
   }
 }
 
-static int random_case(rs_case *c, int want_partial) {
+static int random_case(rs_case *c, int want_partial, int big) {
   memset(c, 0, sizeof *c);
   snprintf(c->name, sizeof c->name, "opt-random");
-  int nm = 1 + rint_(3);
+  int nm = 1 + rint_(big ? 4 : 3);
   int64_t sizes[RS_MAX_MESH_DIMS];
   int64_t n = 1;
   for (int m = 0; m < nm; ++m) {
-    sizes[m] = 1 + rint_(nm == 1 ? 6 : 3);
+    sizes[m] = 1 + rint_(nm == 1 ? (big ? 16 : 6) : (big && nm <= 2 ? 5 : 3));
+    if (n * sizes[m] > 64) sizes[m] = 1;
     n *= sizes[m];
   }
   int32_t ranks[64];
@@ -61,8 +62,9 @@ static int random_case(rs_case *c, int want_partial) {
     ranks[j] = t;
   }
   if (rs_mesh_init(&c->mesh, nm, sizes, ranks) != RS_OK) return 0;
-  c->tensor.ndim = rint_(4);
-  for (int d = 0; d < c->tensor.ndim; ++d) c->tensor.shape[d] = rint_(8) == 0 ? 0 : 1 + rint_(9);
+  c->tensor.ndim = rint_(big ? 5 : 4);
+  for (int d = 0; d < c->tensor.ndim; ++d)
+    c->tensor.shape[d] = rint_(8) == 0 ? 0 : 1 + rint_(big && d < 2 ? 40 : 9);
   static const rs_dtype red[] = {RS_F64, RS_F32, RS_F16, RS_BF16, RS_I64, RS_I32, RS_I16, RS_I8, RS_U8};
   if (want_partial) c->tensor.dtype = red[rint_(9)];
   else c->tensor.dtype = (rs_dtype)rint_(RS_DTYPE_COUNT);
@@ -78,6 +80,7 @@ static int random_case(rs_case *c, int want_partial) {
 }
 
 static int64_t nfail = 0;
+static int cur_case = 0, first_bad_case = -1;
 
 static void run_case(rs_opt *o, rs_case *c, int check_ref_plan) {
   rs_locals in = {0, NULL}, exp = {0, NULL}, out = {0, NULL};
@@ -143,16 +146,20 @@ int main(int argc, char **argv) {
   for (int it = 0; it < 3000; ++it) {
     rs_case c;
     int want_partial = it % 2;
-    if (!random_case(&c, want_partial)) continue;
+    if (!random_case(&c, want_partial, it >= 2000)) continue;
     if (rs_sharding_has_partial(&c.src) || rs_sharding_has_partial(&c.dst)) npart++;
     else ncopy++;
     int with_ref = it % 3 == 0;
     nref += with_ref;
+    cur_case++;
+    int before = rs_test_failures;
     run_case(o, &c, with_ref);
     /* the cached schedule on fresh data */
     c.seed = rnd();
     run_case(o, &c, 0);
+    if (rs_test_failures != before && first_bad_case < 0) first_bad_case = cur_case;
   }
+  if (first_bad_case >= 0) fprintf(stderr, "first failing case: %d\n", first_bad_case);
   /* P(x) -> P(y) on one mesh dim has no meaning: refused with a message */
   {
     rs_case c;
