@@ -1,0 +1,7 @@
+# extra.cmake - per-test link needs beyond the library (included by tests/CMakeLists.txt).
+# test_fixtures reads the recorded PyTorch corpus (fixtures/pytorch/*.jsonl.gz) with zlib.
+target_link_libraries(test_fixtures PRIVATE z)
+# cli_forms: the stable forms of the reshard CLI (exact JSON, exit codes, run/replay/gen/check).
+if(TARGET reshard)
+  add_test(NAME cli_forms COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_forms.sh $<TARGET_FILE:reshard>)
+endif()
