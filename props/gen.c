@@ -28,21 +28,19 @@ static void shuffle_prefix(rs_choices *ch, int32_t *a, int len, int take) {
   }
 }
 
-static rs_status gen_mesh(rs_choices *ch, const rs_gen_opts *o, rs_mesh *m) {
-  static const int nd_tbl[] = {1, 1, 2, 2, 2, 3, 3, 4};
-  static const int sz_tbl[] = {1, 2, 2, 2, 2, 3, 3, 4, 4, 5, 6, 8};
-  int maxd = o->max_mesh_dims < 1 ? 1 : o->max_mesh_dims > 4 ? 4 : o->max_mesh_dims;
+static const int MESH_ND[] = {1, 1, 2, 2, 2, 3, 3, 4};
+static const int MESH_SZ[] = {1, 2, 2, 2, 2, 3, 3, 4, 4, 5, 6, 8};
+static const rs_dtype DTYPES[] = {RS_F32, RS_F64, RS_I32, RS_BF16, RS_F16, RS_I64,
+                                  RS_I16, RS_I8,  RS_U8,  RS_BOOL, RS_F8_E4M3, RS_F8_E5M2};
+static const int TENSOR_ND[] = {0, 1, 1, 1, 2, 2, 2, 3, 3, 4};
+
+/* Sizes drawn, then the rank list: default, a permutation, or a subset of a bigger world. */
+static rs_status gen_ranks(rs_choices *ch, const rs_gen_opts *o, int nd, int64_t *size, rs_mesh *m) {
   int maxr = o->max_ranks < 1 ? 1 : o->max_ranks;
   if (o->world_size > 0 && maxr > o->world_size) maxr = o->world_size;
   if (maxr > RS_MAX_RANKS) maxr = RS_MAX_RANKS;
-  int nd = PICK(ch, nd_tbl);
-  if (nd > maxd) nd = maxd;
-  int64_t size[RS_MAX_MESH_DIMS];
   int64_t prod = 1;
-  for (int i = 0; i < nd; i++) {
-    size[i] = PICK(ch, sz_tbl);
-    prod *= size[i];
-  }
+  for (int i = 0; i < nd; i++) prod *= size[i];
   /* Too many ranks: shave the largest dim (deterministic, so replay needs no extra draws). */
   while (prod > maxr) {
     int big = 0;
@@ -83,16 +81,8 @@ static int64_t gen_dim_size(rs_choices *ch, const rs_mesh *m) {
   return v > 40 ? 40 : v;
 }
 
-static void gen_tensor(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
-  static const rs_dtype dt_tbl[] = {RS_F32, RS_F64, RS_I32, RS_BF16, RS_F16, RS_I64,
-                                    RS_I16, RS_I8,  RS_U8,  RS_BOOL, RS_F8_E4M3, RS_F8_E5M2};
-  static const int nd_tbl[] = {0, 1, 1, 1, 2, 2, 2, 3, 3, 4};
-  memset(t, 0, sizeof *t);
-  t->dtype = PICK(ch, dt_tbl);
-  t->ndim = PICK(ch, nd_tbl);
-  /* The graph planner's state space grows as (tensor dims + 2) ^ mesh dims: on 4-d meshes 4-d
-   * tensors cost more than all other cases together, for little extra coverage. */
-  if (m->ndim >= 4 && t->ndim > 3) t->ndim = 3;
+/* Dim sizes (some tied to mesh sizes), halved until the case is small enough. */
+static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
   for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, m);
   int64_t cap = o->max_numel > 0 ? o->max_numel : 4096;
   if (cap > RS_GEN_MAX_WORK / m->nranks) cap = RS_GEN_MAX_WORK / m->nranks;
@@ -124,18 +114,32 @@ static rs_placement gen_placement(rs_choices *ch, int ndim, int reducible, int f
   return rs_pl_replicate();
 }
 
-/* Mesh, tensor and raw placements (no shard order yet): the part both generators share. */
+/* Mesh, tensor and raw placements (no shard order yet): the part both generators share.
+ * Each mesh dim's draws (size, src placement, dst placement) sit together right after the
+ * counts, so the shrinker drops a mesh dim by lowering the count and deleting one block. */
 static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int *fam) {
   static const int fam_tbl[] = {FAM_SUMAVG, FAM_SUMAVG, FAM_SUMAVG, FAM_SUMAVG, FAM_MIN, FAM_MAX};
   memset(c, 0, sizeof *c);
-  rs_status st = gen_mesh(ch, o, &c->mesh);
-  if (st) return st;
-  gen_tensor(ch, o, &c->mesh, &c->tensor);
-  int red = rs_dtype_reducible(c->tensor.dtype);
+  int maxd = o->max_mesh_dims < 1 ? 1 : o->max_mesh_dims > 4 ? 4 : o->max_mesh_dims;
+  int nd = PICK(ch, MESH_ND);
+  if (nd > maxd) nd = maxd;
+  c->tensor.dtype = PICK(ch, DTYPES);
+  c->tensor.ndim = PICK(ch, TENSOR_ND);
+  /* The graph planner's state space grows as (tensor dims + 2) ^ mesh dims: on 4-d meshes 4-d
+   * tensors cost more than all other cases together, for little extra coverage. */
+  if (nd >= 4 && c->tensor.ndim > 3) c->tensor.ndim = 3;
   *fam = PICK(ch, fam_tbl);
-  c->src.mesh_ndim = c->dst.mesh_ndim = c->mesh.ndim;
-  for (int m = 0; m < c->mesh.ndim; m++) c->src.p[m] = gen_placement(ch, c->tensor.ndim, red, *fam);
-  for (int m = 0; m < c->mesh.ndim; m++) c->dst.p[m] = gen_placement(ch, c->tensor.ndim, red, *fam);
+  int red = rs_dtype_reducible(c->tensor.dtype), tnd = c->tensor.ndim;
+  int64_t size[RS_MAX_MESH_DIMS];
+  c->src.mesh_ndim = c->dst.mesh_ndim = nd;
+  for (int m = 0; m < nd; m++) {
+    size[m] = PICK(ch, MESH_SZ);
+    c->src.p[m] = gen_placement(ch, tnd, red, *fam);
+    c->dst.p[m] = gen_placement(ch, tnd, red, *fam);
+  }
+  rs_status st = gen_ranks(ch, o, nd, size, &c->mesh);
+  if (st) return st;
+  gen_shape(ch, o, &c->mesh, &c->tensor);
   return RS_OK;
 }
 

@@ -77,6 +77,30 @@ static int lower_values(shrinker *s) {
   return better;
 }
 
+/* Lower a draw and delete the k draws after it: a smaller count (mesh dims, tensor dims) no
+ * longer consumes the draws of the items it dropped, so both must change at once. */
+static int lower_and_delete(shrinker *s) {
+  int better = 0;
+  for (size_t i = 0; i < s->n && s->runs < s->max_runs; i++) {
+    if (s->v[i] == 0) continue;
+    for (size_t k = 1; k <= 8 && i + 1 + k <= s->n && s->runs < s->max_runs; k++) {
+      uint64_t lowered[3] = {0, s->v[i] - 1, s->v[i] >= 2 ? s->v[i] - 2 : 0};
+      for (int w = 0; w < 3 && i + 1 + k <= s->n; w++) {
+        if (w > 0 && lowered[w] == 0) break;
+        memcpy(s->cand, s->v, (i + 1) * sizeof *s->v);
+        s->cand[i] = lowered[w];
+        memcpy(s->cand + i + 1, s->v + i + 1 + k, (s->n - i - 1 - k) * sizeof *s->v);
+        if (attempt(s, s->n - k)) {
+          better = 1;
+          break;
+        }
+      }
+      if (i >= s->n || s->v[i] == 0) break;
+    }
+  }
+  return better;
+}
+
 /* Swap out-of-order neighbours (the "sort" pass): lowers the earlier, more significant draw. */
 static int sort_pairs(shrinker *s) {
   int better = 0;
@@ -98,6 +122,7 @@ int rs_shrink_stream(rs_stream_pred pred, void *ctx, uint64_t **v, size_t *n, in
     better = delete_spans(&s);
     better |= zero_spans(&s);
     better |= lower_values(&s);
+    better |= lower_and_delete(&s);
     better |= sort_pairs(&s);
   }
   free(s.cand);
