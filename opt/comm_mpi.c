@@ -210,6 +210,8 @@ rs_status rs_comm_mpi_create(rs_comm **out) {
     free(m);
     return rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Comm_dup failed");
   }
+  /* errors come back as codes (reported as RS_ERR_TRANSPORT) instead of aborting the job */
+  MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(m->comm, &m->rank);
   void *ub = NULL;
   int flag = 0;
