@@ -97,6 +97,16 @@ static int lower_and_delete(shrinker *s) {
       }
       if (i >= s->n || s->v[i] == 0) break;
     }
+    /* Long runs of draws (a rank permutation) behind a mode draw: drop them with it. */
+    static const size_t longk[] = {12, 16, 24, 32, 48, 64};
+    for (size_t j = 0; j < sizeof longk / sizeof longk[0] && s->runs < s->max_runs; j++) {
+      size_t k = longk[j];
+      if (i >= s->n || s->v[i] == 0 || i + 1 + k > s->n) break;
+      memcpy(s->cand, s->v, (i + 1) * sizeof *s->v);
+      s->cand[i] = 0;
+      memcpy(s->cand + i + 1, s->v + i + 1 + k, (s->n - i - 1 - k) * sizeof *s->v);
+      if (attempt(s, s->n - k)) better = 1;
+    }
   }
   return better;
 }

@@ -90,7 +90,7 @@ int main(void) {
     decode(&x, v, n);
     int64_t numel = 1;
     for (int d = 0; d < x.c.tensor.ndim; d++) numel *= x.c.tensor.shape[d];
-    printf("numel>=100 shrunk to ndim %d numel %lld (%zu draws)\n", x.c.tensor.ndim, (long long)numel, n);
+    printf("numel>=100 shrunk to ndim %d numel %lld (%zu draws), %d ranks\n", x.c.tensor.ndim, (long long)numel, n, (int)x.c.mesh.nranks);
     CHECK(numel >= 100);
     /* Near the threshold (a size tied to a mesh dim can keep a small mesh alive: shrinking
      * is greedy, so it finds a local minimum, not always the global one). */
