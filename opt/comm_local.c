@@ -1,6 +1,6 @@
 /* comm_local.c - the in-process transport: every rank lives in this process, so a matched send and
  * receive become one direct strided copy from the sender's buffer to the receiver's (no staging),
- * on the host or, for device memory, as one batched CUDA copy per run(). */
+ * batched per run(): on the host, or for device memory as one CUDA launch. */
 #include <stdlib.h>
 #include <string.h>
 #include "comm.h"
@@ -133,17 +133,14 @@ static rs_status local_run(rs_comm *c) {
     }
     const rs_view *sv = &l->pool[s->first], *rv = &l->pool[r->first];
     if (s->nv == r->nv && views_same(sv, rv, s->nv)) {
-      for (int k = 0; k < s->nv && !st; ++k) {
-        if (c->device) st = add_batch(l, &rv[k], &sv[k]);
-        else rs_view_copy(&rv[k], &sv[k]);
-      }
+      for (int k = 0; k < s->nv && !st; ++k) st = add_batch(l, &rv[k], &sv[k]);
     } else if (c->device) {
       st = rs_fail(RS_ERR_UNSUPPORTED, "local transport: device views of task %lld differ in shape", (long long)s->task);
     } else {
       st = copy_restaged(rv, r->nv, sv, s->nv, s->bytes);
     }
   }
-  if (!st && c->device && l->nb) st = rs_cuda_copy_views(l->bd, l->bs, l->nb);
+  if (!st && l->nb) st = c->device ? rs_cuda_copy_views(l->bd, l->bs, l->nb) : rs_views_copy_batch(l->bd, l->bs, l->nb);
   l->nsend = l->nrecv = l->npool = 0;
   return st;
 }

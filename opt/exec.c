@@ -82,15 +82,11 @@ static rs_status run_round(const rs_sched *s, const rs_exec_bufs *b, const rs_me
     if (!b->played[g->src]) continue;
     /* Mutant 103: a reused workspace keeps its stale local contributions. */
     if (RS_MUTANT(103) && stale_ws && g->dbuf == RS_BUF_SLOT) continue;
-    if (b->device) {
-      sv[nl] = sv[i];
-      dv[nl] = dv[i];
-      nl++;
-    } else {
-      rs_view_copy(&dv[i], &sv[i]);
-    }
+    sv[nl] = sv[i];
+    dv[nl] = dv[i];
+    nl++;
   }
-  if (!st && nl) st = rs_cuda_copy_views(dv, sv, nl);
+  if (!st && nl) st = b->device ? rs_cuda_copy_views(dv, sv, nl) : rs_views_copy_batch(dv, sv, nl);
   if (!st) st = comm->ops->run(comm);
 done:
   free(v);

@@ -35,6 +35,8 @@ int64_t rs_view_bytes(const rs_view *v);
 /* dst <- src (host memory). Shapes may differ as long as the byte counts agree: elements travel in
  * row-major order. */
 void rs_view_copy(const rs_view *dst, const rs_view *src);
+/* dst[i] <- src[i] for n pairs (host). */
+rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n);
 /* Pack a list of views into one contiguous buffer, or unpack it back (returns bytes moved). */
 int64_t rs_views_pack(char *out, const rs_view *v, int n);
 int64_t rs_views_unpack(const rs_view *v, int n, const char *in);

@@ -1,0 +1,434 @@
+/* bench.c - opt's benchmarks, each printing a table and writing a CSV:
+ *   traffic  bytes sent / SPEC 7 lower bound on a fixed corpus of copy-only cases, for opt and for
+ *            ref's greedy and graph step plans (ref's bytes from rs_ref_plan_traffic);
+ *   plan     opt's schedule compile time per case (cache miss) and cache-hit time, median ns;
+ *   local    opt on the local transport vs memcpy of the same bytes, 1 MiB .. --max-mib;
+ *   mpi      opt on the MPI transport vs MPI_Alltoallv moving the same bytes (run under mpirun).
+ * Usage: bench [traffic|plan|local|mpi|all] [--cases N] [--max-mib M] [--reps R] [--csv DIR] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "bench.h"
+#include "reshard/reshard.h"
+#include "reshard/opt.h"
+#ifdef RS_BENCH_MPI
+#include <mpi.h>
+#endif
+
+typedef struct bopts {
+  int cases, max_mib, reps;
+  const char *csv;
+} bopts;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t g_rng;
+static uint64_t rnd(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return g_rng;
+}
+static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
+
+static FILE *csv_open(const bopts *o, const char *name, const char *header) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", o->csv, name);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "bench: cannot write %s\n", path);
+    return NULL;
+  }
+  fprintf(f, "%s\n", header);
+  printf("(csv: %s)\n", path);
+  return f;
+}
+
+/* ---- the fixed corpus of copy-only cases ---- */
+
+static void corpus_sharding(rs_sharding *s, int nm, int nd) {
+  memset(s, 0, sizeof *s);
+  s->mesh_ndim = nm;
+  for (int m = 0; m < nm; ++m)
+    s->p[m] = rint_(3) == 0 ? rs_pl_replicate() : rs_pl_shard(rint_(nd));
+  for (int d = 0; d < nd; ++d) {
+    int n = 0;
+    for (int m = 0; m < nm; ++m)
+      if (s->p[m].kind == RS_SHARD && s->p[m].dim == d) s->order[d][n++] = (int8_t)m;
+    for (int i = n - 1; i > 0; --i) {
+      int j = rint_(i + 1);
+      int8_t t = s->order[d][i];
+      s->order[d][i] = s->order[d][j];
+      s->order[d][j] = t;
+    }
+    s->order_len[d] = (int8_t)n;
+  }
+}
+
+/* Case k of the corpus (deterministic in k). */
+static int corpus_case(int k, rs_case *c) {
+  g_rng = 0x5DEECE66Dull * (uint64_t)(k + 1) + 0x2545F4914F6CDD1Dull;
+  for (int i = 0; i < 4; ++i) rnd();
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "corpus-%d", k);
+  int nm = 1 + rint_(3);
+  int64_t sizes[RS_MAX_MESH_DIMS], n = 1;
+  for (int m = 0; m < nm; ++m) {
+    sizes[m] = 1 + rint_(nm == 1 ? 16 : nm == 2 ? 8 : 4);
+    n *= sizes[m];
+  }
+  if (rs_mesh_init(&c->mesh, nm, sizes, NULL) != RS_OK) return 0;
+  c->tensor.dtype = (rs_dtype)rint_(RS_DTYPE_COUNT);
+  c->tensor.ndim = 1 + rint_(4);
+  for (int d = 0; d < c->tensor.ndim; ++d) c->tensor.shape[d] = 1 + rint_(d < 2 ? 64 : 12);
+  corpus_sharding(&c->src, nm, c->tensor.ndim);
+  corpus_sharding(&c->dst, nm, c->tensor.ndim);
+  c->values = RS_VALUES_BITS;
+  c->planner = RS_PLANNER_AUTO;
+  return rs_case_validate(c) == RS_OK;
+}
+
+static double ratio(int64_t sent, int64_t lb) {
+  if (lb == 0) return sent == 0 ? 1.0 : (double)1e30;
+  return (double)sent / (double)lb;
+}
+
+static void describe(const rs_case *c, char *buf, size_t cap) {
+  char m[64] = "", t[64] = "", a[128], b[128];
+  for (int i = 0, k = 0; i < c->mesh.ndim; ++i)
+    k += snprintf(m + k, sizeof m - (size_t)k, i ? "x%lld" : "%lld", (long long)c->mesh.size[i]);
+  for (int i = 0, k = 0; i < c->tensor.ndim; ++i)
+    k += snprintf(t + k, sizeof t - (size_t)k, i ? "x%lld" : "%lld", (long long)c->tensor.shape[i]);
+  rs_format_sharding(&c->src, a, sizeof a);
+  rs_format_sharding(&c->dst, b, sizeof b);
+  snprintf(buf, cap, "%s,%s,%s,%s,%s", m, t, rs_dtype_name(c->tensor.dtype), a, b);
+}
+
+static rs_status bench_traffic(const bopts *o) {
+  FILE *f = csv_open(o, "bench_traffic.csv",
+                     "case,mesh,shape,dtype,src,dst,lb_bytes,opt_bytes,opt_ratio,greedy_bytes,greedy_ratio,graph_bytes,graph_ratio");
+  rs_opt *opt;
+  rs_status st = rs_opt_create(&opt);
+  if (st) return st;
+  int n = 0, opt_exact = 0, gcount[2] = {0, 0};
+  double omax = 0, osum = 0, gsum[2] = {0, 0}, gmax[2] = {0, 0};
+  for (int k = 0; n < o->cases; ++k) {
+    rs_case c;
+    if (!corpus_case(k, &c)) continue;
+    int64_t lb;
+    rs_opt_stats s;
+    if ((st = rs_opt_traffic_lb(&c, &lb)) || (st = rs_opt_plan_stats(opt, &c, &s))) break;
+    double r = ratio(s.bytes_sent, lb);
+    opt_exact += s.bytes_sent == lb;
+    osum += r;
+    if (r > omax) omax = r;
+    int64_t gb[2] = {-1, -1};
+    double gr[2] = {-1, -1};
+    for (int g = 0; g < 2; ++g) {
+      rs_plan p;
+      rs_status ps = g == 0 ? rs_ref_plan_greedy(&c.mesh, &c.tensor, &c.src, &c.dst, &p)
+                            : rs_ref_plan_graph(&c.mesh, &c.tensor, &c.src, &c.dst, RS_COST_SEED, &p);
+      if (ps == RS_OK && rs_ref_plan_traffic(&c, &p, &gb[g]) == RS_OK) {
+        gr[g] = ratio(gb[g], lb);
+        if (gr[g] < 1e29) {
+          gsum[g] += gr[g];
+          gcount[g]++;
+          if (gr[g] > gmax[g]) gmax[g] = gr[g];
+        }
+      }
+    }
+    if (f) {
+      char d[512];
+      describe(&c, d, sizeof d);
+      fprintf(f, "%d,%s,%lld,%lld,%.6f,%lld,%.6f,%lld,%.6f\n", k, d, (long long)lb, (long long)s.bytes_sent, r,
+              (long long)gb[0], gr[0], (long long)gb[1], gr[1]);
+    }
+    n++;
+  }
+  rs_opt_destroy(opt);
+  if (f) fclose(f);
+  if (st) return st;
+  printf("\ntraffic ratio (bytes sent between distinct ranks / SPEC 7 lower bound), %d copy-only cases\n", n);
+  printf("%-12s %8s %10s %10s\n", "planner", "cases", "mean", "max");
+  printf("%-12s %8d %10.4f %10.4f   (ratio exactly 1.00 on %d of %d)\n", "opt", n, n ? osum / n : 0, omax,
+         opt_exact, n);
+  const char *gn[2] = {"ref-greedy", "ref-graph"};
+  for (int g = 0; g < 2; ++g)
+    printf("%-12s %8d %10.4f %10.4f   (planned cases; LB = 0 with traffic excluded)\n", gn[g], gcount[g],
+           gcount[g] ? gsum[g] / gcount[g] : 0, gmax[g]);
+  return opt_exact == n ? RS_OK : rs_fail(RS_ERR_MISMATCH, "bench traffic: opt ratio != 1 on %d cases", n - opt_exact);
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static rs_status bench_plan(const bopts *o) {
+  FILE *f = csv_open(o, "bench_plan.csv", "case,mesh,shape,dtype,src,dst,ranks,compile_ns,cached_ns,messages");
+  rs_opt *opt;
+  rs_status st = rs_opt_create(&opt);
+  if (st) return st;
+  double *miss = malloc(sizeof(double) * (size_t)o->cases), *hit = malloc(sizeof(double) * (size_t)o->cases);
+  int n = 0;
+  for (int k = 0; n < o->cases && miss && hit; ++k) {
+    rs_case c;
+    if (!corpus_case(k, &c)) continue;
+    rs_opt_stats s;
+    double t0 = now_s();
+    if ((st = rs_opt_plan_stats(opt, &c, &s))) break;
+    double t1 = now_s();
+    if ((st = rs_opt_plan_stats(opt, &c, &s))) break;
+    double t2 = now_s();
+    miss[n] = (t1 - t0) * 1e9;
+    hit[n] = (t2 - t1) * 1e9;
+    if (f) {
+      char d[512];
+      describe(&c, d, sizeof d);
+      fprintf(f, "%d,%s,%d,%.0f,%.0f,%lld\n", k, d, c.mesh.nranks, miss[n], hit[n], (long long)s.messages);
+    }
+    n++;
+  }
+  if (f) fclose(f);
+  if (!st && n) {
+    qsort(miss, (size_t)n, sizeof(double), cmp_d);
+    qsort(hit, (size_t)n, sizeof(double), cmp_d);
+    printf("\nopt planning time per case, %d copy-only cases (ns)\n", n);
+    printf("%-22s %12s %12s %12s\n", "", "median", "p90", "max");
+    printf("%-22s %12.0f %12.0f %12.0f\n", "compile (cache miss)", miss[n / 2], miss[n * 9 / 10], miss[n - 1]);
+    printf("%-22s %12.0f %12.0f %12.0f\n", "cached (cache hit)", hit[n / 2], hit[n * 9 / 10], hit[n - 1]);
+  }
+  free(miss);
+  free(hit);
+  rs_opt_destroy(opt);
+  return st;
+}
+
+/* ---- throughput ---- */
+
+typedef struct layout_pair {
+  const char *name;
+  int nm;
+  int64_t mesh[2];
+  const char *src, *dst;
+} layout_pair;
+
+static const layout_pair k_pairs[] = {
+    {"S0->S1 (all-to-all, 4)", 1, {4, 1}, "S0", "S1"},
+    {"S0->R (all-gather, 4)", 1, {4, 1}, "S0", "R"},
+    {"S0,S1->S1,S0 (2x2)", 2, {2, 2}, "S0,S1", "S1,S0"},
+};
+
+static rs_status make_throughput_case(const layout_pair *lp, int64_t bytes, int world_n, rs_case *c) {
+  memset(c, 0, sizeof *c);
+  int64_t mesh[2] = {lp->mesh[0], lp->mesh[1]};
+  if (world_n > 0) mesh[0] = world_n; /* the mpi bench uses the whole world on one mesh dim */
+  rs_status st = rs_mesh_init(&c->mesh, lp->nm, mesh, NULL);
+  if (st) return st;
+  c->tensor.dtype = RS_F32;
+  c->tensor.ndim = 2;
+  int64_t elems = bytes / 4, rows = 1;
+  while (rows * rows < elems) rows *= 2;
+  c->tensor.shape[0] = rows;
+  c->tensor.shape[1] = elems / rows;
+  if ((st = rs_parse_placements(lp->src, &c->src)) || (st = rs_parse_placements(lp->dst, &c->dst))) return st;
+  rs_sharding_set_default_order(&c->src, 2);
+  rs_sharding_set_default_order(&c->dst, 2);
+  c->values = RS_VALUES_BITS;
+  c->seed = 7;
+  return rs_case_validate(c);
+}
+
+static int64_t out_bytes(const rs_locals *l) {
+  int64_t b = 0;
+  for (int i = 0; i < l->n; ++i) b += l->r[i].nbytes;
+  return b;
+}
+
+static rs_status fill_source(const rs_case *c, rs_locals *in) {
+  /* a cheap pattern is enough for a throughput run (the tests check the bits) */
+  rs_status st = rs_locals_for_layout(in, c, &c->src);
+  if (st) return st;
+  for (int i = 0; i < in->n; ++i) memset(in->r[i].data, 0x40 + i, (size_t)in->r[i].nbytes);
+  return RS_OK;
+}
+
+static rs_status bench_local(const bopts *o) {
+  FILE *f = csv_open(o, "bench_local.csv", "layout,tensor_bytes,bytes_written,opt_s,memcpy_s,opt_GBps,memcpy_GBps,ratio");
+  rs_opt *opt;
+  rs_status st = rs_opt_create(&opt);
+  if (st) return st;
+  printf("\nopt local transport vs memcpy of the same bytes (F32, median of %d interleaved runs)\n", o->reps);
+  printf("%-24s %10s %12s %10s %10s %7s\n", "layout", "tensor", "written", "opt GB/s", "memcpy", "ratio");
+  for (size_t li = 0; li < sizeof k_pairs / sizeof k_pairs[0] && !st; ++li) {
+    for (int64_t mib = 1; mib <= o->max_mib && !st; mib *= 4) {
+      rs_case c;
+      if ((st = make_throughput_case(&k_pairs[li], mib << 20, 0, &c))) break;
+      rs_locals in = {0, NULL}, out = {0, NULL};
+      if ((st = fill_source(&c, &in))) break;
+      /* warm up: allocates and touches the outputs, compiles the schedule */
+      if ((st = rs_opt_redistribute(opt, NULL, &c, &in, &out, NULL))) break;
+      int64_t wb = out_bytes(&out);
+      char *a = malloc((size_t)wb), *b = malloc((size_t)wb);
+      if (!a || !b) {
+        free(a);
+        free(b);
+        rs_locals_free(&in);
+        rs_locals_free(&out);
+        st = rs_fail(RS_ERR_NOMEM, "bench: out of memory");
+        break;
+      }
+      memset(a, 1, (size_t)wb);
+      memset(b, 2, (size_t)wb);
+      int reps = mib >= 256 ? (o->reps < 3 ? o->reps : 3) : o->reps;
+      double to[64], tm[64];
+      if (reps > 64) reps = 64;
+      memcpy(b, a, (size_t)wb); /* the first copy into fresh pages is slow on some VMs */
+      for (int r = 0; r < reps && !st; ++r) { /* interleaved, so drift hits both alike */
+        double t0 = now_s();
+        st = rs_opt_redistribute(opt, NULL, &c, &in, &out, NULL);
+        double t1 = now_s();
+        memcpy(b, a, (size_t)wb);
+        double t2 = now_s();
+        to[r] = t1 - t0;
+        tm[r] = t2 - t1;
+      }
+      qsort(to, (size_t)reps, sizeof(double), cmp_d);
+      qsort(tm, (size_t)reps, sizeof(double), cmp_d);
+      double best_o = to[reps / 2], best_m = tm[reps / 2];
+      volatile char sink = b[wb / 2];
+      (void)sink;
+      double go = (double)wb / best_o / 1e9, gm = (double)wb / best_m / 1e9;
+      printf("%-24s %7lld MiB %8.1f MiB %10.2f %10.2f %7.2f\n", k_pairs[li].name, (long long)mib,
+             (double)wb / 1048576.0, go, gm, go / gm);
+      if (f)
+        fprintf(f, "%s,%lld,%lld,%.6f,%.6f,%.3f,%.3f,%.3f\n", k_pairs[li].name, (long long)(mib << 20),
+                (long long)wb, best_o, best_m, go, gm, go / gm);
+      free(a);
+      free(b);
+      rs_locals_free(&in);
+      rs_locals_free(&out);
+    }
+  }
+  if (f) fclose(f);
+  rs_opt_destroy(opt);
+  return st;
+}
+
+#ifdef RS_BENCH_MPI
+/* Bytes position p sends to position q under c (|src box of p ∩ dst box of q|, self included). */
+static int64_t pair_bytes(const rs_case *c, int p, int q) {
+  int64_t cp[RS_MAX_MESH_DIMS], cq[RS_MAX_MESH_DIMS], as[RS_MAX_DIMS], az[RS_MAX_DIMS], bs[RS_MAX_DIMS],
+      bz[RS_MAX_DIMS];
+  rs_mesh_coord(&c->mesh, p, cp);
+  rs_mesh_coord(&c->mesh, q, cq);
+  rs_local_box(&c->mesh, &c->src, &c->tensor, cp, as, az);
+  rs_local_box(&c->mesh, &c->dst, &c->tensor, cq, bs, bz);
+  return rs_box_overlap(c->tensor.ndim, as, az, bs, bz) * rs_dtype_size(c->tensor.dtype);
+}
+
+static rs_status bench_mpi(const bopts *o, int *argc, char ***argv) {
+  rs_world *w;
+  rs_status st = rs_world_init("mpi", argc, argv, &w);
+  if (st) return st;
+  int me = rs_world_rank(w), n = rs_world_size(w);
+  FILE *f = me == 0 ? csv_open(o, "bench_mpi.csv", "layout,ranks,tensor_bytes,bytes_moved,opt_s,alltoallv_s,ratio") : NULL;
+  rs_opt *opt;
+  if ((st = rs_opt_create(&opt))) return st;
+  if (me == 0) {
+    printf("\nopt MPI transport vs MPI_Alltoallv of the same bytes (%d ranks, F32, best of %d)\n", n, o->reps);
+    printf("%-24s %10s %12s %10s %10s %7s\n", "layout", "tensor", "moved", "opt GB/s", "a2av", "ratio");
+  }
+  for (size_t li = 0; li < 2 && !st; ++li) { /* the 1-d layouts: the whole world on one mesh dim */
+    for (int64_t mib = 1; mib <= o->max_mib && !st; mib *= 4) {
+      rs_case c;
+      if ((st = make_throughput_case(&k_pairs[li], mib << 20, n, &c))) break;
+      rs_locals in = {0, NULL}, out = {0, NULL};
+      if ((st = fill_source(&c, &in))) break;
+      if ((st = rs_opt_redistribute(opt, w, &c, &in, &out, NULL))) break;
+      int *sc = calloc((size_t)n * 4, sizeof(int)), *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
+      int64_t sendb = 0, recvb = 0, moved = 0;
+      for (int q = 0; q < n; ++q) {
+        sc[q] = (int)pair_bytes(&c, me, q);
+        rc[q] = (int)pair_bytes(&c, q, me);
+        sd[q] = (int)sendb;
+        rd[q] = (int)recvb;
+        sendb += sc[q];
+        recvb += rc[q];
+      }
+      for (int p = 0; p < n; ++p)
+        for (int q = 0; q < n; ++q) moved += pair_bytes(&c, p, q);
+      char *sbuf = malloc((size_t)(sendb ? sendb : 1)), *rbuf = malloc((size_t)(recvb ? recvb : 1));
+      memset(sbuf, 3, (size_t)sendb);
+      memset(rbuf, 4, (size_t)recvb);
+      double best_o = 1e30, best_a = 1e30;
+      for (int r = 0; r < o->reps && !st; ++r) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        st = rs_opt_redistribute(opt, w, &c, &in, &out, NULL);
+        double t1 = MPI_Wtime() - t0, tmax;
+        MPI_Allreduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+        double t2 = MPI_Wtime() - t0, amax;
+        MPI_Allreduce(&t2, &amax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (tmax < best_o) best_o = tmax;
+        if (amax < best_a) best_a = amax;
+      }
+      if (me == 0) {
+        double go = (double)moved / best_o / 1e9, ga = (double)moved / best_a / 1e9;
+        printf("%-24s %7lld MiB %8.1f MiB %10.2f %10.2f %7.2f\n", k_pairs[li].name, (long long)mib,
+               (double)moved / 1048576.0, go, ga, go / ga);
+        if (f)
+          fprintf(f, "%s,%d,%lld,%lld,%.6f,%.6f,%.3f\n", k_pairs[li].name, n, (long long)(mib << 20),
+                  (long long)moved, best_o, best_a, go / ga);
+      }
+      free(sc);
+      free(sbuf);
+      free(rbuf);
+      rs_locals_free(&in);
+      rs_locals_free(&out);
+    }
+  }
+  if (f) fclose(f);
+  rs_opt_destroy(opt);
+  rs_world_finalize(w);
+  return st;
+}
+#endif
+
+rs_status rs_bench_main(int argc, char **argv) {
+  bopts o = {1000, 1024, 5, "."};
+  const char *what = "all";
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--cases") && i + 1 < argc) o.cases = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc) o.max_mib = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--csv") && i + 1 < argc) o.csv = argv[++i];
+    else if (argv[i][0] != '-') what = argv[i];
+    else return rs_fail(RS_ERR_INVALID, "bench: unknown option %s", argv[i]);
+  }
+  if (o.cases < 1 || o.max_mib < 1 || o.reps < 1)
+    return rs_fail(RS_ERR_INVALID, "bench: --cases, --max-mib and --reps must be positive");
+  int all = !strcmp(what, "all");
+  rs_status st = RS_OK;
+  if (!st && (all || !strcmp(what, "traffic"))) st = bench_traffic(&o);
+  if (!st && (all || !strcmp(what, "plan"))) st = bench_plan(&o);
+  if (!st && (all || !strcmp(what, "local"))) st = bench_local(&o);
+  if (!st && !strcmp(what, "mpi")) {
+#ifdef RS_BENCH_MPI
+    st = bench_mpi(&o, &argc, &argv);
+#else
+    st = rs_fail(RS_ERR_UNSUPPORTED, "bench mpi: built without MPI");
+#endif
+  }
+  if (!st && !all && strcmp(what, "traffic") && strcmp(what, "plan") && strcmp(what, "local") && strcmp(what, "mpi"))
+    st = rs_fail(RS_ERR_INVALID, "bench: unknown benchmark '%s' (traffic, plan, local, mpi, all)", what);
+  return st;
+}

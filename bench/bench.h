@@ -1,0 +1,10 @@
+/* bench.h - opt's benchmarks as a library entry point (the `bench` binary and `reshard bench`). */
+#ifndef RS_BENCH_H
+#define RS_BENCH_H
+#include "reshard/status.h"
+
+/* argv[1..]: [traffic|plan|local|mpi|all] [--cases N] [--max-mib M] [--reps R] [--csv DIR].
+ * Prints tables to stdout and writes bench_<name>.csv into DIR. `mpi` runs under mpirun. */
+rs_status rs_bench_main(int argc, char **argv);
+
+#endif
