@@ -1,0 +1,151 @@
+/* test_opt_gpu.c - opt's device paths against the CPU: random cases on the "local-device" world
+ * (CUDA pack/copy/fold/div kernels, every rank in this process) compared bit for bit with opt's host
+ * path and with the oracle; or, with argv[3] = "nccl", the NCCL transport (one process per rank,
+ * launched by mpirun or alone as a one-rank world), each rank checking its own local.
+ * Usage: test_opt_gpu SRCDIR [cases] [local-device|nccl]. Without a GPU it says so and runs the
+ * same cases on the host paths only (ci/gpu.sh runs it both ways). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "reshard/reshard.h"
+#include "reshard/opt.h"
+
+static uint64_t rng_state = 0xC0FFEE123456789ull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
+
+static void random_sharding(rs_sharding *s, int nm, int nd, int partial, rs_redop op) {
+  memset(s, 0, sizeof *s);
+  s->mesh_ndim = nm;
+  for (int m = 0; m < nm; ++m) {
+    int k = rint_(partial ? 4 : 3);
+    if (k == 3) s->p[m] = rs_pl_partial(op);
+    else if (k == 0 || nd == 0) s->p[m] = rs_pl_replicate();
+    else s->p[m] = rs_pl_shard(rint_(nd));
+  }
+  for (int d = 0; d < nd; ++d) {
+    int n = 0;
+    for (int m = 0; m < nm; ++m)
+      if (s->p[m].kind == RS_SHARD && s->p[m].dim == d) s->order[d][n++] = (int8_t)m;
+    for (int i = n - 1; i > 0; --i) {
+      int j = rint_(i + 1);
+      int8_t t = s->order[d][i];
+      s->order[d][i] = s->order[d][j];
+      s->order[d][j] = t;
+    }
+    s->order_len[d] = (int8_t)n;
+  }
+}
+
+/* Every process draws the same case (same generator state). max_ranks bounds the mesh. */
+static int draw(rs_case *c, int max_ranks) {
+  memset(c, 0, sizeof *c);
+  int nm = 1 + rint_(3);
+  int64_t sizes[RS_MAX_MESH_DIMS], n = 1;
+  for (int m = 0; m < nm; ++m) {
+    sizes[m] = 1 + rint_(4);
+    if (n * sizes[m] > max_ranks) sizes[m] = 1;
+    n *= sizes[m];
+  }
+  int32_t pool[64];
+  for (int i = 0; i < max_ranks; ++i) pool[i] = i;
+  for (int i = max_ranks - 1; i > 0; --i) {
+    int j = rint_(i + 1);
+    int32_t t = pool[i];
+    pool[i] = pool[j];
+    pool[j] = t;
+  }
+  if (rs_mesh_init(&c->mesh, nm, sizes, pool) != RS_OK) return 0;
+  int partial = rint_(2);
+  static const rs_dtype red[] = {RS_F64, RS_F32, RS_F16, RS_BF16, RS_I64, RS_I32, RS_I16, RS_I8, RS_U8};
+  c->tensor.dtype = partial ? red[rint_(9)] : (rs_dtype)rint_(RS_DTYPE_COUNT);
+  c->tensor.ndim = rint_(5);
+  for (int d = 0; d < c->tensor.ndim; ++d) c->tensor.shape[d] = rint_(10) == 0 ? 0 : 1 + rint_(d < 2 ? 24 : 6);
+  rs_redop op = (rs_redop)rint_(4);
+  random_sharding(&c->src, nm, c->tensor.ndim, partial, op);
+  random_sharding(&c->dst, nm, c->tensor.ndim, partial, op);
+  c->seed = rnd();
+  c->values = rs_case_default_values(c);
+  return rs_case_validate(c) == RS_OK;
+}
+
+static int same_local(const rs_local *a, const rs_local *b) {
+  return a->nbytes == b->nbytes && a->ndim == b->ndim && (!a->nbytes || !memcmp(a->data, b->data, (size_t)a->nbytes));
+}
+
+int main(int argc, char **argv) {
+  int cases = argc > 2 ? atoi(argv[2]) : 300;
+  const char *transport = argc > 3 ? argv[3] : "local-device";
+  rs_world *w = NULL, *host = NULL;
+  rs_status st = rs_world_init(transport, &argc, &argv, &w);
+  if (st == RS_ERR_UNSUPPORTED) {
+    printf("no GPU path (%s): running the CPU paths only\n", rs_last_error());
+    if (!strcmp(transport, "nccl")) {
+      printf("skipped: nccl\n");
+      return 0;
+    }
+    w = NULL;
+  } else {
+    CHECK(st == RS_OK);
+    if (st) TEST_DONE();
+  }
+  CHECK(rs_world_init("local", NULL, NULL, &host) == RS_OK);
+  int dist = w && !rs_world_is_local(w);
+  int me = dist ? rs_world_rank(w) : 0;
+  int max_ranks = dist ? rs_world_size(w) : 16;
+  if (max_ranks > 64) max_ranks = 64;
+  if (me == 0)
+    printf("transport %s (device memory: %s), %d cases\n", w ? rs_world_transport(w) : "local",
+           rs_world_uses_device(w) ? "yes" : "no", cases);
+  rs_opt *od, *oh;
+  CHECK(rs_opt_create(&od) == RS_OK && rs_opt_create(&oh) == RS_OK);
+  int ran = 0, bad_total = 0;
+  for (int it = 0; ran < cases && it < cases * 4; ++it) {
+    rs_case c;
+    if (!draw(&c, max_ranks)) continue;
+    rs_locals in = {0, NULL}, exp = {0, NULL}, got = {0, NULL}, cpu = {0, NULL};
+    int bad = rs_make_source(&c, &in) != RS_OK || rs_oracle_expected(&c, &c.dst, &exp) != RS_OK;
+    rs_status sh = bad ? RS_OK : rs_opt_redistribute(oh, host, &c, &in, &cpu, NULL);
+    if (sh == RS_ERR_UNSUPPORTED) { /* P(x) -> P(y) */
+      rs_locals_free(&in);
+      rs_locals_free(&exp);
+      continue;
+    }
+    rs_status sd = bad || !w ? RS_OK : rs_opt_redistribute(od, w, &c, &in, &got, NULL);
+    if (sh || sd) {
+      fprintf(stderr, "rank %d: %s\n", me, rs_last_error());
+      bad = 1;
+    }
+    for (int pos = 0; !bad && pos < c.mesh.nranks; ++pos) {
+      int mine = dist ? c.mesh.ranks[pos] == me : 1;
+      if (!mine) continue;
+      bad |= !same_local(&cpu.r[pos], &exp.r[pos]);
+      if (w) bad |= !same_local(&got.r[pos], &exp.r[pos]);
+    }
+    if (bad) {
+      char *j = rs_case_to_json(&c);
+      if (bad_total < 5) fprintf(stderr, "rank %d differs: %s\n", me, j ? j : "?");
+      free(j);
+    }
+    if (dist) CHECK(rs_world_agree(w, &bad) == RS_OK);
+    bad_total += bad;
+    ran++;
+    rs_locals_free(&in);
+    rs_locals_free(&exp);
+    rs_locals_free(&got);
+    rs_locals_free(&cpu);
+  }
+  CHECK_EQ_I(bad_total, 0);
+  if (me == 0) printf("%d cases, %d differ\n", ran, bad_total);
+  rs_opt_destroy(od);
+  rs_opt_destroy(oh);
+  rs_world_finalize(host);
+  rs_world_finalize(w);
+  TEST_DONE();
+}
