@@ -269,6 +269,13 @@ static rs_status bench_local(const bopts *o) {
     for (int64_t mib = 1; mib <= o->max_mib && !st; mib *= 4) {
       rs_case c;
       if ((st = make_throughput_case(&k_pairs[li], mib << 20, 0, &c))) break;
+      /* in + out + two memcpy buffers must fit comfortably (the dev VM has 24 GiB) */
+      int64_t written_mib = mib * (k_pairs[li].dst[0] == 'R' ? c.mesh.nranks : 1);
+      if (mib + 3 * written_mib > 12288) {
+        printf("%-24s %7lld MiB  skipped: would need %lld MiB of memory\n", k_pairs[li].name, (long long)mib,
+               (long long)(mib + 3 * written_mib));
+        continue;
+      }
       rs_locals in = {0, NULL}, out = {0, NULL};
       if ((st = fill_source(&c, &in))) break;
       /* warm up: allocates and touches the outputs, compiles the schedule */

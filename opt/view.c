@@ -222,14 +222,23 @@ static void runs_next(runs *r) {
   r->left = contig ? v->size[n - 1] * v->esize : v->esize;
 }
 
-void rs_view_copy(const rs_view *dst, const rs_view *src) {
+/* force_stream: the caller knows the whole batch is large even if this view is not. */
+static void view_copy(const rs_view *dst, const rs_view *src, int force_stream) {
   if (same_shape(dst, src)) {
     nest o;
     if (make_nest(dst, src, &o)) {
-      int stream = o.run >= STREAM_RUN_BYTES && rs_view_bytes(dst) >= STREAM_VIEW_BYTES;
+      int stream = o.run >= STREAM_RUN_BYTES && (force_stream || rs_view_bytes(dst) >= STREAM_VIEW_BYTES);
       copy_nest(dst->base, src->base, &o, stream);
-      if (stream) stream_fence();
+      if (stream && !force_stream) stream_fence();
     }
+    return;
+  }
+  rs_view_copy(dst, src);
+}
+
+void rs_view_copy(const rs_view *dst, const rs_view *src) {
+  if (same_shape(dst, src)) {
+    view_copy(dst, src, 0);
     return;
   }
   runs a, b;
@@ -270,9 +279,67 @@ int64_t rs_views_unpack(const rs_view *v, int n, const char *in) {
 }
 
 /* ---- batched host copies ----
- * One thread: on the 2-core development VM a second copy thread measured no faster (memory bound)
- * and noisier, so the batch runs in order. */
+ * A large batch is cut into slabs of about SLAB_BYTES along each pair's outermost dim, and the slabs
+ * are copied in order of their source address: pairs that read interleaved pieces of one source
+ * (an all-to-all reads column blocks of the same rows) then read it front to back instead of
+ * striding through it once per destination. */
+#include <stdlib.h>
+
+#define BATCH_SLAB_MIN ((int64_t)8 << 20)
+#define SLAB_BYTES ((int64_t)256 << 10)
+
+typedef struct slab_item {
+  rs_view d, s;
+} slab_item;
+
+static int slab_cmp(const void *a, const void *b) {
+  const char *x = ((const slab_item *)a)->s.base, *y = ((const slab_item *)b)->s.base;
+  return x < y ? -1 : x > y;
+}
+
 rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) rs_view_copy(&dst[i], &src[i]);
+  int64_t total = 0, nslab = 0;
+  int same = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t b = rs_view_bytes(&dst[i]);
+    total += b;
+    nslab += b / SLAB_BYTES + 1;
+    same &= same_shape(&dst[i], &src[i]);
+  }
+  slab_item *it = total >= BATCH_SLAB_MIN && same ? malloc(sizeof(slab_item) * (size_t)nslab) : NULL;
+  if (!it) {
+    for (int64_t i = 0; i < n; ++i) rs_view_copy(&dst[i], &src[i]);
+    return RS_OK;
+  }
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const rs_view *d = &dst[i], *sv = &src[i];
+    int64_t k = rs_view_bytes(d) / SLAB_BYTES;
+    int dim = -1;
+    for (int j = 0; j < d->ndim; ++j)
+      if (d->size[j] > 1) {
+        dim = j;
+        break;
+      }
+    if (dim < 0 || k <= 1) {
+      it[m].d = *d;
+      it[m++].s = *sv;
+      continue;
+    }
+    if (k > d->size[dim]) k = d->size[dim];
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t a0 = d->size[dim] * j / k, a1 = d->size[dim] * (j + 1) / k;
+      it[m].d = *d;
+      it[m].s = *sv;
+      it[m].d.size[dim] = it[m].s.size[dim] = a1 - a0;
+      it[m].d.base += a0 * d->stride[dim];
+      it[m].s.base += a0 * sv->stride[dim];
+      m++;
+    }
+  }
+  qsort(it, (size_t)m, sizeof *it, slab_cmp);
+  for (int64_t i = 0; i < m; ++i) view_copy(&it[i].d, &it[i].s, 1);
+  stream_fence();
+  free(it);
   return RS_OK;
 }
