@@ -160,6 +160,32 @@ int main(int argc, char **argv) {
     if (rs_test_failures != before && first_bad_case < 0) first_bad_case = cur_case;
   }
   if (first_bad_case >= 0) fprintf(stderr, "first failing case: %d\n", first_bad_case);
+  /* large cases: the host batch path (slabs in source order, streaming stores) kicks in at 8 MiB */
+  {
+    static const struct { int nm; int64_t mesh[2]; int64_t shape[2]; const char *src, *dst; } big[] = {
+        {1, {4, 1}, {2048, 2048}, "S0", "S1"},
+        {1, {4, 1}, {2047, 2051}, "S1", "S0"},
+        {2, {2, 2}, {2050, 2049}, "S0,S1", "S1,S0"},
+        {2, {2, 3}, {1555, 3001}, "S0,R", "R,S1"},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; ++i) {
+      rs_case c;
+      memset(&c, 0, sizeof c);
+      CHECK(rs_mesh_init(&c.mesh, big[i].nm, big[i].mesh, NULL) == RS_OK);
+      c.tensor.dtype = RS_F32;
+      c.tensor.ndim = 2;
+      c.tensor.shape[0] = big[i].shape[0];
+      c.tensor.shape[1] = big[i].shape[1];
+      CHECK(rs_parse_placements(big[i].src, &c.src) == RS_OK);
+      CHECK(rs_parse_placements(big[i].dst, &c.dst) == RS_OK);
+      rs_sharding_set_default_order(&c.src, 2);
+      rs_sharding_set_default_order(&c.dst, 2);
+      c.seed = 99 + i;
+      c.values = RS_VALUES_BITS;
+      CHECK(rs_case_validate(&c) == RS_OK);
+      run_case(o, &c, 0);
+    }
+  }
   /* P(x) -> P(y) on one mesh dim has no meaning: refused with a message */
   {
     rs_case c;
