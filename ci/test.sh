@@ -46,7 +46,9 @@ fi
 if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   stage "ASan+UBSan build"
   bash ci/build.sh build-asan -DRS_SANITIZE=ON -DRS_WITH_CUDA=OFF
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900)
+  # Open MPI's own allocations are reported as leaks by LSan: MPI tests run without leak checks
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -E mpi)
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -R mpi)
   build-asan/reshard check --seed 4 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions"
 fi
 

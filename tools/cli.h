@@ -48,6 +48,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 
 #endif

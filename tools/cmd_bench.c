@@ -1,0 +1,32 @@
+/* cmd_bench.c - `reshard bench`: the benchmarks of bench/ (traffic ratio against the SPEC 7 lower
+ * bound, planning time, local and MPI throughput, planner time against recorded PyTorch). */
+#include <string.h>
+#include "cli.h"
+#ifdef RS_HAVE_BENCH
+#include "bench.h"
+#endif
+
+static const char *BENCH_HELP =
+    "usage: reshard bench [traffic|plan|local|mpi|pytorch|all] [--cases N] [--max-mib M] [--reps R]\n"
+    "                     [--csv DIR] [--fixtures DIR]\n"
+    "Prints a table per benchmark and writes bench_<name>.csv into DIR (default .).\n"
+    "  traffic  bytes sent / SPEC 7 lower bound of ref-greedy, ref-graph and opt (copy-only corpus)\n"
+    "  plan     planning time per case (median ns) of greedy, graph and opt\n"
+    "  local    opt on the local transport vs memcpy of the same bytes, 1 MiB .. --max-mib\n"
+    "  mpi      opt on the mpi transport vs MPI_Alltoallv (run under mpirun)\n"
+    "  pytorch  our planners' time vs PyTorch's recorded time on fixtures/pytorch\n";
+
+int cmd_bench(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (cli_is_help(argv[i])) {
+      fputs(BENCH_HELP, stdout);
+      return CLI_OK;
+    }
+#ifdef RS_HAVE_BENCH
+  if (rs_bench_main(argc, argv)) return cli_status_error("bench", "");
+  return CLI_OK;
+#else
+  (void)argv;
+  return cli_usage_error("bench", "this build has no opt/bench library");
+#endif
+}
