@@ -6,5 +6,8 @@
 /* argv[1..]: [traffic|plan|local|mpi|all] [--cases N] [--max-mib M] [--reps R] [--csv DIR].
  * Prints tables to stdout and writes bench_<name>.csv into DIR. `mpi` runs under mpirun. */
 rs_status rs_bench_main(int argc, char **argv);
+/* argv[1..]: pytorch [--fixtures DIR] [--csv DIR] [--reps R]: planner time against the times
+ * recorded from PyTorch in the .jsonl.gz files of DIR (bench_pytorch.c). */
+rs_status rs_bench_pytorch(int argc, char **argv);
 
 #endif
