@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # test.sh - the README's test command: installs what is missing, builds, and runs every test:
-#   1. release build (-Werror, CUDA when nvcc exists): ctest, the default ref campaign
-#      (20,000 cases), opt beside ref in-process and under mpirun with 4 and 8 ranks;
+#   1. release build (-Werror, CUDA when nvcc exists): ctest, the ref campaign (100,000 cases),
+#      opt beside ref in-process (100,000) and under mpirun with 4 and 8 ranks (10,000 each);
 #   2. ASan+UBSan build: ctest and a shorter campaign;
 #   3. coverage + mutation build: ctest and a campaign for line coverage of spec/ ref/ oracle/ props/
 #      (lcov), then every planted bug must be caught by `reshard check`.
-# Environment: RS_CASES (default 20000) scales the campaigns; RS_SKIP_SAN=1, RS_SKIP_COV=1 skip stages.
+# Environment: RS_CASES (default 100000) scales the campaigns; RS_SKIP_SAN=1, RS_SKIP_COV=1 skip stages.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash ci/deps.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-CASES=${RS_CASES:-20000}
+CASES=${RS_CASES:-100000}
 out="$top/out"
 mkdir -p "$out"
 t0=$(date +%s)
@@ -56,9 +56,13 @@ if [ "${RS_SKIP_COV:-0}" != 1 ]; then
   stage "coverage + mutation build"
   bash ci/build.sh build-cov -DRS_COVERAGE=ON -DRS_MUTATION=ON -DRS_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
   (cd build-cov && ctest --output-on-failure -j2 --timeout 900 >/dev/null) || (cd build-cov && ctest --output-on-failure --timeout 900)
-  build-cov/reshard check --seed 5 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions"
-  bash ci/coverage.sh build-cov
+  build-cov/reshard check --seed 5 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions" \
+    --junit "$out/cov.junit.xml" --json "$out/cov.json"
+  build-cov/reshard check --impl opt --planner graph --seed 6 --seconds 5 --quiet --regress-dir "$out/regressions"
+  for f in fixtures/curated/*.json; do build-cov/reshard run "$f" >/dev/null; done
   stage "mutation self-test"
   bash ci/mutation.sh build-cov/reshard
+  stage "line coverage (unit tests, campaigns, fixtures, mutation runs)"
+  bash ci/coverage.sh build-cov
 fi
 stage "all tests passed"
