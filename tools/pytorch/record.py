@@ -33,6 +33,31 @@ def gen_cases(reshard, seed, count, max_ranks, max_mesh_dims):
     return [rs_model.Case(json.loads(line)) for line in out.splitlines() if line.strip()]
 
 
+def selfcheck(reshard, cases, n, tmpdir):
+    """The Python port of SPEC 8 (rs_model.make_source) must give the bytes spec/values.c gives:
+    run n cases with dst = src through `reshard run` (ref leaves the source locals as they are)
+    and compare every rank's digest. Returns the number of mismatching cases."""
+    import xxhash
+    bad = 0
+    picked = [c for c in cases if c.src.has_partial()][: n // 2]
+    picked += [c for c in cases if not c.src.has_partial()][: n - len(picked)]
+    for c in picked:
+        obj = c.case_json()
+        obj["dst"] = obj["src"]
+        path = os.path.join(tmpdir, "selfcheck.json")
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        out = subprocess.run([reshard, "run", path], capture_output=True, text=True).stdout
+        got = [ln.split()[-1] for ln in out.splitlines()
+               if re.match(r"^\s+\d+\s+\[", ln)]
+        same = rs_model.Case(obj)  # dst takes part in the exact-value range: use the case run
+        want = ["%016x" % xxhash.xxh3_64_intdigest(a.tobytes()) for a in rs_model.make_source(same)]
+        if got != want:
+            bad += 1
+            print("selfcheck: %s: reshard %s, rs_model %s" % (c.name, got[:2], want[:2]), file=sys.stderr)
+    return bad
+
+
 def record_line(runner, case, rs_torch, flatten=False):
     try:
         rec, notes = rs_torch.run_case(runner, case, flatten=flatten)
@@ -114,6 +139,13 @@ def main():
         cases = gen_cases(args.reshard, args.seed, args.cases, args.max_ranks, args.max_mesh_dims)
     else:
         ap.error("give --reshard or --in (or --curated)")
+    if args.reshard:
+        bad = selfcheck(args.reshard, cases, 60, args.out)
+        if os.path.exists(os.path.join(args.out, "selfcheck.json")):
+            os.remove(os.path.join(args.out, "selfcheck.json"))
+        if bad:
+            sys.exit("rs_model.py no longer matches spec/values.c (%d cases): update the port" % bad)
+        print("selfcheck: rs_model.make_source matches `reshard` on 60 cases", file=sys.stderr)
     stem = args.name or ("pytorch_seed%d" % args.seed)
     # group by rank count: one fake process group per world size
     order = sorted(range(len(cases)), key=lambda i: cases[i].nranks)
