@@ -13,7 +13,8 @@ for f in "$top/ref/MUTANTS.md" "$top/opt/MUTANTS.md"; do
   case "$f" in */opt/*) impl=opt ;; esac
   for id in $(grep -oE '^\| *[0-9]+ *\|' "$f" | tr -dc '0-9\n'); do
     log="$tmp/m$id.log"
-    RS_MUTANT=$id "$bin" check --impl "$impl" --seed 11 --cases 2000 --quiet --regress-dir "$tmp/reg$id" >"$log" 2>&1
+    RS_MUTANT=$id "$bin" check --impl "$impl" --seed 11 --cases 2000 --quiet --regress-dir "$tmp/reg$id" \
+      --junit "$tmp/m$id.xml" --json "$tmp/m$id.json" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 1 ] && grep -q "reshard replay" "$log"; then
       caught=$((caught + 1))
