@@ -29,7 +29,7 @@ def order_json(order):
 
 def case(name, mesh, shape, dtype, src, dst, src_order=None, dst_order=None, ranks=None,
          planner="auto", cost="seed", values=None, source="reshard edge case", expect_comms=None,
-         expect_trace=None, flatten_bug=False):
+         expect_trace=None, flatten_bug=False, note=None):
     o = {"name": name,
          "mesh": {"shape": list(mesh)},
          "tensor": {"shape": list(shape), "dtype": dtype},
@@ -51,6 +51,7 @@ def case(name, mesh, shape, dtype, src, dst, src_order=None, dst_order=None, ran
     if expect_trace is not None:
         meta["pytorch_test_trace"] = expect_trace
     meta["flatten_bug"] = flatten_bug
+    meta["note"] = note
     CASES.append((o, meta))
 
 
@@ -158,9 +159,15 @@ case("size1_mesh_2x1x2_S0PS1_to_RRR", [2, 1, 2], [5, 3], "F32", "S0,P(sum),S1", 
 case("size1_mesh_2x1x2_S0S0S0_order", [2, 1, 2], [7, 3], "F32", "S0,S0,S0", "R,R,S0",
      src_order={0: [2, 1, 0]})
 # permuted and sparse rank lists
-case("permuted_ranks_2x2_S0S1_to_S1S0", [2, 2], [5, 7], "F32", "S0,S1", "S1,S0", ranks=[3, 1, 2, 0])
+GLOO_RANKS = ("same digests from gloo processes on DeviceMesh(ranks, preserve_rank_order=True) "
+              "(tools/pytorch/gloo_check.py --real-ranks); DeviceMesh's default sorts sub-group "
+              "ranks and a permuted mesh then stops following its coordinates (pytorch/pytorch "
+              "PR #193224)")
+case("permuted_ranks_2x2_S0S1_to_S1S0", [2, 2], [5, 7], "F32", "S0,S1", "S1,S0", ranks=[3, 1, 2, 0],
+     note=GLOO_RANKS)
 case("permuted_ranks_4_S0_to_S1", [4], [6, 6], "I16", "S0", "S1", ranks=[2, 0, 3, 1])
-case("sparse_ranks_2x2_P_to_S0", [2, 2], [6, 3], "F32", "P(sum),S1", "S0,R", ranks=[7, 2, 9, 4])
+case("sparse_ranks_2x2_P_to_S0", [2, 2], [6, 3], "F32", "P(sum),S1", "S0,R", ranks=[7, 2, 9, 4],
+     note=GLOO_RANKS)
 case("sparse_ranks_2x3_S0S1_to_RR", [2, 3], [5, 7], "BF16", "S0,S1", "R,R", ranks=[10, 11, 5, 6, 0, 3])
 # Partial sources: every op, several dtypes
 for op, dt in [("sum", "F32"), ("sum", "BF16"), ("sum", "I32"), ("avg", "F32"), ("avg", "F16"),
@@ -234,7 +241,7 @@ def record_all(runner, rs_torch, outdir):
         exp["trace"] = trace
         if trace == rec.get("trace"):
             exp["collectives"] = rec.get("collectives")
-        plan_notes = []
+        plan_notes = [meta["note"]] if meta.get("note") else []
         if meta.get("pytorch_test_trace") and meta["pytorch_test_trace"] != rec.get("trace"):
             plan_notes.append("PyTorch's own test expects trace %s" % meta["pytorch_test_trace"])
         if meta.get("pytorch_test_comms") is not None:

@@ -5,7 +5,11 @@ Slow (it spawns one process per rank); used sparingly, on single cases.
 
   python3 tools/pytorch/gloo_check.py CASE.json          # a case, or a fixture line
   python3 tools/pytorch/gloo_check.py fixtures/pytorch/pytorch_seed7_001.jsonl.gz gen-7-1369
-  python3 tools/pytorch/gloo_check.py --flatten CASE.json  # on a mesh with flattened sub-meshes
+  python3 tools/pytorch/gloo_check.py --flatten CASE.json     # on a mesh with flattened sub-meshes
+  python3 tools/pytorch/gloo_check.py --real-ranks CASE.json  # the case's own (permuted, sparse)
+                             # rank list instead of arange(N), DeviceMesh(preserve_rank_order=True)
+  python3 tools/pytorch/gloo_check.py --real-ranks-default CASE.json  # the same with DeviceMesh's
+                             # default (sorted sub-groups: a permuted mesh loses its order)
 
 Prints every rank's local shape and xxh3 (or the exception each rank raised) next to what the
 recorded line holds, when the input is a fixture line.
@@ -21,7 +25,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rs_model  # noqa: E402
 
 
-def worker(rank, n, obj, store_path, out_dir, flatten=False):
+PRESERVE = True
+
+
+def worker(rank, n, obj, store_path, out_dir, flatten=False, real_ranks=False, preserve=True):
+    global PRESERVE
+    PRESERVE = preserve
     import torch
     import torch.distributed as dist
     import rs_torch
@@ -33,20 +42,33 @@ def worker(rank, n, obj, store_path, out_dir, flatten=False):
     res = {"rank": rank}
     try:
         r = rs_torch.Runner()
-        if flatten:
+        pos = rank
+        if real_ranks:
+            # the case's own rank list: world rank ranks[p] sits at mesh position p
+            # preserve_rank_order: without it DeviceMesh builds its sub-groups with sorted ranks
+            # (new_group's sort_ranks) and a permuted mesh stops following its coordinates
+            mesh = DeviceMesh("cpu", torch.tensor(case.ranks).reshape(case.mesh_shape),
+                              preserve_rank_order=PRESERVE)
+            pos = case.ranks.index(rank) if rank in case.ranks else None
+        elif flatten:
             r.world = n  # the gloo group is already up
             mesh = r.mesh(case.mesh_shape, True)
         else:
             mesh = DeviceMesh("cpu", torch.arange(n).reshape(case.mesh_shape))
         src_spec = r.spec(mesh, case, case.src)
         dst_spec = r.spec(mesh, case, case.dst)
-        local = rs_torch.to_torch(rs_model.make_source(case)[rank], case.dtype)
+        if pos is None:  # not in the mesh: holds nothing, takes part in nothing
+            res["outside"] = True
+            raise StopIteration
+        local = rs_torch.to_torch(rs_model.make_source(case)[pos], case.dtype)
         graph = {"auto": None, "greedy": False, "graph": True}[case.planner]
         out = redistribute_local_tensor(local, src_spec, dst_spec, use_graph_based_transform=graph)
         res["local_shape"] = list(out.shape)
         res["xxh3"] = rs_torch.digest(out)
         if out.dtype != rs_torch.TORCH_DTYPES[case.dtype]:
             res["dtype"] = str(out.dtype)
+    except StopIteration:
+        pass
     except Exception as e:  # report, do not hang the others forever
         res["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
     with open(os.path.join(out_dir, "%d.json" % rank), "w") as f:
@@ -71,25 +93,32 @@ def load(argv):
         return json.load(f)
 
 
-def run_gloo(obj, flatten=False):
+def run_gloo(obj, flatten=False, real_ranks=False, preserve=True):
     """Every mesh position's result dict (local_shape, xxh3[, dtype] or error)."""
     import torch.multiprocessing as mp
-    n = rs_model.Case(obj).nranks
+    case = rs_model.Case(obj)
+    n = case.nranks
+    world = max(case.ranks) + 1 if real_ranks else n
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store")
-        mp.spawn(worker, args=(n, obj, store, tmp, flatten), nprocs=n, join=True)
-        return [json.load(open(os.path.join(tmp, "%d.json" % r))) for r in range(n)]
+        mp.spawn(worker, args=(world, obj, store, tmp, flatten, real_ranks, preserve), nprocs=world, join=True)
+        got = [json.load(open(os.path.join(tmp, "%d.json" % r))) for r in range(world)]
+    if real_ranks:
+        got = [dict(got[case.ranks[p]], rank=p) for p in range(n)]
+    return got
 
 
 def main():
     flatten = "--flatten" in sys.argv
-    argv = [a for a in sys.argv if a != "--flatten"]
+    real_ranks = "--real-ranks" in sys.argv or "--real-ranks-default" in sys.argv
+    preserve = "--real-ranks-default" not in sys.argv
+    argv = [a for a in sys.argv if a not in ("--flatten", "--real-ranks", "--real-ranks-default")]
     if len(argv) < 2:
         sys.exit(__doc__)
     obj = load(argv)
     case = rs_model.Case(obj)
     n = case.nranks
-    got = run_gloo(obj, flatten)
+    got = run_gloo(obj, flatten, real_ranks, preserve)
     rec = (obj.get("pytorch") or obj.get("expected") or {}).get("ranks") or [{}] * n
     print("%s: mesh %s, %s %s, %s -> %s" % (case.name, case.mesh_shape, case.dtype, case.shape,
                                            case.src.text(), case.dst.text()))
