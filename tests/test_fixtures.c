@@ -44,7 +44,13 @@ typedef struct counts {
   int torch_errors;
   int graph_enum_differs;
   int nopath_agree;
+  int opt_cases, opt_fail;
 } counts;
+
+#ifdef RS_HAVE_OPT
+#include "reshard/opt.h"
+static rs_opt *g_opt; /* opt runs every case ref runs; its bits must equal ref's (held to PyTorch) */
+#endif
 
 static int reports = 0;
 static int max_reports = MAX_REPORTS; /* RS_FIXTURES_VERBOSE=1 prints every difference */
@@ -285,6 +291,21 @@ static void check_data(counts *k, const rs_case *c, const cJSON *ranks, int bugg
       }
     }
   }
+#ifdef RS_HAVE_OPT
+  if (g_opt) {
+    rs_locals oo = {0};
+    rs_diff diff;
+    k->opt_cases++;
+    if ((st = rs_opt_redistribute(g_opt, NULL, c, &in, &oo, NULL))) {
+      k->opt_fail++;
+      report(c->name, "opt failed: %s%s", rs_last_error(), "");
+    } else if (rs_oracle_compare(c, &c->dst, &out, &oo, &diff)) {
+      k->opt_fail++;
+      report(c->name, "opt differs from ref: %s%s", diff.text, "");
+    }
+    rs_locals_free(&oo);
+  }
+#endif
   rs_locals_free(&in);
   rs_locals_free(&out);
 }
@@ -441,6 +462,7 @@ static void print_counts(const counts *k) {
   printf("  digests        %6d cases, %d ranks, %d wrong\n", k->digest_cases, k->digest_ranks, k->digest_fail);
   printf("  oracle (PyTorch bug/deviation) %d cases, %d wrong\n", k->oracle_cases, k->oracle_fail);
   printf("  ref errors     %6d\n", k->exec_err);
+  if (k->opt_cases) printf("  opt == ref     %6d cases, %d wrong\n", k->opt_cases, k->opt_fail);
   if (k->nopath_agree)
     printf("  no plan, as seed 001's enumeration (no data compared) %d\n", k->nopath_agree);
   if (k->torch_errors) printf("  PyTorch raised (known bug, ref checked by the oracle) %d\n", k->torch_errors);
@@ -450,12 +472,20 @@ int main(int argc, char **argv) {
   const char *top = argc > 1 ? argv[1] : ".";
   if (getenv("RS_FIXTURES_VERBOSE")) max_reports = 1 << 30;
   counts cur = {.kind = "curated"}, pt = {.kind = "pytorch"};
+#ifdef RS_HAVE_OPT
+  CHECK(rs_opt_create(&g_opt) == RS_OK);
+#endif
   run_curated(&cur, top);
   run_pytorch(&pt, top);
   print_counts(&cur);
   print_counts(&pt);
   CHECK(cur.cases >= 60);
   CHECK(pt.cases >= 3000);
+#ifdef RS_HAVE_OPT
+  CHECK(cur.opt_cases >= 60 && cur.opt_fail == 0);
+  CHECK(pt.opt_cases >= 2500 && pt.opt_fail == 0);
+  rs_opt_destroy(g_opt);
+#endif
   if (reports > max_reports)
     fprintf(stderr, "  ... %d more (RS_FIXTURES_VERBOSE=1 prints all)\n", reports - max_reports);
   TEST_DONE();
