@@ -169,42 +169,65 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static void print_dist(const char *name, double *v, int n) {
+  if (!n) {
+    printf("%-22s %12s\n", name, "no cases");
+    return;
+  }
+  qsort(v, (size_t)n, sizeof(double), cmp_d);
+  printf("%-22s %8d %12.0f %12.0f %12.0f\n", name, n, v[n / 2], v[n * 9 / 10], v[n - 1]);
+}
+
+/* Planning time per case of ref's greedy and graph planners (seed costs) and opt's compiler (cold
+ * and cached), on the copy-only corpus of the traffic benchmark. */
 static rs_status bench_plan(const bopts *o) {
-  FILE *f = csv_open(o, "bench_plan.csv", "case,mesh,shape,dtype,src,dst,ranks,compile_ns,cached_ns,messages");
+  FILE *f = csv_open(o, "bench_plan.csv",
+                     "case,mesh,shape,dtype,src,dst,ranks,greedy_ns,graph_ns,compile_ns,cached_ns,messages");
   rs_opt *opt;
   rs_status st = rs_opt_create(&opt);
   if (st) return st;
-  double *miss = malloc(sizeof(double) * (size_t)o->cases), *hit = malloc(sizeof(double) * (size_t)o->cases);
-  int n = 0;
-  for (int k = 0; n < o->cases && miss && hit; ++k) {
+  size_t sz = sizeof(double) * (size_t)o->cases;
+  double *miss = malloc(sz), *hit = malloc(sz), *gr = malloc(sz), *gh = malloc(sz);
+  int n = 0, ng = 0, nh = 0;
+  for (int k = 0; n < o->cases && miss && hit && gr && gh; ++k) {
     rs_case c;
     if (!corpus_case(k, &c)) continue;
     rs_opt_stats s;
+    rs_plan p;
     double t0 = now_s();
-    if ((st = rs_opt_plan_stats(opt, &c, &s))) break;
+    rs_status gs = rs_ref_plan_greedy(&c.mesh, &c.tensor, &c.src, &c.dst, &p);
     double t1 = now_s();
-    if ((st = rs_opt_plan_stats(opt, &c, &s))) break;
+    rs_status hs = rs_ref_plan_graph(&c.mesh, &c.tensor, &c.src, &c.dst, RS_COST_SEED, &p);
     double t2 = now_s();
-    miss[n] = (t1 - t0) * 1e9;
-    hit[n] = (t2 - t1) * 1e9;
+    if ((st = rs_opt_plan_stats(opt, &c, &s))) break;
+    double t3 = now_s();
+    if ((st = rs_opt_plan_stats(opt, &c, &s))) break;
+    double t4 = now_s();
+    if (!gs) gr[ng++] = (t1 - t0) * 1e9;
+    if (!hs) gh[nh++] = (t2 - t1) * 1e9;
+    miss[n] = (t3 - t2) * 1e9;
+    hit[n] = (t4 - t3) * 1e9;
     if (f) {
       char d[512];
       describe(&c, d, sizeof d);
-      fprintf(f, "%d,%s,%d,%.0f,%.0f,%lld\n", k, d, c.mesh.nranks, miss[n], hit[n], (long long)s.messages);
+      fprintf(f, "%d,%s,%d,%.0f,%.0f,%.0f,%.0f,%lld\n", k, d, c.mesh.nranks, gs ? -1 : (t1 - t0) * 1e9,
+              hs ? -1 : (t2 - t1) * 1e9, miss[n], hit[n], (long long)s.messages);
     }
     n++;
   }
   if (f) fclose(f);
   if (!st && n) {
-    qsort(miss, (size_t)n, sizeof(double), cmp_d);
-    qsort(hit, (size_t)n, sizeof(double), cmp_d);
-    printf("\nopt planning time per case, %d copy-only cases (ns)\n", n);
-    printf("%-22s %12s %12s %12s\n", "", "median", "p90", "max");
-    printf("%-22s %12.0f %12.0f %12.0f\n", "compile (cache miss)", miss[n / 2], miss[n * 9 / 10], miss[n - 1]);
-    printf("%-22s %12.0f %12.0f %12.0f\n", "cached (cache hit)", hit[n / 2], hit[n * 9 / 10], hit[n - 1]);
+    printf("\nplanning time per case, %d copy-only cases (ns)\n", n);
+    printf("%-22s %8s %12s %12s %12s\n", "planner", "cases", "median", "p90", "max");
+    print_dist("ref greedy", gr, ng);
+    print_dist("ref graph (seed)", gh, nh);
+    print_dist("opt (cache miss)", miss, n);
+    print_dist("opt (cache hit)", hit, n);
   }
   free(miss);
   free(hit);
+  free(gr);
+  free(gh);
   rs_opt_destroy(opt);
   return st;
 }
