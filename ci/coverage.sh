@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # coverage.sh BUILD_DIR - line coverage of spec/ ref/ oracle/ props/ from a --coverage build that has
-# run its tests; prints the per-directory figures and writes out/coverage.info.
+# run its tests; prints the per-directory figures, writes out/coverage.info, and fails when the total
+# is below RS_COV_MIN percent (default 90).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bdir="$top/$1"
@@ -14,4 +15,11 @@ for d in spec ref oracle props; do
   lcov --quiet --extract "$top/out/coverage.info" "$top/$d/*" --output-file "$top/out/cov.$d.info" >/dev/null 2>&1 || true
   printf '%-7s ' "$d/"; lcov --summary "$top/out/cov.$d.info" 2>&1 | grep -E "lines" || echo "no data"
 done
-printf 'total   '; lcov --summary "$top/out/coverage.info" 2>&1 | grep -E "lines"
+total=$(lcov --summary "$top/out/coverage.info" 2>&1 | grep -E "lines")
+printf 'total   %s\n' "$total"
+pct=$(echo "$total" | grep -oE '[0-9]+\.[0-9]+%' | head -1 | tr -d '%')
+min=${RS_COV_MIN:-90}
+if awk -v p="$pct" -v m="$min" 'BEGIN { exit !(p < m) }'; then
+  echo "line coverage ${pct}% is below the ${min}% target"
+  exit 1
+fi

@@ -58,7 +58,7 @@ if [ "${RS_SKIP_COV:-0}" != 1 ]; then
   (cd build-cov && ctest --output-on-failure -j2 --timeout 900 >/dev/null) || (cd build-cov && ctest --output-on-failure --timeout 900)
   build-cov/reshard check --seed 5 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions" \
     --junit "$out/cov.junit.xml" --json "$out/cov.json"
-  build-cov/reshard check --impl opt --planner graph --seed 6 --seconds 5 --quiet --regress-dir "$out/regressions"
+  build-cov/reshard check --impl opt --planner graph --seed 6 --cases 5000 --quiet --regress-dir "$out/regressions"
   for f in fixtures/curated/*.json; do build-cov/reshard run "$f" >/dev/null; done
   stage "mutation self-test"
   bash ci/mutation.sh build-cov/reshard
