@@ -11,37 +11,7 @@
 #include "reshard/reshard.h"
 #include "reshard/opt.h"
 
-static uint64_t rng_state = 0xC0FFEE123456789ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
-
-static void random_sharding(rs_sharding *s, int nm, int nd, int partial, rs_redop op) {
-  memset(s, 0, sizeof *s);
-  s->mesh_ndim = nm;
-  for (int m = 0; m < nm; ++m) {
-    int k = rint_(partial ? 4 : 3);
-    if (k == 3) s->p[m] = rs_pl_partial(op);
-    else if (k == 0 || nd == 0) s->p[m] = rs_pl_replicate();
-    else s->p[m] = rs_pl_shard(rint_(nd));
-  }
-  for (int d = 0; d < nd; ++d) {
-    int n = 0;
-    for (int m = 0; m < nm; ++m)
-      if (s->p[m].kind == RS_SHARD && s->p[m].dim == d) s->order[d][n++] = (int8_t)m;
-    for (int i = n - 1; i > 0; --i) {
-      int j = rint_(i + 1);
-      int8_t t = s->order[d][i];
-      s->order[d][i] = s->order[d][j];
-      s->order[d][j] = t;
-    }
-    s->order_len[d] = (int8_t)n;
-  }
-}
+#include "rand_case.h"
 
 /* Every process draws the same case (same generator state). max_ranks bounds the mesh. */
 static int draw(rs_case *c, int max_ranks) {
@@ -80,6 +50,7 @@ static int same_local(const rs_local *a, const rs_local *b) {
 }
 
 int main(int argc, char **argv) {
+  rng_state = 0xC0FFEE123456789ull;
   int cases = argc > 2 ? atoi(argv[2]) : 300;
   const char *transport = argc > 3 ? argv[3] : "local-device";
   rs_world *w = NULL, *host = NULL;

@@ -8,36 +8,7 @@
 #include "reshard/reshard.h"
 #include "reshard/opt.h"
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
-
-static void random_sharding(rs_sharding *s, int nm, int nd, int partial, rs_redop op) {
-  memset(s, 0, sizeof *s);
-  s->mesh_ndim = nm;
-  for (int m = 0; m < nm; ++m) {
-    int k = rint_(partial ? 4 : 3);
-    if (k == 0 || nd == 0) s->p[m] = k == 3 ? rs_pl_partial(op) : rs_pl_replicate();
-    else if (k <= 2) s->p[m] = rs_pl_shard(rint_(nd));
-    else s->p[m] = rs_pl_partial(op);
-  }
-  for (int d = 0; d < nd; ++d) {
-    int n = 0;
-    for (int m = 0; m < nm; ++m)
-      if (s->p[m].kind == RS_SHARD && s->p[m].dim == d) s->order[d][n++] = (int8_t)m;
-    if (n == 2 && rint_(2)) {
-      int8_t t = s->order[d][0];
-      s->order[d][0] = s->order[d][1];
-      s->order[d][1] = t;
-    }
-    s->order_len[d] = (int8_t)n;
-  }
-}
+#include "rand_case.h"
 
 /* A case every process draws identically (same generator state everywhere). */
 static int draw(rs_case *c, int world) {
@@ -73,6 +44,7 @@ static int draw(rs_case *c, int world) {
 }
 
 int main(int argc, char **argv) {
+  rng_state = 0x9E3779B97F4A7C15ull;
   rs_world *w;
   rs_status st = rs_world_init("mpi", &argc, &argv, &w);
   if (st == RS_ERR_UNSUPPORTED) {

@@ -8,38 +8,7 @@
 #include "reshard/reshard.h"
 #include "reshard/opt.h"
 
-static uint64_t rng_state = 0x1234567ull;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
-
-/* Random placements with a random shard order; op is the Partial op for this case. */
-static void random_sharding(rs_sharding *s, int mesh_ndim, int tndim, int allow_partial, rs_redop op) {
-  memset(s, 0, sizeof *s);
-  s->mesh_ndim = mesh_ndim;
-  for (int m = 0; m < mesh_ndim; ++m) {
-    int k = rint_(allow_partial ? 4 : 3);
-    if (k == 0 || (k == 1 && tndim == 0)) s->p[m] = rs_pl_replicate();
-    else if (k <= 2 && tndim > 0) s->p[m] = rs_pl_shard(rint_(tndim));
-    else s->p[m] = allow_partial ? rs_pl_partial(op) : rs_pl_replicate();
-  }
-  for (int d = 0; d < tndim; ++d) {
-    int n = 0;
-    for (int m = 0; m < mesh_ndim; ++m)
-      if (s->p[m].kind == RS_SHARD && s->p[m].dim == d) s->order[d][n++] = (int8_t)m;
-    for (int i = n - 1; i > 0; --i) { /* shuffle: any shard order */
-      int j = rint_(i + 1);
-      int8_t t = s->order[d][i];
-      s->order[d][i] = s->order[d][j];
-      s->order[d][j] = t;
-    }
-    s->order_len[d] = (int8_t)n;
-  }
-}
+#include "rand_case.h"
 
 static int random_case(rs_case *c, int want_partial, int big) {
   memset(c, 0, sizeof *c);
@@ -138,6 +107,7 @@ static void run_case(rs_opt *o, rs_case *c, int check_ref_plan) {
 }
 
 int main(int argc, char **argv) {
+  rng_state = 0x1234567ull;
   (void)argc;
   (void)argv;
   rs_opt *o;
