@@ -23,6 +23,14 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 /* 1 when argv[i] is the flag --name (no value). */
 int cli_flag(char **argv, int i, const char *name);
 int cli_is_help(const char *a);
+/* In a flag loop (variables argc, argv, i, r, v in scope): take `--name VALUE` into var and
+ * continue, or return a usage error when the value is missing. */
+#define CLI_OPT(cmd, name, var)                                               \
+  if ((r = cli_opt(argc, argv, &i, name, &v)) != 0) {                         \
+    if (r < 0) return cli_usage_error(cmd, "%s: missing value", name);        \
+    var = v;                                                                  \
+    continue;                                                                 \
+  }
 
 /* Parse a decimal/hex unsigned or a non-negative int; 0 on success. */
 int cli_u64(const char *s, unsigned long long *out);

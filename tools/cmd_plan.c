@@ -22,23 +22,16 @@ int cmd_plan(int argc, char **argv) {
       return CLI_OK;
     }
     if (cli_flag(argv, i, "--json")) { json = 1; continue; }
-#define OPT(name, var)                                                             \
-  if ((r = cli_opt(argc, argv, &i, name, &v)) != 0) {                              \
-    if (r < 0) return cli_usage_error(C, "%s: missing value", name);               \
-    var = v;                                                                       \
-    continue;                                                                      \
-  }
-    OPT("--mesh", a.mesh)
-    OPT("--ranks", a.ranks)
-    OPT("--shape", a.shape)
-    OPT("--dtype", a.dtype)
-    OPT("--src", src)
-    OPT("--dst", dst)
-    OPT("--src-order", so)
-    OPT("--dst-order", dso)
-    OPT("--planner", planner)
-    OPT("--cost", cost)
-#undef OPT
+    CLI_OPT(C, "--mesh", a.mesh)
+    CLI_OPT(C, "--ranks", a.ranks)
+    CLI_OPT(C, "--shape", a.shape)
+    CLI_OPT(C, "--dtype", a.dtype)
+    CLI_OPT(C, "--src", src)
+    CLI_OPT(C, "--dst", dst)
+    CLI_OPT(C, "--src-order", so)
+    CLI_OPT(C, "--dst-order", dso)
+    CLI_OPT(C, "--planner", planner)
+    CLI_OPT(C, "--cost", cost)
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   rs_case c;
