@@ -5,3 +5,8 @@ target_link_libraries(test_fixtures PRIVATE z)
 if(TARGET reshard)
   add_test(NAME cli_forms COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_forms.sh $<TARGET_FILE:reshard>)
 endif()
+# regressions: every saved shrunk failure in fixtures/regressions must pass.
+if(TARGET reshard)
+  add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
+           $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
+endif()
