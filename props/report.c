@@ -194,27 +194,10 @@ rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, 
   return RS_OK;
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *b = malloc(cap);
-  while (b) {
-    size_t got = fread(b + n, 1, cap - n - 1, f);
-    n += got;
-    if (n + 1 < cap) break;
-    char *nb = realloc(b, cap *= 2);
-    if (!nb) free(b);
-    b = nb;
-  }
-  fclose(f);
-  if (b) b[n] = 0;
-  return b;
-}
 
 rs_status rs_replay_file(const char *path, const rs_prop_env *env, int *failed, char *msg,
                          size_t cap) {
-  char *text = slurp(path);
+  char *text = rs_read_text(path);
   if (!text) return rs_fail(RS_ERR_IO, "replay: cannot read %s", path);
   cJSON *root = cJSON_Parse(text);
   if (!root) {

@@ -3,7 +3,8 @@
 #include <string.h>
 #include "reshard/values.h"
 
-#define FOLD_NATIVE(T, ACC, X, N, OP)                                   \
+/* acc[i] = acc[i] (op) x[i]; ADD is the dtype's sum (native, or wrapping through the unsigned type). */
+#define FOLD(T, ACC, X, N, OP, ADD)                                     \
   do {                                                                  \
     T *a_ = (T *)(ACC);                                                 \
     const T *x_ = (const T *)(X);                                       \
@@ -12,24 +13,15 @@
       switch (OP) {                                                     \
         case RS_MIN: if (v_ < a_[i_]) a_[i_] = v_; break;               \
         case RS_MAX: if (v_ > a_[i_]) a_[i_] = v_; break;               \
-        default: a_[i_] = a_[i_] + v_; break;                           \
+        default: a_[i_] = ADD(T, a_[i_], v_); break;                    \
       }                                                                 \
     }                                                                   \
   } while (0)
-
-#define FOLD_INT(T, UT, ACC, X, N, OP)                                  \
-  do {                                                                  \
-    T *a_ = (T *)(ACC);                                                 \
-    const T *x_ = (const T *)(X);                                       \
-    for (int64_t i_ = 0; i_ < (N); ++i_) {                              \
-      T v_ = x_[i_];                                                    \
-      switch (OP) {                                                     \
-        case RS_MIN: if (v_ < a_[i_]) a_[i_] = v_; break;               \
-        case RS_MAX: if (v_ > a_[i_]) a_[i_] = v_; break;               \
-        default: a_[i_] = (T)(UT)((UT)a_[i_] + (UT)v_); break;         \
-      }                                                                 \
-    }                                                                   \
-  } while (0)
+#define ADD_NATIVE(T, a, b) ((a) + (b))
+#define ADD_WRAP_64(T, a, b) ((T)(uint64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define ADD_WRAP_32(T, a, b) ((T)(uint32_t)((uint32_t)(a) + (uint32_t)(b)))
+#define ADD_WRAP_16(T, a, b) ((T)(uint16_t)((uint16_t)(a) + (uint16_t)(b)))
+#define ADD_WRAP_8(T, a, b) ((T)(uint8_t)((uint8_t)(a) + (uint8_t)(b)))
 
 static float half_op(float a, float b, rs_redop op) {
   switch (op) {
@@ -41,8 +33,8 @@ static float half_op(float a, float b, rs_redop op) {
 
 void rs_arith_fold(rs_dtype t, rs_redop op, void *acc, const void *x, int64_t n) {
   switch (t) {
-    case RS_F64: FOLD_NATIVE(double, acc, x, n, op); break;
-    case RS_F32: FOLD_NATIVE(float, acc, x, n, op); break;
+    case RS_F64: FOLD(double, acc, x, n, op, ADD_NATIVE); break;
+    case RS_F32: FOLD(float, acc, x, n, op, ADD_NATIVE); break;
     case RS_F16: {
       uint16_t *a = acc;
       const uint16_t *v = x;
@@ -57,11 +49,11 @@ void rs_arith_fold(rs_dtype t, rs_redop op, void *acc, const void *x, int64_t n)
         a[i] = rs_f32_to_bf16(half_op(rs_bf16_to_f32(a[i]), rs_bf16_to_f32(v[i]), op));
       break;
     }
-    case RS_I64: FOLD_INT(int64_t, uint64_t, acc, x, n, op); break;
-    case RS_I32: FOLD_INT(int32_t, uint32_t, acc, x, n, op); break;
-    case RS_I16: FOLD_INT(int16_t, uint16_t, acc, x, n, op); break;
-    case RS_I8: FOLD_INT(int8_t, uint8_t, acc, x, n, op); break;
-    case RS_U8: FOLD_INT(uint8_t, uint8_t, acc, x, n, op); break;
+    case RS_I64: FOLD(int64_t, acc, x, n, op, ADD_WRAP_64); break;
+    case RS_I32: FOLD(int32_t, acc, x, n, op, ADD_WRAP_32); break;
+    case RS_I16: FOLD(int16_t, acc, x, n, op, ADD_WRAP_16); break;
+    case RS_I8: FOLD(int8_t, acc, x, n, op, ADD_WRAP_8); break;
+    case RS_U8: FOLD(uint8_t, acc, x, n, op, ADD_WRAP_8); break;
     default: break; /* copy-only dtypes never reach a reduction (validated) */
   }
 }

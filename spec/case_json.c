@@ -187,16 +187,8 @@ rs_status rs_case_from_json(const char *text, rs_case *out) {
 }
 
 rs_status rs_case_from_file(const char *path, rs_case *out) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return rs_fail(RS_ERR_IO, "%s: cannot open", path);
-  if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return rs_fail(RS_ERR_IO, "%s: cannot seek", path); }
-  long len = ftell(f);
-  if (len < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return rs_fail(RS_ERR_IO, "%s: cannot read", path); }
-  char *buf = malloc((size_t)len + 1);
-  if (!buf) { fclose(f); return rs_fail(RS_ERR_NOMEM, "%s: out of memory", path); }
-  size_t got = fread(buf, 1, (size_t)len, f);
-  fclose(f);
-  buf[got] = 0;
+  char *buf = rs_read_text(path);
+  if (!buf) return RS_ERR_IO; /* rs_read_text named the file */
   rs_status st = rs_case_from_json(buf, out);
   free(buf);
   if (st) {

@@ -63,19 +63,6 @@ static void report(const char *name, const char *fmt, const char *a, const char 
   fputc('\n', stderr);
 }
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (!buf) { fclose(f); return NULL; }
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = 0;
-  fclose(f);
-  return buf;
-}
 
 static int int_array(const cJSON *a, int64_t *out, int max) {
   int n = 0;
@@ -390,7 +377,7 @@ static void run_curated(counts *k, const char *top) {
   int n = list_dir(dir, ".json", &names);
   for (int i = 0; i < n; ++i) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    char *text = read_text(path);
+    char *text = rs_read_text(path);
     if (!text) {
       report(names[i], "cannot read %s%s", path, "");
     } else {

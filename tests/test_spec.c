@@ -180,8 +180,51 @@ static void test_exact_pieces(void) {
     }
 }
 
+/* SPEC 1 arithmetic: integers wrap, F16/BF16 round after every op, min/max, division truncates. */
+static void test_arith(void) {
+  int8_t a8[3] = {127, -128, 5}, b8[3] = {1, -1, -7};
+  rs_arith_fold(RS_I8, RS_SUM, a8, b8, 3);
+  CHECK_EQ_I(a8[0], -128);
+  CHECK_EQ_I(a8[1], 127);
+  CHECK_EQ_I(a8[2], -2);
+  uint8_t u[2] = {255, 3}, v[2] = {1, 9};
+  rs_arith_fold(RS_U8, RS_SUM, u, v, 2);
+  CHECK_EQ_I(u[0], 0);
+  CHECK_EQ_I(u[1], 12);
+  int64_t l[1] = {INT64_MAX}, m[1] = {1};
+  rs_arith_fold(RS_I64, RS_SUM, l, m, 1);
+  CHECK(l[0] == INT64_MIN);
+  int32_t x[2] = {-7, 7}, y[2] = {3, 9};
+  rs_arith_fold(RS_I32, RS_MIN, x, y, 2);
+  CHECK_EQ_I(x[0], -7);
+  CHECK_EQ_I(x[1], 7);
+  rs_arith_fold(RS_I32, RS_MAX, x, y, 2);
+  CHECK_EQ_I(x[0], 3);
+  CHECK_EQ_I(x[1], 9);
+  rs_arith_div(RS_I32, x, 2, 2);
+  CHECK_EQ_I(x[0], 1);
+  CHECK_EQ_I(x[1], 4);
+  int16_t n16[1] = {-7};
+  rs_arith_div(RS_I16, n16, 2, 1);
+  CHECK_EQ_I(n16[0], -3); /* truncation toward zero */
+  /* F16: 2048 + 1 is not representable; it rounds to even (2048) after the op */
+  uint16_t h[1] = {rs_f32_to_f16(2048.0f)}, one[1] = {rs_f32_to_f16(1.0f)};
+  rs_arith_fold(RS_F16, RS_SUM, h, one, 1);
+  CHECK(rs_f16_to_f32(h[0]) == 2048.0f);
+  uint16_t bb[1] = {rs_f32_to_bf16(256.0f)}, b3[1] = {rs_f32_to_bf16(3.0f)};
+  rs_arith_fold(RS_BF16, RS_SUM, bb, b3, 1);
+  CHECK(rs_bf16_to_f32(bb[0]) == 260.0f); /* 259 rounds to 260 (ties to even on the 2-ulp grid) */
+  double d[1] = {1.0}, e[1] = {-0.0};
+  rs_arith_fold(RS_F64, RS_MAX, d, e, 1);
+  CHECK(d[0] == 1.0);
+  float f[1] = {6.0f};
+  rs_arith_div(RS_F32, f, 4, 1);
+  CHECK(f[0] == 1.5f);
+}
+
 int main(void) {
   test_split();
+  test_arith();
   test_layouts();
   test_conversions();
   test_text_and_steps();

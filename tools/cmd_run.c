@@ -18,22 +18,6 @@ static const char *HELP =
     "and compares with the oracle. A fixture's \"expected\" object (ranks with local_shape,\n"
     "global_offset, xxh3; trace; collectives counts) is checked too. Exit 0 pass, 1 fail.\n";
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *b = malloc(cap);
-  while (b) {
-    n += fread(b + n, 1, cap - n - 1, f);
-    if (n + 1 < cap) break;
-    char *nb = realloc(b, cap *= 2);
-    if (!nb) free(b);
-    b = nb;
-  }
-  fclose(f);
-  if (b) b[n] = 0;
-  return b;
-}
 
 static int ints_equal(const cJSON *arr, const int64_t *v, int n) {
   if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n) return 0;
@@ -145,7 +129,7 @@ int cmd_run(int argc, char **argv) {
 #ifndef RS_HAVE_OPT
   if (use_opt) return cli_usage_error(C, "--impl opt: this build has no opt/ library");
 #endif
-  char *text = slurp(file);
+  char *text = rs_read_text(file);
   if (!text) return cli_usage_error(C, "%s: cannot read", file);
   rs_case *c = calloc(1, sizeof *c);
   cJSON *root = cJSON_Parse(text);
