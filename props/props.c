@@ -390,11 +390,17 @@ static rs_outcome rejected(const char *stage, char *msg, size_t cap) {
 static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *msg, size_t cap) {
   rs_case c = *c0;
   rs_clear_error();
-  if (rs_case_validate(&c) != RS_OK) return rejected("rs_case_validate", msg, cap);
   const char *why = static_violation(c0);
-  if (why) return say(RS_FAIL, msg, cap, "rs_case_validate accepted a case with %s", why);
   int pp;
-  if (!transition_violation(&c, &pp)) return say(RS_SKIP, msg, cap, "no violation planted");
+  if (rs_case_validate(&c) != RS_OK) {
+    rs_outcome v = rejected("rs_case_validate", msg, cap);
+    /* A bad layout stops here; a bad transition between two valid layouts must also be refused
+     * by the planner's bookkeeping and by both executors, which never see rs_case_validate. */
+    if (v != RS_PASS || why || !transition_violation(&c, &pp)) return v;
+  } else {
+    if (why) return say(RS_FAIL, msg, cap, "rs_case_validate accepted a case with %s", why);
+    if (!transition_violation(&c, &pp)) return say(RS_SKIP, msg, cap, "no violation planted");
+  }
   /* Greedy takes S->P / P(x)->P(y) as one direct step: that step must be refused. */
   rs_plan p;
   rs_clear_error();
