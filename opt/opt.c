@@ -261,16 +261,23 @@ static void add_stats(rs_opt_stats *st, const rs_sched *s, int hit) {
   st->cache_hit = hit;
 }
 
+/* Validate a copy of the case and fetch (or compile) its schedule. */
+static rs_status case_sched(rs_opt *o, const rs_case *c, rs_case *cc, rs_sched **s, int *hit) {
+  *cc = *c;
+  rs_status st = rs_case_validate(cc);
+  if (st) return st;
+  return rs_opt_get_sched(o, &cc->mesh, &cc->tensor, &cc->src, &cc->dst, s, hit);
+}
+
 rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
                               rs_locals *out, rs_opt_stats *stats) {
   if (!o || !c || !in || !out) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
   if (stats) memset(stats, 0, sizeof *stats);
-  rs_case cc = *c;
-  rs_status st = rs_case_validate(&cc);
-  if (st) return st;
+  rs_case cc;
   rs_sched *s;
   int hit;
-  if ((st = rs_opt_get_sched(o, &cc.mesh, &cc.tensor, &cc.src, &cc.dst, &s, &hit))) return st;
+  rs_status st = case_sched(o, c, &cc, &s, &hit);
+  if (st) return st;
   if ((st = run_sched(o, w, &cc.mesh, s, in, out))) return st;
   add_stats(stats, s, hit);
   return RS_OK;
@@ -279,12 +286,11 @@ rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs
 rs_status rs_opt_plan_stats(rs_opt *o, const rs_case *c, rs_opt_stats *stats) {
   if (!o || !c || !stats) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
   memset(stats, 0, sizeof *stats);
-  rs_case cc = *c;
-  rs_status st = rs_case_validate(&cc);
-  if (st) return st;
+  rs_case cc;
   rs_sched *s;
   int hit;
-  if ((st = rs_opt_get_sched(o, &cc.mesh, &cc.tensor, &cc.src, &cc.dst, &s, &hit))) return st;
+  rs_status st = case_sched(o, c, &cc, &s, &hit);
+  if (st) return st;
   add_stats(stats, s, hit);
   return RS_OK;
 }

@@ -8,16 +8,27 @@
 #include "reshard/layout.h"
 
 static uint64_t rng_state = 0x1234567ull;
-static uint64_t rnd(void) {
+static inline uint64_t rnd(void) {
   rng_state ^= rng_state << 13;
   rng_state ^= rng_state >> 7;
   rng_state ^= rng_state << 17;
   return rng_state;
 }
-static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
+static inline int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
+
+/* pool[0..n) = a random permutation of 0..n-1 (mesh rank lists over any subset of a world). */
+static inline void random_rank_pool(int32_t *pool, int n) {
+  for (int i = 0; i < n; ++i) pool[i] = i;
+  for (int i = n - 1; i > 0; --i) {
+    int j = rint_(i + 1);
+    int32_t t = pool[i];
+    pool[i] = pool[j];
+    pool[j] = t;
+  }
+}
 
 /* Random placements with a random shard order; op is the Partial op for this case. */
-static void random_sharding(rs_sharding *s, int mesh_ndim, int tndim, int allow_partial, rs_redop op) {
+static inline void random_sharding(rs_sharding *s, int mesh_ndim, int tndim, int allow_partial, rs_redop op) {
   memset(s, 0, sizeof *s);
   s->mesh_ndim = mesh_ndim;
   for (int m = 0; m < mesh_ndim; ++m) {

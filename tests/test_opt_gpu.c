@@ -24,13 +24,7 @@ static int draw(rs_case *c, int max_ranks) {
     n *= sizes[m];
   }
   int32_t pool[64];
-  for (int i = 0; i < max_ranks; ++i) pool[i] = i;
-  for (int i = max_ranks - 1; i > 0; --i) {
-    int j = rint_(i + 1);
-    int32_t t = pool[i];
-    pool[i] = pool[j];
-    pool[j] = t;
-  }
+  random_rank_pool(pool, max_ranks);
   if (rs_mesh_init(&c->mesh, nm, sizes, pool) != RS_OK) return 0;
   int partial = rint_(2);
   static const rs_dtype red[] = {RS_F64, RS_F32, RS_F16, RS_BF16, RS_I64, RS_I32, RS_I16, RS_I8, RS_U8};
