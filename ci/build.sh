@@ -6,7 +6,7 @@ dir=$1; shift
 top=$(cd "$(dirname "$0")/.." && pwd)
 log="$top/$dir.build.log"
 echo "== build $dir $*"
-if ! { cmake -S "$top" -B "$top/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+if ! { cmake -S "$top" -B "$top/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRS_WERROR=ON "$@" &&
        cmake --build "$top/$dir" -j2; } >"$log" 2>&1; then
   tail -n 60 "$log"
   echo "build $dir failed (full log: $log)"

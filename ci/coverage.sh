@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# coverage.sh BUILD_DIR - line coverage of spec/ ref/ oracle/ props/ from a --coverage build that has
+# coverage.sh BUILD_DIR - line coverage of core/ ref/ oracle/ props/ from a --coverage build that has
 # run its tests; prints the per-directory figures, writes out/coverage.info, and fails when the total
 # is below RS_COV_MIN percent (default 90).
 set -euo pipefail
@@ -9,9 +9,9 @@ mkdir -p "$top/out"
 lcov --quiet --capture --directory "$bdir" --base-directory "$top" --output-file "$top/out/coverage.all.info" \
   --ignore-errors mismatch,gcov,source 2>/dev/null ||
   lcov --quiet --capture --directory "$bdir" --output-file "$top/out/coverage.all.info"
-lcov --quiet --extract "$top/out/coverage.all.info" "$top/spec/*" "$top/ref/*" "$top/oracle/*" "$top/props/*" \
+lcov --quiet --extract "$top/out/coverage.all.info" "$top/core/*" "$top/ref/*" "$top/oracle/*" "$top/props/*" \
   --output-file "$top/out/coverage.info"
-for d in spec ref oracle props; do
+for d in core ref oracle props; do
   lcov --quiet --extract "$top/out/coverage.info" "$top/$d/*" --output-file "$top/out/cov.$d.info" >/dev/null 2>&1 || true
   printf '%-7s ' "$d/"; lcov --summary "$top/out/cov.$d.info" 2>&1 | grep -E "lines" || echo "no data"
 done

@@ -3,7 +3,7 @@
 #   1. release build (-Werror, CUDA when nvcc exists): ctest, the ref campaign (100,000 cases),
 #      opt beside ref in-process (100,000) and under mpirun with 4 and 8 ranks (10,000 each);
 #   2. ASan+UBSan build: ctest and a shorter campaign;
-#   3. coverage + mutation build: ctest and a campaign for line coverage of spec/ ref/ oracle/ props/
+#   3. coverage + mutation build: ctest and a campaign for line coverage of core/ ref/ oracle/ props/ opt/ tools/
 #      (lcov), then every planted bug must be caught by `reshard check`.
 # Environment: RS_CASES (default 100000) scales the campaigns; RS_SKIP_SAN=1, RS_SKIP_COV=1 skip stages.
 set -euo pipefail

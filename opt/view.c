@@ -3,7 +3,7 @@
  * both sides are merged first so that runs are as long as the layouts allow. */
 #include <string.h>
 #include "opt_internal.h"
-#include "reshard/mutant.h"
+#include "core/mutant.h"
 
 int64_t rs_box_numel(int ndim, const rs_box *b) {
   int64_t n = 1;

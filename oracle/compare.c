@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "reshard/oracle.h"
-#include "reshard/values.h"
+#include "core/values.h"
 
 #define RS_DIFF_LINES 8
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "reshard/oracle.h"
-#include "reshard/values.h"
+#include "core/values.h"
 
 /* The logical tensor family member seen by ranks whose kept-Partial coordinates are `coord`:
  * reduce the source pieces over the dims Partial only in src, then partition over dims Partial

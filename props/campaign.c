@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
-#include "reshard/props.h"
-#include "reshard/values.h"
+#include "props/props.h"
+#include "core/values.h"
 #include "report.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"

@@ -3,7 +3,7 @@
  * every shrunk stream still decodes to a valid case. */
 #include <stdlib.h>
 #include <string.h>
-#include "reshard/props.h"
+#include "props/props.h"
 
 static uint64_t splitmix(uint64_t *x) {
   uint64_t z = (*x += 0x9E3779B97F4A7C15ull);

@@ -3,7 +3,7 @@
  * is what lets the shrinker reach small cases by lowering and deleting draws. Tables below are
  * monotone for the same reason: a smaller draw never gives a bigger case. */
 #include <string.h>
-#include "reshard/props.h"
+#include "props/props.h"
 
 /* Bounds the work of one case (global elements x ranks) so the campaign stays fast. */
 #define RS_GEN_MAX_WORK (1 << 16)

@@ -7,7 +7,7 @@
 #include "memo.h"
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
-#include "reshard/values.h"
+#include "core/values.h"
 
 #define MEMO_PLANS 8
 

@@ -3,7 +3,7 @@
 #ifndef RS_PROPS_MEMO_H
 #define RS_PROPS_MEMO_H
 
-#include "reshard/props.h"
+#include "props/props.h"
 
 rs_status rs_memo_source(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, const rs_locals **out);
 rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, const rs_locals **out);

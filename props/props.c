@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "reshard/oracle.h"
-#include "reshard/props.h"
+#include "props/props.h"
 #include "reshard/ref.h"
-#include "reshard/values.h"
+#include "core/values.h"
 #include "memo.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
@@ -142,7 +142,7 @@ static rs_outcome compare(const rs_case *c, const rs_sharding *layout, const rs_
 
 /* ---- 1. boxes ---- */
 
-/* SPEC 4 written again here, independently of spec/box.c, so the two check each other. */
+/* SPEC 4 written again here, independently of core/box.c, so the two check each other. */
 static void my_box(const rs_case *c, const rs_sharding *s, const int64_t *coord, int64_t *start,
                    int64_t *size) {
   for (int d = 0; d < c->tensor.ndim; d++) {

@@ -3,7 +3,7 @@
 #define RS_PROPS_REPORT_H
 
 #include <stdio.h>
-#include "reshard/props.h"
+#include "props/props.h"
 
 typedef struct rs_progress {
   int on;          /* a terminal is attached and progress was asked for */

@@ -3,7 +3,7 @@
  * when the predicate (the same property) still fails on the case it decodes to. */
 #include <stdlib.h>
 #include <string.h>
-#include "reshard/props.h"
+#include "props/props.h"
 
 typedef struct shrinker {
   rs_stream_pred pred;

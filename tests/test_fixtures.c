@@ -27,7 +27,7 @@
 #include "check.h"
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
-#include "reshard/values.h"
+#include "core/values.h"
 
 #define MAX_REPORTS 25
 

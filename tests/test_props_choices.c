@@ -2,7 +2,7 @@
  * same draws and the same generated case, and replay past the end gives 0. */
 #include <string.h>
 #include "check.h"
-#include "reshard/props.h"
+#include "props/props.h"
 
 int main(void) {
   rs_choices a, b;

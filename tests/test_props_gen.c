@@ -3,7 +3,7 @@
  * Partial, permuted and subset rank lists); planted-violation cases are always rejected. */
 #include <string.h>
 #include "check.h"
-#include "reshard/props.h"
+#include "props/props.h"
 
 int main(void) {
   rs_gen_opts o;

@@ -3,7 +3,7 @@
  * that needs a specific value shrinks to exactly that value. */
 #include <string.h>
 #include "check.h"
-#include "reshard/props.h"
+#include "props/props.h"
 
 typedef struct ctx {
   rs_gen_opts o;

@@ -11,10 +11,10 @@
 #include <time.h>
 
 #include "check.h"
-#include "reshard/mutant.h"
+#include "core/mutant.h"
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
-#include "reshard/values.h"
+#include "core/values.h"
 
 /* ---- hand-computed cases: F32, mesh [n] or [2,2], locals set by hand ---- */
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "reshard/props.h"
+#include "props/props.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif

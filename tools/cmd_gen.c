@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "reshard/props.h"
-#include "reshard/values.h"
+#include "props/props.h"
+#include "core/values.h"
 
 static const char *HELP =
     "usage: reshard gen --seed S --cases N [--max-ranks N] [--max-mesh-dims K]\n"

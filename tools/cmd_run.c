@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
-#include "reshard/values.h"
+#include "core/values.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif

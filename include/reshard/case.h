@@ -60,6 +60,9 @@ void rs_locals_free(rs_locals *l);
 rs_status rs_locals_for_layout(rs_locals *l, const rs_case *c, const rs_sharding *s);
 /* xxh3-64 of a local's bytes. */
 uint64_t rs_local_digest(const rs_local *l);
+/* Fill every mesh rank's source local tensor for the case's src layout with the case's test values
+ * (bits, exact or order mode), a pure function of (seed, global index). */
+rs_status rs_make_source(const rs_case *c, rs_locals *out);
 
 #ifdef __cplusplus
 }

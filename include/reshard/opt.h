@@ -1,5 +1,5 @@
 /* opt.h - the optimized implementation: a plan compiler with minimal-traffic schedules and ordered
- * reductions, run over a transport (local threads, MPI, NCCL). It shares only spec/ with ref/. */
+ * reductions, run over a transport (local threads, MPI, NCCL). It shares only core/ with ref/. */
 #ifndef RESHARD_OPT_H
 #define RESHARD_OPT_H
 

@@ -6,7 +6,6 @@
 #include "reshard/layout.h"
 #include "reshard/plan.h"
 #include "reshard/case.h"
-#include "reshard/values.h"
 #include "reshard/ref.h"
 #include "reshard/oracle.h"
 #endif

@@ -10,7 +10,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#include "../opt_internal.h"
+#include "opt_internal.h"
 
 /* Number of usable CUDA devices (0 without CUDA, without a driver or without a GPU). */
 int rs_cuda_device_count(void);

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cuda_api.h"
+#include "cuda/cuda_api.h"
 
 namespace {
 

@@ -34,7 +34,7 @@ def gen_cases(reshard, seed, count, max_ranks, max_mesh_dims):
 
 
 def selfcheck(reshard, cases, n, tmpdir):
-    """The Python port of SPEC 8 (rs_model.make_source) must give the bytes spec/values.c gives:
+    """The Python port of SPEC 8 (rs_model.make_source) must give the bytes core/values.c gives:
     run n cases with dst = src through `reshard run` (ref leaves the source locals as they are)
     and compare every rank's digest. Returns the number of mismatching cases."""
     import xxhash
@@ -144,7 +144,7 @@ def main():
         if os.path.exists(os.path.join(args.out, "selfcheck.json")):
             os.remove(os.path.join(args.out, "selfcheck.json"))
         if bad:
-            sys.exit("rs_model.py no longer matches spec/values.c (%d cases): update the port" % bad)
+            sys.exit("rs_model.py no longer matches core/values.c (%d cases): update the port" % bad)
         print("selfcheck: rs_model.make_source matches `reshard` on 60 cases", file=sys.stderr)
     stem = args.name or ("pytorch_seed%d" % args.seed)
     # group by rank count: one fake process group per world size

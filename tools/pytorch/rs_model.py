@@ -1,5 +1,5 @@
 """rs_model.py - the parts of SPEC.md the recorder needs, in Python: the case JSON, torch.chunk
-boxes (SPEC 4) and the deterministic test values (SPEC 8, the same formulas as spec/values.c,
+boxes (SPEC 4) and the deterministic test values (SPEC 8, the same formulas as core/values.c,
 bit for bit), so that PyTorch is fed exactly the source tensors ref builds with rs_make_source.
 
 Only numpy is needed here; torch is imported by rs_torch.py.
@@ -202,7 +202,7 @@ def shape_offset(case, sh, coord):
     return size, off
 
 
-# ---------------------------------------------------------------- values (SPEC 8, spec/values.c)
+# ---------------------------------------------------------------- values (SPEC 8, core/values.c)
 
 def _u(x):
     return np.asarray(x, dtype=np.uint64)

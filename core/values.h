@@ -23,8 +23,6 @@ void rs_value_global(const rs_case *c, int64_t idx, void *out);
  * Partial mesh dims are read) at flat index idx. Equals rs_value_global when src has no Partial. */
 void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx,
                     void *out);
-/* Fill every mesh rank's source local tensor for the case's src layout. */
-rs_status rs_make_source(const rs_case *c, rs_locals *out);
 
 /* Dtype arithmetic: acc = acc (op) x, elementwise over n elements, SPEC 1 rules
  * (F16/BF16 through F32 with rounding after every op; integers wrap). avg folds as sum. */

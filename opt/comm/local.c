@@ -3,7 +3,7 @@
  * batched per run(): on the host, or for device memory as one CUDA launch. */
 #include <stdlib.h>
 #include <string.h>
-#include "comm.h"
+#include "comm/comm.h"
 #include "cuda/cuda_api.h"
 
 typedef struct post {

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "collectives.h"
-#include "reshard/mutant.h"
+#include "core/mutant.h"
 #include "reshard/ref.h"
-#include "reshard/values.h"
+#include "core/values.h"
 
 typedef struct ref_exec {
   const rs_case *c;

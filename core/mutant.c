@@ -1,6 +1,6 @@
 /* mutant.c - reads RS_MUTANT once; only the mutation-test build consults it (RS_MUTANT macro). */
 #include <stdlib.h>
-#include "reshard/mutant.h"
+#include "core/mutant.h"
 
 int rs_mutant_id(void) {
   static int cached = -1;

@@ -1,9 +1,10 @@
-/* test_spec.c - unit tests of spec/: splits, boxes, conversions, text syntax, JSON round trip,
+/* test_core.c - unit tests of core/: splits, boxes, conversions, text syntax, JSON round trip,
  * step bookkeeping, exact values. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "core/values.h"
 #include "reshard/reshard.h"
 
 static void test_split(void) {

@@ -6,7 +6,7 @@
  * so both sides issue them sorted by task id. */
 #include <stdlib.h>
 #include <string.h>
-#include "comm.h"
+#include "comm/comm.h"
 #include "cuda/cuda_api.h"
 
 #if defined(RS_OPT_NCCL) && defined(RS_OPT_MPI)

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "collectives.h"
-#include "reshard/mutant.h"
-#include "reshard/values.h"
+#include "core/mutant.h"
+#include "core/values.h"
 
 void ref_buf_free(ref_buf *b) {
   free(b->data);

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-#include "exec.h"
-#include "world.h"
+#include "redistribute/exec.h"
+#include "comm/world.h"
 #include "cuda/cuda_api.h"
-#include "reshard/values.h"
+#include "core/values.h"
 
 #define KEYLEN 168
 #define CACHE_MAX 4096

@@ -2,7 +2,7 @@
 #ifndef RS_OPT_WORLD_H
 #define RS_OPT_WORLD_H
 
-#include "comm.h"
+#include "comm/comm.h"
 
 enum { RS_WORLD_LOCAL = 0, RS_WORLD_MPI = 1, RS_WORLD_NCCL = 2 };
 

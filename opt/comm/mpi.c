@@ -5,7 +5,7 @@
  * travel as several same-tag pieces, which MPI's non-overtaking order keeps matched. */
 #include <stdlib.h>
 #include <string.h>
-#include "comm.h"
+#include "comm/comm.h"
 
 #ifdef RS_OPT_MPI
 #include <mpi.h>

@@ -1,7 +1,7 @@
 /* arith.c - the dtype arithmetic of reductions (SPEC 1): F64/F32 native, F16/BF16 through F32 with
  * rounding after every op, integers wrapping (computed unsigned). */
 #include <string.h>
-#include "reshard/values.h"
+#include "core/values.h"
 
 /* acc[i] = acc[i] (op) x[i]; ADD is the dtype's sum (native, or wrapping through the unsigned type). */
 #define FOLD(T, ACC, X, N, OP, ADD)                                     \

@@ -2,7 +2,7 @@
 #ifndef RS_OPT_EXEC_H
 #define RS_OPT_EXEC_H
 
-#include "comm.h"
+#include "comm/comm.h"
 
 typedef struct rs_exec_bufs {
   int device;         /* all pointers are device pointers */

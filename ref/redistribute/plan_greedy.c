@@ -7,7 +7,7 @@
  * executor simulates all ranks and knows every box exactly. */
 #include <string.h>
 
-#include "reshard/mutant.h"
+#include "core/mutant.h"
 #include "reshard/ref.h"
 
 static rs_placement norm_pl(rs_placement p, int ndim) {

@@ -2,8 +2,8 @@
  * in mixed radix over the reduced mesh dims, lowest mesh dim fastest; each level folds left over its
  * coordinates 0..n-1 into the group's first slot and finishes avg with one division by n. */
 #include "opt_internal.h"
-#include "reshard/values.h"
-#include "reshard/mutant.h"
+#include "core/values.h"
+#include "core/mutant.h"
 
 void rs_fold_job(const rs_sched *s, char *slot0, int64_t numel) {
   int64_t bytes = numel * s->esize, stride = 1;

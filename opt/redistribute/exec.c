@@ -6,10 +6,10 @@
  * the world says. */
 #include <stdlib.h>
 #include <string.h>
-#include "exec.h"
+#include "redistribute/exec.h"
 #include "cuda/cuda_api.h"
-#include "reshard/mutant.h"
-#include "reshard/values.h"
+#include "core/mutant.h"
+#include "core/values.h"
 
 /* The view of one end of a segment. */
 static void seg_view(const rs_sched *s, const rs_exec_bufs *b, const rs_seg *g, int end, rs_view *v) {

@@ -3,7 +3,7 @@
  * dim reduce (in any order) to the logical global tensor without rounding. */
 #include <stdlib.h>
 #include <string.h>
-#include "reshard/values.h"
+#include "core/values.h"
 
 uint64_t rs_mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "world.h"
+#include "comm/world.h"
 #include "cuda/cuda_api.h"
 
 rs_status rs_world_init(const char *transport, int *argc, char ***argv, rs_world **out) {

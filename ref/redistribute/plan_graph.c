@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reshard/mutant.h"
+#include "core/mutant.h"
 #include "reshard/ref.h"
 
 /* Give up beyond this many distinct states: a 6-D mesh over an 8-D tensor has millions, and

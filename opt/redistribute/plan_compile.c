@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "opt_internal.h"
-#include "reshard/mutant.h"
+#include "core/mutant.h"
 
 /* Tiles of one tensor dim under one sharding: the nested splits of its shard order, listed with the
  * first mesh dim of the order most significant (so starts ascend). */
