@@ -1,0 +1,152 @@
+/* json.c - exact integers over cJSON. cJSON keeps numbers as doubles; before parsing we note where
+ * every number token starts, then walk the tree in document order (cJSON keeps order) and give each
+ * number node a copy of its token in valuestring, which cJSON_Delete frees. */
+#include "core/json.h"
+#include <ctype.h>
+#include <stdio.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct toks {
+  const char *text;
+  size_t *at, *len;
+  size_t n, next;
+} toks;
+
+static rs_status scan_numbers(const char *s, toks *t) {
+  size_t cap = 0;
+  for (size_t i = 0; s[i];) {
+    char ch = s[i];
+    if (ch == '"') { /* skip a string, honouring escapes */
+      for (++i; s[i] && s[i] != '"'; ++i)
+        if (s[i] == '\\' && s[i + 1]) ++i;
+      if (s[i]) ++i;
+      continue;
+    }
+    if (ch == '-' || isdigit((unsigned char)ch)) {
+      size_t b = i;
+      while (s[i] && (isdigit((unsigned char)s[i]) || strchr("+-.eE", s[i]))) ++i;
+      if (t->n == cap) {
+        cap = cap ? cap * 2 : 64;
+        size_t *a = realloc(t->at, cap * sizeof *a), *l = a ? realloc(t->len, cap * sizeof *l) : NULL;
+        if (a) t->at = a;
+        if (!a || !l) return rs_fail(RS_ERR_NOMEM, "json: out of memory");
+        t->len = l;
+      }
+      t->at[t->n] = b;
+      t->len[t->n++] = i - b;
+      continue;
+    }
+    ++i;
+  }
+  return RS_OK;
+}
+
+static rs_status attach(cJSON *node, toks *t) {
+  for (; node; node = node->next) {
+    if (cJSON_IsNumber(node)) {
+      if (t->next >= t->n) return rs_fail(RS_ERR_INVALID, "json: number tokens out of step");
+      size_t len = t->len[t->next];
+      char *c = malloc(len + 1);
+      if (!c) return rs_fail(RS_ERR_NOMEM, "json: out of memory");
+      memcpy(c, t->text + t->at[t->next], len);
+      c[len] = 0;
+      node->valuestring = c;
+      t->next++;
+    }
+    if (node->child) {
+      rs_status st = attach(node->child, t);
+      if (st) return st;
+    }
+  }
+  return RS_OK;
+}
+
+rs_status rs_json_parse(const char *text, cJSON **out) {
+  *out = NULL;
+  if (!text) return rs_fail(RS_ERR_INVALID, "json: no text");
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+  if (!root) {
+    size_t off = end ? (size_t)(end - text) : 0;
+    return rs_fail(RS_ERR_INVALID, "json: syntax error at byte %zu", off);
+  }
+  toks t = {text, NULL, NULL, 0, 0};
+  rs_status st = scan_numbers(text, &t);
+  if (!st) st = attach(root, &t);
+  free(t.at);
+  free(t.len);
+  if (st) {
+    cJSON_Delete(root);
+    return st;
+  }
+  *out = root;
+  return RS_OK;
+}
+
+/* The token must be -?digits; anything else (fraction, exponent) is not an integer. */
+static int plain_integer(const char *s) {
+  if (*s == '-') ++s;
+  if (!isdigit((unsigned char)*s)) return 0;
+  while (isdigit((unsigned char)*s)) ++s;
+  return *s == 0;
+}
+
+rs_status rs_json_i64(const cJSON *item, const char *field, int64_t lo, int64_t hi, int64_t *out) {
+  if (!cJSON_IsNumber(item) || !item->valuestring || !plain_integer(item->valuestring))
+    return rs_fail(RS_ERR_INVALID, "%s: expected an integer", field);
+  errno = 0;
+  char *e = NULL;
+  long long v = strtoll(item->valuestring, &e, 10);
+  if (errno == ERANGE || *e)
+    return rs_fail(RS_ERR_INVALID, "%s: %s is beyond the 64-bit integer range", field, item->valuestring);
+  if (v < lo || v > hi)
+    return rs_fail(RS_ERR_INVALID, "%s: %lld out of range [%lld, %lld]", field, v, (long long)lo,
+                   (long long)hi);
+  *out = (int64_t)v;
+  return RS_OK;
+}
+
+rs_status rs_json_u64(const cJSON *item, const char *field, uint64_t *out) {
+  if (!cJSON_IsNumber(item) || !item->valuestring || !plain_integer(item->valuestring) ||
+      item->valuestring[0] == '-')
+    return rs_fail(RS_ERR_INVALID, "%s: expected a non-negative integer", field);
+  errno = 0;
+  char *e = NULL;
+  unsigned long long v = strtoull(item->valuestring, &e, 10);
+  if (errno == ERANGE || *e)
+    return rs_fail(RS_ERR_INVALID, "%s: %s is beyond the 64-bit integer range", field, item->valuestring);
+  *out = (uint64_t)v;
+  return RS_OK;
+}
+
+rs_status rs_json_i64_array(const cJSON *arr, const char *field, int max, int64_t lo, int64_t hi,
+                            int64_t *out, int *n) {
+  if (!cJSON_IsArray(arr)) return rs_fail(RS_ERR_INVALID, "%s: expected an array of integers", field);
+  int k = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, arr) {
+    if (k >= max) return rs_fail(RS_ERR_INVALID, "%s: more than %d entries", field, max);
+    char f[160];
+    snprintf(f, sizeof f, "%s[%d]", field, k);
+    rs_status st = rs_json_i64(it, f, lo, hi, &out[k]);
+    if (st) return st;
+    k++;
+  }
+  *n = k;
+  return RS_OK;
+}
+
+rs_status rs_json_member(const cJSON *obj, const char *parent, const char *key, int type_mask,
+                         const cJSON **out) {
+  *out = NULL;
+  if (!cJSON_IsObject(obj)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", parent);
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!m) return RS_OK;
+  if (!(m->type & 0xFF & type_mask))
+    return rs_fail(RS_ERR_INVALID, "%s%s%s: wrong type", parent, *parent ? "." : "", key);
+  *out = m;
+  return RS_OK;
+}
