@@ -57,6 +57,7 @@ typedef struct act {
   rs_placement tp; /* on the TP mesh dim, normalized */
   rs_sharding s;
   int is_local;
+  int param; /* a parameter (R on the DP dim), not an activation */
   rs_locals l;
 } act;
 
@@ -69,11 +70,12 @@ typedef struct walk {
 
 static rs_status set_layout(walk *w, act *a, rs_placement tp, const char *path, const char *field) {
   const rs_tp_case *c = w->c;
-  if (tp.kind == RS_SHARD && tp.dim == 0 && c->dp_layout.kind == RS_SHARD && rs__tp_dp_dim(c) >= 0 &&
+  rs_placement dp = a->param ? rs_pl_replicate() : c->dp_layout;
+  if (tp.kind == RS_SHARD && tp.dim == 0 && dp.kind == RS_SHARD && rs__tp_dp_dim(c) >= 0 &&
       c->mesh.size[rs__tp_dp_dim(c)] > 1)
     return rs_fail(RS_ERR_INVALID, "%s: %s: S(0) on the TP dim, but the batch (dim 0) is split by DP",
                    path, field);
-  rs_status st = rs__tp_sharding(c, tp, c->dp_layout, &a->t, &a->s);
+  rs_status st = rs__tp_sharding(c, tp, dp, &a->t, &a->s);
   if (st) {
     char pre[160];
     snprintf(pre, sizeof pre, "%s: %s: ", path, field);
@@ -262,7 +264,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
   memset(&bias, 0, sizeof bias);
   if (st == RS_OK && m->bias && sty->kind == RS_TP_ROWWISE && w->ops) {
     bias.t = pb.t;
-    bias.is_local = 0;
+    bias.param = 1;
     if ((st = set_layout(w, &bias, pb.tp, m->path, "bias")) == RS_OK &&
         (st = rs_locals_alloc(&bias.l, c->mesh.nranks)) == RS_OK) {
       for (int pos = 0; pos < c->mesh.nranks && st == RS_OK; pos++) {
