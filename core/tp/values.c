@@ -1,6 +1,7 @@
 /* values.c - the test values of TP cases (SPEC 8 exact): small integers, so every F32 product and
  * partial sum of the forward is an integer below 2^24 whatever the order (rs_tp_case_validate
- * checks the bound); biases are multiples of the TP size, so RowwiseParallel's bias / n (the
+ * checks the bound); no value is -0.0 (Linear accumulators start at +0.0, norm weights are
+ * positive), so the sign of a zero never depends on the order either; biases are multiples of the TP size, so RowwiseParallel's bias / n (the
  * bias enters the Partial output partitioned, as PyTorch's addmm strategy does) stays exact. */
 #include <stdlib.h>
 #include <string.h>
@@ -61,9 +62,10 @@ rs_status rs_tp_global_param(const rs_tp_case *c, int i, rs_tp_param_kind pk, rs
   float *p = malloc((size_t)(bytes ? bytes : 1));
   if (!p) return rs_fail(RS_ERR_NOMEM, "%s: out of memory", m->path);
   int64_t unit = pk == RS_TP_BIAS ? rs__tp_size(c) : 1;
+  /* norm weights are positive (as trained ones are, near 1): x * w then never makes a -0.0 */
+  int64_t lo = m->kind == RS_TP_NORM ? 1 : -c->vmax;
   uint64_t tensor = T_PARAM + 2 * (uint64_t)i + (uint64_t)pk;
-  for (int64_t k = 0; k < n; k++)
-    p[k] = (float)(unit * draw(c->seed, tensor, (uint64_t)k, -c->vmax, c->vmax));
+  for (int64_t k = 0; k < n; k++) p[k] = (float)(unit * draw(c->seed, tensor, (uint64_t)k, lo, c->vmax));
   *data = p;
   return RS_OK;
 }
