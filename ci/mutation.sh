@@ -26,6 +26,28 @@ for f in "$top/ref/MUTANTS.md" "$top/opt/MUTANTS.md"; do
     fi
   done
 done
+
+# ---- tensor-parallel styles (core/tp/MUTANTS.md) ----
+# Their own campaign: `reshard tp check` (ref and opt), seed 11, 2,000 cases, must fail with a
+# shrunk counterexample and its replay command (`reshard tp run`).
+tpf="$top/core/tp/MUTANTS.md"
+if [ -f "$tpf" ]; then
+  for id in $(grep -oE '^\| *[0-9]+ *\|' "$tpf" | tr -dc '0-9\n'); do
+    log="$tmp/tp$id.log"
+    RS_MUTANT=$id "$bin" tp check --impl both --seed 11 --cases 2000 --quiet --regress-dir "$tmp/tpreg$id" \
+      >"$log" 2>&1 </dev/null
+    rc=$?
+    n=$(grep -oE 'seed 11, [0-9]+ cases' "$log" | grep -oE '[0-9]+ cases' | grep -oE '[0-9]+')
+    if [ $rc -eq 1 ] && grep -q "replay: reshard tp run" "$log"; then
+      caught=$((caught + 1))
+      printf 'mutant %-4s (tp) caught after %s cases: %s\n' "$id" "${n:-?}" "$(grep -m1 '^FAIL' "$log" | cut -c1-130)"
+    else
+      survived=$((survived + 1))
+      printf 'mutant %-4s (tp) SURVIVED (exit %d)\n' "$id" "$rc"
+      tail -n 5 "$log"
+    fi
+  done
+fi
 rm -rf "$tmp"
 echo "mutation self-test: $caught caught, $survived survived"
 [ $survived -eq 0 ] && [ $caught -gt 0 ]

@@ -43,7 +43,8 @@ static int style_options(rs_tp_module_kind k, rs_placement cur, int local, rs_tp
     o[n++] = RS_TP_ROWWISE;
   }
   if (!part && (!local || (cur.kind == RS_SHARD && !(lin && cur.dim == 2)))) o[n++] = RS_TP_SEQUENCE;
-  if (!part && !(lin && is_s(cur, 2))) {
+  /* plain parameters take local tensors only, and never a slice of the features they multiply */
+  if (!part && local && !(k != RS_TP_EMBEDDING && is_s(cur, 2))) {
     o[n++] = RS_TP_REPLICATE;
     if (k != RS_TP_EMBEDDING) o[n++] = RS_TP_PREPARE_OUTPUT;
   }
@@ -124,11 +125,11 @@ rs_status rs_tp_gen_case(rs_choices *ch, int max_ranks, rs_tp_case *c) {
       break;
     case RS_TP_PREPARE_INPUT:
       s->desired_input = draw_layout(ch, nd, allow_s0, 0);
-      if (m->kind == RS_TP_LINEAR && is_s(s->desired_input, 2)) s->desired_input = shard(1);
-      s->use_local_output = flip(ch, 0);
+      if (m->kind != RS_TP_EMBEDDING && is_s(s->desired_input, 2)) s->desired_input = shard(1);
+      s->use_local_output = 1; /* the module's parameters stay plain: it must get a local tensor */
       break;
     case RS_TP_PREPARE_OUTPUT:
-      s->output_layout = cur.kind == RS_SHARD && ids ? cur : cur;
+      s->output_layout = cur; /* declared as what the module computes on */
       s->desired_output = draw_layout(ch, 3, allow_s0, 0);
       s->use_local_output = flip(ch, 1);
       break;

@@ -10,3 +10,6 @@ if(TARGET reshard)
   add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
 endif()
+# ---- tp (tensor-parallel styles) ----
+# test_tp_fixtures reads the recorded PyTorch parallelize_module corpus (fixtures/tp/*.jsonl.gz).
+target_link_libraries(test_tp_fixtures PRIVATE z)

@@ -273,7 +273,8 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
         if ((st = rs_local_resize(&bias.l.r[pos], 1, z0, 4)) == RS_OK)
           rs__tp_box_copy(pb.global, 1, pb.t.shape, s0, z0, 4, bias.l.r[pos].data);
       }
-      if (st == RS_OK) st = redist(w, mi, &bias, rs_pl_partial(RS_SUM), "bias");
+      /* planted bug: the whole bias added on every rank (it then enters the sum n times) */
+      if (st == RS_OK && !RS_MUTANT(504)) st = redist(w, mi, &bias, rs_pl_partial(RS_SUM), "bias");
     }
   }
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
@@ -418,6 +419,21 @@ static rs_status module(walk *w, int mi, act *a) {
     break;
   default:
     break;
+  }
+  /* A style that leaves the parameters plain tensors (none, PrepareModuleInput/Output) runs the
+   * module on what it receives as PyTorch does: a DTensor there meets plain parameters, which
+   * PyTorch refuses (mixed torch.Tensor and DTensor), and a norm's whole weight cannot meet a local
+   * slice of the features (a shape mismatch in PyTorch). reshard refuses both the same way. */
+  if (s->kind == RS_TP_REPLICATE || s->kind == RS_TP_PREPARE_INPUT || s->kind == RS_TP_PREPARE_OUTPUT) {
+    if (!a->is_local)
+      return rs_fail(RS_ERR_INVALID,
+                     "%s: %s leaves the parameters plain tensors, but the module receives a DTensor "
+                     "(PyTorch refuses mixed Tensor and DTensor operands)",
+                     m->path, rs_tp_style_name(s->kind));
+    if (m->kind == RS_TP_NORM && a->tp.kind == RS_SHARD && a->tp.dim == a->t.ndim - 1)
+      return rs_fail(RS_ERR_INVALID,
+                     "%s: the norm's weight is whole, but its local input holds a slice of the features",
+                     m->path);
   }
   /* local compute */
   act o;
