@@ -274,7 +274,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
           rs__tp_box_copy(pb.global, 1, pb.t.shape, s0, z0, 4, bias.l.r[pos].data);
       }
       /* planted bug: the whole bias added on every rank (it then enters the sum n times) */
-      if (st == RS_OK && !RS_MUTANT(504)) st = redist(w, mi, &bias, rs_pl_partial(RS_SUM), "bias");
+      if (st == RS_OK && !RS_MUTANT(505)) st = redist(w, mi, &bias, rs_pl_partial(RS_SUM), "bias");
     }
   }
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
