@@ -383,6 +383,31 @@ static rs_status write_regression(const char *dir, const rs_tp_case *c, const ch
   return st;
 }
 
+const char *rs_tp_feature_name(int f) {
+  static const char *names[RS_TP_F_COUNT] = {"2-d mesh", "uneven parameter split", "P(sum) input",
+                                             "DTensor output", "sequence-parallel block", "colwise",
+                                             "rowwise", "sequence", "none", "prepare_input",
+                                             "prepare_output"};
+  return f >= 0 && f < RS_TP_F_COUNT ? names[f] : "?";
+}
+
+static void count_features(const rs_tp_case *c, int64_t *feat) {
+  int64_t n = c->mesh.size[c->tp_dim];
+  int seen[RS_TP_F_COUNT] = {0};
+  if (c->mesh.ndim == 2 && c->mesh.size[0] > 1 && c->mesh.size[1] > 1) seen[RS_TP_F_MESH_2D] = 1;
+  if (c->input_layout.kind == RS_PARTIAL) seen[RS_TP_F_PARTIAL_INPUT] = 1;
+  for (int i = 0; i < c->nmod; i++) {
+    const rs_tp_module *m = &c->mod[i];
+    const rs_tp_style *s = &m->style;
+    seen[RS_TP_F_COLWISE + (int)s->kind] = 1;
+    if (n > 1 && ((s->kind == RS_TP_COLWISE && m->out % n) || (s->kind == RS_TP_ROWWISE && m->in % n)))
+      seen[RS_TP_F_UNEVEN] = 1;
+    if (!s->use_local_output && s->kind != RS_TP_REPLICATE && s->kind != RS_TP_PREPARE_INPUT) seen[RS_TP_F_DTENSOR_OUT] = 1;
+    if (s->kind == RS_TP_SEQUENCE && strcmp(m->path, "attention_norm") == 0) seen[RS_TP_F_BLOCK_SP] = 1;
+  }
+  for (int f = 0; f < RS_TP_F_COUNT; f++) feat[f] += seen[f];
+}
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -412,6 +437,7 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
       rs_choices_free(&ch);
       continue;
     }
+    count_features(c, r->feat);
     rs_outcome out = rs_tp_prop_run(c, o->impls, opt, r->comm, msg, 4096);
     if (out == RS_PASS) {
       r->pass++;

@@ -35,7 +35,26 @@ typedef struct rs_tp_check_opts {
   int quiet;
 } rs_tp_check_opts;
 
+/* What the campaign's cases exercised (counted over valid cases): a campaign of 2,000 cases or
+ * more fails when one of these never occurs (a generator that stopped producing something). */
+enum {
+  RS_TP_F_MESH_2D,       /* a 2-d mesh with both dims > 1 */
+  RS_TP_F_UNEVEN,        /* a parameter split unevenly on the TP dim */
+  RS_TP_F_PARTIAL_INPUT, /* the input is P(sum) local pieces */
+  RS_TP_F_DTENSOR_OUT,   /* a style with use_local_output false */
+  RS_TP_F_BLOCK_SP,      /* the sequence-parallel transformer block */
+  RS_TP_F_COLWISE,       /* one per style, in rs_tp_style_kind order */
+  RS_TP_F_ROWWISE,
+  RS_TP_F_SEQUENCE,
+  RS_TP_F_NONE,
+  RS_TP_F_PREPARE_INPUT,
+  RS_TP_F_PREPARE_OUTPUT,
+  RS_TP_F_COUNT
+};
+const char *rs_tp_feature_name(int f);
+
 typedef struct rs_tp_check_result {
+  int64_t feat[RS_TP_F_COUNT];
   int64_t cases, pass, fail, skip;
   double seconds;
   int64_t comm[RS_COLL_COUNT]; /* collectives issued over the campaign (ref, or opt alone) */

@@ -215,6 +215,18 @@ static int tp_check(int argc, char **argv) {
       if (res.comm[k]) printf(" %s %lld", rs_collective_name((rs_collective)k), (long long)res.comm[k]);
     printf("\n");
   }
+  int missing = 0;
+  for (int f = 0; f < RS_TP_F_COUNT; f++) missing += res.feat[f] == 0;
+  if (!o.quiet || (missing && res.cases >= 2000 && !res.fail)) {
+    printf("features (cases):");
+    for (int f = 0; f < RS_TP_F_COUNT; f++) printf("%s %s %lld", f ? "," : "", rs_tp_feature_name(f), (long long)res.feat[f]);
+    printf("\n");
+  }
+  if (missing && res.cases >= 2000 && !res.fail) {
+    for (int f = 0; f < RS_TP_F_COUNT; f++)
+      if (!res.feat[f]) printf("FAIL feature coverage: no case with %s in %lld cases\n", rs_tp_feature_name(f), (long long)res.cases);
+    return CLI_FAIL;
+  }
   if (res.fail) {
     printf("FAIL (shrunk): %s\n", res.message);
     printf("saved: %s\nreplay: reshard tp run %s --impl %s\n", res.fixture, res.fixture,
