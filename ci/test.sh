@@ -71,7 +71,8 @@ fi
 # bit, layouts and collectives as PyTorch's styles name them, CASES/5 cases (20,000 by default,
 # ~6 s), then shorter runs on the sanitizer and coverage builds when they exist. Under 1 minute.
 stage "tp styles: ref and opt, $(( CASES / 5 )) cases"
-$R tp check --impl both --seed 1 --cases $(( CASES / 5 )) --quiet --regress-dir "$out/regressions/tp"
+$R tp check --impl both --seed 1 --cases $(( CASES / 5 )) --quiet --regress-dir "$out/regressions/tp" \
+  --junit "$out/tp.junit.xml" --json "$out/tp.json"
 if [ -x build-asan/reshard ]; then
   build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions/tp"
 fi

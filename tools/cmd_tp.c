@@ -14,7 +14,7 @@
 static const char *HELP =
     "usage: reshard tp run CASE.json [--impl ref|opt|both] [--json]\n"
     "       reshard tp check [--seed S] [--cases N] [--impl ref|opt|both] [--max-ranks N]\n"
-    "                        [--regress-dir D] [--quiet]\n"
+    "                        [--regress-dir D] [--junit F] [--json F] [--quiet]\n"
     "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d]\n"
     "run: executes the case's sharded forward (default --impl both) and checks it bit for bit against\n"
     "     the unsharded forward, the layouts and parameter placements the styles name, and the\n"
@@ -22,6 +22,8 @@ static const char *HELP =
     "check: random TP cases (default 2000, seed 1): module chains and transformer blocks, random\n"
     "     styles and layouts, uneven splits, 1-d and 2-d meshes. A failure is shrunk, saved to the\n"
     "     regression dir (default fixtures/tp/regressions) and printed with its replay command.\n"
+    "     --junit/--json write reports (properties tp_forward, tp_oracle, tp_layout, tp_comm).\n"
+    "     2,000 cases or more fail when a generator feature never occurred (feature coverage).\n"
     "gen: prints the campaign's cases as JSON lines (--one-d: 1-d meshes only, as PyTorch's\n"
     "     parallelize_module takes the TP sub-mesh; the recorder in tools/pytorch reads them).\n"
     "Case format: docs/tp.md. Exit 0 pass, 1 a check failed, 2 bad usage or input.\n";
@@ -163,8 +165,89 @@ static int tp_run(int argc, char **argv) {
   return rc;
 }
 
+/* ---- reports of `tp check` (the same shape as `reshard check`'s) ---- */
+
+static const char *PROPS[] = {"tp_forward", "tp_oracle", "tp_layout", "tp_comm"};
+enum { NPROPS = 4 };
+
+/* the property a failure message names ("tp_layout (ref): ..."); the oracle's own failure counts
+ * as tp_oracle */
+static int failed_prop(const char *msg) {
+  for (int i = 0; i < NPROPS; i++)
+    if (strncmp(msg, PROPS[i], strlen(PROPS[i])) == 0) return i;
+  return 1;
+}
+
+static void xml_text(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<') fputs("&lt;", f);
+    else if (*s == '>') fputs("&gt;", f);
+    else if (*s == '&') fputs("&amp;", f);
+    else if (*s == '"') fputs("&quot;", f);
+    else if ((unsigned char)*s >= 0x20) fputc(*s, f);
+  }
+}
+
+static int write_junit(const char *path, const rs_tp_check_result *r) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  int bad = r->fail ? failed_prop(r->message) : -1;
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fprintf(f, "<testsuite name=\"reshard.tp\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", NPROPS,
+          r->fail ? 1 : 0, r->seconds);
+  for (int i = 0; i < NPROPS; i++) {
+    fprintf(f, "  <testcase classname=\"reshard.tp\" name=\"%s\">", PROPS[i]);
+    if (i == bad) {
+      fprintf(f, "\n    <failure message=\"");
+      xml_text(f, r->message);
+      fprintf(f, "\">replay: reshard tp run ");
+      xml_text(f, r->fixture);
+      fprintf(f, "</failure>\n  ");
+    } else if (r->pass == 0) {
+      fprintf(f, "<skipped/>");
+    }
+    fprintf(f, "</testcase>\n");
+  }
+  fprintf(f, "</testsuite>\n");
+  return fclose(f) ? -1 : 0;
+}
+
+static int write_json(const char *path, const rs_tp_check_opts *o, const rs_tp_check_result *r) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  fprintf(f, "{\"seed\":%llu,\"cases\":%lld,\"pass\":%lld,\"fail\":%lld,\"skip\":%lld,\"seconds\":%.3f,",
+          (unsigned long long)o->seed, (long long)r->cases, (long long)r->pass, (long long)r->fail,
+          (long long)r->skip, r->seconds);
+  fprintf(f, "\"impl\":\"%s\",\"collectives\":{", o->impls == 3 ? "both" : o->impls == 1 ? "ref" : "opt");
+  for (int k = 0, first = 1; k < RS_COLL_COUNT; k++)
+    if (r->comm[k]) {
+      fprintf(f, "%s\"%s\":%lld", first ? "" : ",", rs_collective_name((rs_collective)k), (long long)r->comm[k]);
+      first = 0;
+    }
+  fprintf(f, "},\"features\":{");
+  for (int k = 0; k < RS_TP_F_COUNT; k++) {
+    fprintf(f, "%s", k ? "," : "");
+    cli_json_str(f, rs_tp_feature_name(k));
+    fprintf(f, ":%lld", (long long)r->feat[k]);
+  }
+  fprintf(f, "},\"failures\":[");
+  if (r->fail) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "reshard tp run %s", r->fixture);
+    fprintf(f, "{\"property\":\"%s\",\"message\":", PROPS[failed_prop(r->message)]);
+    cli_json_str(f, r->message);
+    fprintf(f, ",\"fixture\":");
+    cli_json_str(f, r->fixture);
+    fprintf(f, ",\"replay\":");
+    cli_json_str(f, cmd);
+    fprintf(f, "}");
+  }
+  fprintf(f, "]}\n");
+  return fclose(f) ? -1 : 0;
+}
+
 static int tp_check(int argc, char **argv) {
-  const char *C = "tp check", *v;
+  const char *C = "tp check", *v, *junit = NULL, *json = NULL;
   rs_tp_check_opts o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
@@ -198,12 +281,20 @@ static int tp_check(int argc, char **argv) {
     } else if ((r = cli_opt(argc, argv, &i, "--regress-dir", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--regress-dir: missing dir");
       o.regress_dir = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--junit", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--junit: missing file");
+      junit = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--json", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--json: missing file");
+      json = v;
     } else {
       return cli_usage_error(C, "unknown argument '%s'", name);
     }
   }
   rs_tp_check_result res;
   if (rs_tp_check(&o, &res) != RS_OK) return cli_status_error(C, NULL);
+  if (junit && write_junit(junit, &res)) return cli_usage_error(C, "--junit: cannot write %s", junit);
+  if (json && write_json(json, &o, &res)) return cli_usage_error(C, "--json: cannot write %s", json);
   double rate = res.seconds > 0 ? (double)res.cases / res.seconds : 0;
   printf("tp check: seed %llu, %lld cases (%s): %lld pass, %lld fail, %lld skipped (invalid draws) in %.2f s (%.0f cases/s)\n",
          (unsigned long long)o.seed, (long long)res.cases,
