@@ -13,3 +13,7 @@ endif()
 # ---- tp (tensor-parallel styles) ----
 # test_tp_fixtures reads the recorded PyTorch parallelize_module corpus (fixtures/tp/*.jsonl.gz).
 target_link_libraries(test_tp_fixtures PRIVATE z)
+# tp_cli: the stable forms of `reshard tp` (exit codes, exact JSON, gen -> run, check reports).
+if(TARGET reshard)
+  add_test(NAME tp_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/tp_cli.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+endif()
