@@ -15,7 +15,7 @@ static const char *HELP =
     "usage: reshard tp run CASE.json [--impl ref|opt|both] [--json]\n"
     "       reshard tp check [--seed S] [--cases N] [--impl ref|opt|both] [--max-ranks N]\n"
     "                        [--regress-dir D] [--junit F] [--json F] [--quiet]\n"
-    "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d]\n"
+    "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d] [--min-tp N]\n"
     "run: executes the case's sharded forward (default --impl both) and checks it bit for bit against\n"
     "     the unsharded forward, the layouts and parameter placements the styles name, and the\n"
     "     collectives PyTorch issues for them; prints layouts, local shapes, collectives, digests.\n"
@@ -25,7 +25,8 @@ static const char *HELP =
     "     --junit/--json write reports (properties tp_forward, tp_oracle, tp_layout, tp_comm).\n"
     "     2,000 cases or more fail when a generator feature never occurred (feature coverage).\n"
     "gen: prints the campaign's cases as JSON lines (--one-d: 1-d meshes only, as PyTorch's\n"
-    "     parallelize_module takes the TP sub-mesh; the recorder in tools/pytorch reads them).\n"
+    "     parallelize_module takes the TP sub-mesh; the recorder in tools/pytorch reads them;\n"
+    "     --min-tp N: only cases whose TP size is at least N).\n"
     "Case format: docs/tp.md. Exit 0 pass, 1 a check failed, 2 bad usage or input.\n";
 
 static int parse_impl(const char *C, const char *v, int *impls) {
@@ -331,9 +332,14 @@ static int tp_gen(int argc, char **argv) {
   const char *C = "tp gen", *v;
   unsigned long long seed = 1;
   long long cases = 10, max_ranks = 18;
+  long long min_tp = 1;
   int one_d = 0, r;
   for (int i = 1; i < argc; i++) {
     if (cli_flag(argv, i, "--one-d")) { one_d = 1; continue; }
+    if ((r = cli_opt(argc, argv, &i, "--min-tp", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &min_tp)) return cli_usage_error(C, "--min-tp: expected 1..%d", RS_MAX_RANKS);
+      continue;
+    }
     if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
       if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
     } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
@@ -351,7 +357,7 @@ static int tp_gen(int argc, char **argv) {
     rs_choices_seed(&ch, rs_hash3(seed, (uint64_t)i, 0x7470));
     rs_status st = rs_tp_gen_case(&ch, (int)max_ranks, c);
     rs_choices_free(&ch);
-    if (st || (one_d && c->mesh.ndim != 1)) continue;
+    if (st || (one_d && c->mesh.ndim != 1) || c->mesh.size[c->tp_dim] < min_tp) continue;
     snprintf(c->name, sizeof c->name, "tp-seed%llu-%lld", seed, i);
     char *text = rs_tp_case_to_json(c);
     if (!text) continue;
