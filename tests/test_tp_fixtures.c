@@ -8,7 +8,8 @@
  *   uneven_local - a style turned an unevenly split local tensor into a DTensor (PyTorch's
  *                  DTensor.from_local(run_check=False) assumes even shards; reshard knows the shape);
  *   empty_vocab  - a RowwiseParallel Embedding with a rank holding no rows of the vocabulary;
- *   singleton    - a SequenceParallel Linear sharded on a dim of size 1 (F.linear's flatten);
+ *   flatten      - a SequenceParallel Linear sharded on a batch/sequence dim of size 1 or split
+ *                  unevenly, which F.linear's flatten to 2-d cannot fold;
  * and reshard must still pass every property on it. Also runs the hand-made cases of fixtures/tp/curated
  * and the saved shrunk failures of fixtures/tp/regressions (`reshard tp check` writes them there).
  * RS_TP_FIXTURES_VERBOSE=1 prints every difference instead of the first 20. */
@@ -29,7 +30,7 @@ static int verbose, shown;
 static void *opt;
 
 typedef struct counts {
-  int cases, ran, agree, short_dim, refused, uneven, empty_vocab, singleton, unexplained, differ, curated;
+  int cases, ran, agree, short_dim, refused, uneven, empty_vocab, flatten, unexplained, differ, curated;
 } counts;
 
 static void report(const char *where, const char *fmt, const char *a, const char *b) {
@@ -132,15 +133,18 @@ static int has_short_dim(const rs_tp_case *c) {
   return 0;
 }
 
-/* F.linear flattens [batch, seq, in] to 2-d; DTensor's view rules refuse to fold away a dim of size
- * 1 that is sharded ("would remove or reshape sharded dimension"): a SequenceParallel Linear whose
- * sequence_dim has size 1. */
-static int has_sharded_singleton(const rs_tp_case *c) {
+/* F.linear flattens [batch, seq, in] to 2-d, and DTensor's view rules refuse to fold a sharded dim
+ * of size 1 away ("would remove or reshape sharded dimension") or to flatten an unevenly sharded
+ * one ("Cannot flatten unevenly sharded tensor"): a SequenceParallel Linear whose sequence_dim
+ * (batch or sequence) has size 1 or is not divisible by the TP size. */
+static int has_unflattenable(const rs_tp_case *c) {
+  int64_t n = c->mesh.size[c->tp_dim];
   for (int i = 0; i < c->nmod; i++) {
     const rs_tp_module *m = &c->mod[i];
     int d = m->style.sequence_dim;
-    if (m->kind == RS_TP_LINEAR && m->style.kind == RS_TP_SEQUENCE &&
-        ((d == 0 && c->batch == 1) || (d == 1 && c->seq == 1)))
+    int64_t len = d == 0 ? c->batch : c->seq;
+    if (m->kind == RS_TP_LINEAR && m->style.kind == RS_TP_SEQUENCE && (d == 0 || d == 1) &&
+        (len == 1 || uneven(len, n)))
       return 1;
   }
   return 0;
@@ -318,10 +322,10 @@ static void check_line(counts *k, const char *line, const char *where) {
   }
   if (ok[0]) {
     if (err) {
-      int u = has_uneven_local(c, &r[0]), e = has_empty_vocab(c), s1 = has_sharded_singleton(c);
+      int u = has_uneven_local(c, &r[0]), e = has_empty_vocab(c), s1 = has_unflattenable(c);
       if (u) k->uneven++;
       else if (e) k->empty_vocab++;
-      else if (s1) k->singleton++;
+      else if (s1) k->flatten++;
       else {
         k->unexplained++;
         report(where, "PyTorch refused it (%s), and it is no documented deviation%s", err, "");
@@ -426,10 +430,10 @@ int main(int argc, char **argv) {
   run_cases(&k, top, "regressions");
   printf("tp fixtures: %d recorded cases (%s): PyTorch ran %d: everything agrees in %d, everything but "
          "the collectives (PyTorch gathered a dim shorter than the TP size) in %d, differ in %d; PyTorch refused %d "
-         "(uneven local input %d, empty vocabulary shard %d, sharded dim of size 1 in F.linear %d, unexplained %d); %d curated cases and %d saved "
+         "(uneven local input %d, empty vocabulary shard %d, a sharded dim F.linear cannot flatten %d, unexplained %d); %d curated cases and %d saved "
          "regressions pass\n",
          k.cases, opt ? "ref and opt" : "ref", k.ran, k.agree, k.short_dim, k.differ, k.refused, k.uneven,
-         k.empty_vocab, k.singleton, k.unexplained, curated, k.curated - curated);
+         k.empty_vocab, k.flatten, k.unexplained, curated, k.curated - curated);
   /* the corpus must be there: an empty fixtures/tp would pass every check above */
   CHECK(k.agree >= 300);
   CHECK(curated >= 3);
