@@ -119,7 +119,7 @@ rs_status rs_tp_gen_case(rs_choices *ch, int max_ranks, rs_tp_case *c) {
       if (local) s->sequence_dim = cur.dim;
       else {
         s->sequence_dim = (int)rs_draw(ch, 3) == 1 && allow_s0 ? 0 : 1;
-        if (m->kind == RS_TP_NORM && rs_draw(ch, 4) == 3) s->sequence_dim = 2;
+        if (m->kind != RS_TP_EMBEDDING && rs_draw(ch, 4) == 3) s->sequence_dim = 2;
       }
       s->use_local_output = flip(ch, 0);
       break;
@@ -208,7 +208,8 @@ static void expect_chain(const rs_tp_case *c, expect_mod *e) {
     case RS_TP_SEQUENCE:
       in = norm_pl(shard(s->sequence_dim), nd);
       transition(n, cur, in, x->comm);
-      out = in;
+      /* a Linear split on its input features sums partial products (PyTorch's mm strategy) */
+      out = m->kind == RS_TP_LINEAR && in.dim == 2 ? rs_pl_partial(RS_SUM) : in;
       local = s->use_local_output;
       break;
     case RS_TP_PREPARE_INPUT:

@@ -244,12 +244,20 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
   o->t.shape[2] = m->out;
   o->is_local = x->is_local;
   rs_placement ot;
+  /* SequenceParallel with the features as its sequence dim: the DTensor input is split on the
+   * contracted dim and the weight replicated, so (as PyTorch's sharding propagation does) each rank
+   * multiplies by its columns of the weight and the output is P(sum); the bias then enters as its
+   * P(sum) piece, as under RowwiseParallel. */
+  int contracted = sty->kind == RS_TP_SEQUENCE && x->tp.kind == RS_SHARD && x->tp.dim == 2;
+  int pbias = sty->kind == RS_TP_ROWWISE || contracted;
   if (sty->kind == RS_TP_COLWISE) {
     if (x->tp.kind != RS_REPLICATE) st = rs_fail(RS_ERR_INVALID, "%s: column-parallel input is not R", m->path);
     ot = rs_pl_shard(2);
   } else if (sty->kind == RS_TP_ROWWISE) {
     if (!(x->tp.kind == RS_SHARD && x->tp.dim == 2))
       st = rs_fail(RS_ERR_INVALID, "%s: row-parallel input is not S(-1)", m->path);
+    ot = rs_pl_partial(RS_SUM);
+  } else if (contracted) {
     ot = rs_pl_partial(RS_SUM);
   } else {
     if (x->tp.kind == RS_PARTIAL || (x->tp.kind == RS_SHARD && x->tp.dim == 2))
@@ -262,7 +270,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
    * (a partition: bias / n on every rank) and adds it to each rank's partial product. */
   act bias;
   memset(&bias, 0, sizeof bias);
-  if (st == RS_OK && m->bias && sty->kind == RS_TP_ROWWISE && w->ops) {
+  if (st == RS_OK && m->bias && pbias && w->ops) {
     bias.t = pb.t;
     bias.param = 1;
     if ((st = set_layout(w, &bias, pb.tp, m->path, "bias")) == RS_OK &&
@@ -283,8 +291,23 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
     int64_t xs[RS_MAX_DIMS], xz[RS_MAX_DIMS];
     float *wl = NULL, *bl = NULL;
     if ((st = param_local(w, &pw, pos, ws, wz, &wl))) break;
-    if (m->bias && sty->kind != RS_TP_ROWWISE) st = param_local(w, &pb, pos, bs, bz, &bl);
+    if (m->bias && !pbias) st = param_local(w, &pb, pos, bs, bz, &bl);
     rs_local_box(&c->mesh, &x->s, &x->t, w->coord[pos], xs, xz);
+    if (st == RS_OK && contracted) { /* this rank's columns of the replicated weight */
+      int64_t n2, bytes, cs[2] = {0, xs[2]}, cz[2] = {wz[0], xz[2]};
+      float *cols = NULL;
+      if (!rs__mul_ok(wz[0], xz[2], &n2) || !rs__mul_ok(n2, 4, &bytes))
+        st = rs_fail(RS_ERR_OVERFLOW, "%s: weight slice overflows", m->path);
+      else if (!(cols = malloc((size_t)(bytes ? bytes : 4))))
+        st = rs_fail(RS_ERR_NOMEM, "%s: out of memory", m->path);
+      else {
+        rs__tp_box_copy(wl, 2, wz, cs, cz, 4, cols);
+        free(wl);
+        wl = cols;
+        ws[1] = xs[2];
+        wz[1] = xz[2];
+      }
+    }
     if (st == RS_OK) st = alloc_out(w, o, pos);
     if (st == RS_OK && xz[2] != wz[1]) /* the input's features and the weight's columns must match */
       st = rs_fail(RS_ERR_MISMATCH, "%s: rank %d: input holds %lld features at %lld, weight %lld at %lld",
@@ -294,7 +317,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
                    m->path, pos, (long long)xs[2], (long long)ws[1]);
     if (st == RS_OK) st = check_dim(w, o, pos, 2, ws[0], wz[0], m->path);
     const float *b = bl;
-    if (st == RS_OK && m->bias && sty->kind == RS_TP_ROWWISE) {
+    if (st == RS_OK && m->bias && pbias) {
       if (bias.l.r[pos].shape[0] != wz[0])
         st = rs_fail(RS_ERR_MISMATCH, "%s: rank %d: bias holds %lld of %lld outputs", m->path, pos,
                      (long long)bias.l.r[pos].shape[0], (long long)wz[0]);

@@ -124,7 +124,8 @@ rs_status rs_tp_opt_forward(void *o, void *w, const rs_tp_case *c, rs_tp_result 
 /* The unsharded forward: the global output (F32, row-major, *out malloc'd). */
 rs_status rs_tp_oracle_forward(const rs_tp_case *c, rs_tensor *shape, float **out);
 /* Compare a sharded result with the unsharded output: every rank's local tensor is the global
- * output restricted to its box of r->out_layout, bit for bit. 0 when equal, else a count of bad
+ * output restricted to its box of r->out_layout, bit for bit (a P(sum) output: the TP group's
+ * pieces sum to it). 0 when equal, else a count of bad
  * ranks and a report in msg. */
 int rs_tp_oracle_compare(const rs_tp_case *c, const float *global, const rs_tp_result *r,
                          char *msg, size_t cap);
