@@ -1,5 +1,5 @@
 /* step.c - plan steps: the collective each performs, the shard-order bookkeeping with its legality
- * rules (SPEC 6), and seed 001's trace notation. */
+ * rules (SPEC 6), and the trace notation of PyTorch's _redistribute.py. */
 #include <stdio.h>
 #include <string.h>
 #include "reshard/plan.h"

@@ -74,7 +74,7 @@ static rs_outcome fail_st(char *msg, size_t cap, const char *what, rs_status st)
   return say(RS_FAIL, msg, cap, "%s failed: %s: %s", what, rs_status_name(st), e[0] ? e : "(no message)");
 }
 
-/* The seed's graph planner creates Partial only as Partial(sum) from Replicate, and cannot move a
+/* The reference graph planner makes Partial only as Partial(sum) from Replicate, and cannot move a
  * Partial between mesh dims: a dst Partial(op != sum) is reachable only where src has it already.
  * Searching for an unreachable state explores the whole state space, so it is skipped up front. */
 static int graph_reachable(const rs_case *c) {
@@ -111,7 +111,7 @@ static rs_outcome make_plan(const rs_prop_env *env, const rs_case *c, rs_planner
   return RS_PASS;
 }
 
-/* Seed 001's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
+/* PyTorch's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
 static void trace_of(const rs_case *c, const rs_plan *p, char *buf, size_t cap) {
   if (rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, p, buf, cap) == RS_OK) return;
   size_t n = (size_t)snprintf(buf, cap, "steps");

@@ -5,17 +5,17 @@
  *  - layouts: rs_local_shape_offset of each rank against PyTorch's local shape and global offset;
  *  - plans: the trace of ref's planners against PyTorch's, like with like - greedy against
  *    PyTorch's greedy planner; graph with the `pytorch` cost against PyTorch's graph planner cut
- *    back to seed 001's transition enumeration ("trace_graph_pytorch_cost"); graph with the `seed`
- *    cost against the same with seed 001's constant weights ("trace_graph_seed"). Curated cases
+ *    back to the reference enumeration ("trace_graph_pytorch_cost"); graph with the `seed`
+ *    cost against the same with the reference constant weights ("trace_graph_seed"). Curated cases
  *    also check the collective counts of ref's plan;
  *  - data: xxh3 of each rank's local after rs_make_source -> rs_ref_redistribute against the
  *    digest of PyTorch's redistributed local tensor.
  * A case marked known_bug (a PyTorch issue) or pytorch_deviates (PyTorch differs from SPEC) is held
  * to the oracle instead of PyTorch's digests.
  *
- * One documented difference between current PyTorch and seed 001 is normalized, not skipped: on a
+ * One documented difference between current and reference PyTorch is normalized, not skipped: on a
  * 1-D mesh with equal source and destination placements PyTorch's greedy planner emits no step,
- * seed 001 one no-op step ("X->X"). */
+ * the reference planner one no-op step ("X->X"). */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -134,7 +134,7 @@ static int trace_of(const rs_case *c, rs_status st, const rs_plan *p, char *buf,
   return 1;
 }
 
-/* PyTorch's greedy trace as seed 001 writes it (see the header comment). */
+/* PyTorch's greedy trace as the reference planner writes it (see the header comment). */
 static void seed_greedy_form(const rs_case *c, const char *torch_trace, char *out, size_t cap) {
   if (c->mesh.ndim == 1 && !strstr(torch_trace, "->"))
     snprintf(out, cap, "%s->%s", torch_trace, torch_trace);
@@ -226,7 +226,7 @@ static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp) {
 }
 
 /* ---- data ---- */
-/* nopath_ok: PyTorch's like-for-like planner (seed 001's enumeration) found no path either. */
+/* nopath_ok: PyTorch's like-for-like planner (the reference enumeration) found no path either. */
 static void check_data(counts *k, const rs_case *c, const cJSON *ranks, int bugged, int nopath_ok) {
   rs_locals in = {0}, out = {0};
   rs_status st = rs_make_source(c, &in);
@@ -451,7 +451,7 @@ static void print_counts(const counts *k) {
   printf("  ref errors     %6d\n", k->exec_err);
   if (k->opt_cases) printf("  opt == ref     %6d cases, %d wrong\n", k->opt_cases, k->opt_fail);
   if (k->nopath_agree)
-    printf("  no plan, as seed 001's enumeration (no data compared) %d\n", k->nopath_agree);
+    printf("  no plan, as the reference enumeration (no data compared) %d\n", k->nopath_agree);
   if (k->torch_errors) printf("  PyTorch raised (known bug, ref checked by the oracle) %d\n", k->torch_errors);
 }
 

@@ -68,7 +68,7 @@ static int check_expected(const cJSON *exp, const rs_case *c, const rs_locals *o
     }
   }
   const cJSON *tj = cJSON_GetObjectItemCaseSensitive(exp, "trace");
-  /* PyTorch prints a 1-d greedy no-op plan as just "R"; seed 001's stringify gives "R->R". */
+  /* PyTorch prints a 1-d greedy no-op plan as just "R"; the reference stringify gives "R->R". */
   char want[4096] = "";
   if (cJSON_IsString(tj)) {
     if (c->mesh.ndim == 1 && rs_case_resolve_planner(c) == RS_PLANNER_GREEDY && !strstr(tj->valuestring, "->"))
