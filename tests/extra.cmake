@@ -10,3 +10,6 @@ if(TARGET reshard)
   add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
 endif()
+# standalone: the repository stands alone (no pointers outside the checkout, no numbered source
+# documents) and docs/contract.md has sections 1-12 (the "SPEC n" that comments cite).
+add_test(NAME standalone COMMAND bash ${CMAKE_SOURCE_DIR}/tests/standalone.sh ${CMAKE_SOURCE_DIR})

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# standalone.sh [SOURCE_DIR] - the repository stands alone: no file outside fixtures/ points to a
+# directory beside the checkout or names upstream documents by private numbers instead of their
+# own names, and docs/contract.md keeps sections 1-12 (code comments cite them as "SPEC n").
+set -uo pipefail
+top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$top" || exit 2
+# The patterns are written so that this file does not match itself.
+beside='\.\./shared'
+numbered='seeds? 00[0-9]'
+fail=0
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  files() { git ls-files -z --cached --others --exclude-standard -- . ':!:fixtures/'; }
+else
+  files() { find . -type f -not -path './.git/*' -not -path './fixtures/*' -not -path './build*' \
+                 -not -path './out/*' -print0; }
+fi
+hits=$(files | xargs -0 grep -I -n -i -E -e "$beside" -e "$numbered" -- 2>/dev/null)
+if [ -n "$hits" ]; then
+  echo "files outside fixtures/ must name upstream sources (no path beside the checkout, no numbered seeds):"
+  echo "$hits"
+  fail=1
+fi
+if [ ! -f docs/contract.md ]; then
+  echo "docs/contract.md is missing"
+  fail=1
+else
+  for n in $(seq 1 12); do
+    if ! grep -q -E "^## $n\. " docs/contract.md; then
+      echo "docs/contract.md lacks the heading of section $n (\"## $n. ...\")"
+      fail=1
+    fi
+  done
+fi
+[ $fail -eq 0 ] && echo "standalone: ok"
+exit $fail
