@@ -21,6 +21,10 @@ if [ -n "$hits" ]; then
   echo "$hits"
   fail=1
 fi
+if [ ! -f docs/design.md ]; then
+  echo "docs/design.md is missing"
+  fail=1
+fi
 if [ ! -f docs/contract.md ]; then
   echo "docs/contract.md is missing"
   fail=1

@@ -9,7 +9,7 @@
  *    replaced by the reference constants, case 6 limited to Partial(sum) and the explicit
  *    Shard -> Partial edge removed (what the reference enumerates); its greedy planner is unchanged
  *    from the reference except on 1-D meshes;
- *  - "seed": hand-run of the reference algorithm where torch today behaves differently. */
+ *  - "reference": hand-run of the reference algorithm where torch today behaves differently. */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,7 +58,7 @@ static const pcase cases[] = {
      "S(0)S(1)P(sum)R->S(0)[0]S(1)P(sum)S(0)[1]"},
     {"4x2x4x2", "", "P(avg),P,P,P(avg)", "", "R,R,R,P(avg)", "", "greedy", "seed",
      "P(avg)P(sum)P(sum)P(avg)->RP(sum)P(sum)P(avg)->RRP(sum)P(avg)->RRRP(avg)"},
-    /* seed: a 1-D mesh always gets its one direct step (torch today drops it when equal) */
+    /* reference: a 1-D mesh always gets its one direct step (torch today drops it when equal) */
     {"4", "8", "S0", "", "S0", "", "greedy", "seed", "S(0)->S(0)"},
     {"4", "8", "S0", "", "R", "", "greedy", "seed", "S(0)->R"},
     /* the reference skips the nested-sharding pass when the sharded mesh dims all have size 1; the
