@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # standalone.sh [SOURCE_DIR] - the repository stands alone: no file outside fixtures/ points to a
 # directory beside the checkout or names upstream documents by private numbers instead of their
-# own names, and docs/contract.md keeps sections 1-12 (code comments cite them as "SPEC n").
+# own names, docs/contract.md keeps sections 1-12 (code comments cite them as "SPEC n"), and the
+# relative links of the README and docs/ resolve.
 set -uo pipefail
 top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$top" || exit 2
@@ -36,5 +37,21 @@ else
     fi
   done
 fi
+# Relative links of the README and docs/ lead to files of the checkout; a line that says a page is
+# "(being written)" may link ahead to it.
+for md in README.md docs/*.md; do
+  [ -f "$md" ] || continue
+  dir=$(dirname "$md")
+  while IFS= read -r line; do
+    case "$line" in *"(being written)"*) continue ;; esac
+    for target in $(printf '%s\n' "$line" | grep -oE '\]\([^)#[:space:]]+' | cut -c3-); do
+      case "$target" in http://*|https://*|mailto:*) continue ;; esac
+      if [ ! -e "$dir/$target" ]; then
+        echo "$md: broken link to $target"
+        fail=1
+      fi
+    done
+  done <"$md"
+done
 [ $fail -eq 0 ] && echo "standalone: ok"
 exit $fail
