@@ -100,6 +100,10 @@ static rs_outcome make_plan(const rs_prop_env *env, const rs_case *c, rs_planner
     if (st) return fail_st(msg, cap, "rs_ref_plan_greedy", st);
   } else if (k == RS_PLANNER_GRAPH) {
     if (!graph_reachable(c)) return say(RS_SKIP, msg, cap, "graph: dst Partial not reachable");
+    /* The generator keeps such cases to default orders (greedy); the campaign counts them. */
+    if (rs_gen_graph_bounded(NULL, c))
+      return say(RS_SKIP, msg, cap, "graph: state space of %d mesh dims x %d tensor dims beyond the bound",
+                 c->mesh.ndim, c->tensor.ndim);
     st = rs_memo_plan(memo, c, RS_PLANNER_GRAPH, p);
     if (st) return fail_st(msg, cap, "rs_ref_plan_graph", st);
   } else {
