@@ -487,6 +487,64 @@ static rs_outcome check_opt(const rs_prop_env *env, const rs_case *c, const rs_l
   return o;
 }
 
+/* The bytes the transport layer counted against what opt meant to send: per (sender, receiver)
+ * pair of world ranks against its own schedule, or in total against the step schedules of a ref
+ * plan; a copy-only case with opt's own schedule must also meet SPEC 7's lower bound exactly.
+ * Under MPI a process sees its own sends and receives only: those pairs are compared. */
+static rs_outcome check_posted(const rs_prop_env *env, const rs_case *c, int use_ref_plan,
+                               const rs_opt_stats *stats, char *msg, size_t cap) {
+  if (!env->world) return RS_PASS;
+  rs_world *w = (rs_world *)env->world;
+  int me = rs_world_rank(w), all = !env->distributed;
+  rs_posted *got = NULL, *want = NULL;
+  int64_t ng = 0, nw = 0, sent = 0;
+  rs_outcome o = RS_PASS;
+  rs_status st = rs_world_posted(w, &got, &ng);
+  if (st) return fail_st(msg, cap, "rs_world_posted", st);
+  for (int64_t i = 0; i < ng; i++) sent += got[i].sent;
+  if (use_ref_plan) {
+    if (all && sent != stats->bytes_sent)
+      o = say(RS_FAIL, msg, cap, "byte count: the transport was handed %lld bytes, the step schedules send %lld",
+              (long long)sent, (long long)stats->bytes_sent);
+    free(got);
+    return o;
+  }
+  if ((st = rs_opt_sched_pairs((rs_opt *)env->opt, c, &want, &nw))) {
+    free(got);
+    return fail_st(msg, cap, "rs_opt_sched_pairs", st);
+  }
+  /* Every counted pair must be in the schedule with the same bytes, and the other way round. */
+  for (int pass = 0; pass < 2 && o == RS_PASS; pass++) {
+    const rs_posted *a = pass ? want : got, *b = pass ? got : want;
+    int64_t na = pass ? nw : ng, nb = pass ? ng : nw;
+    for (int64_t i = 0; i < na && o == RS_PASS; i++) {
+      int64_t j = 0;
+      while (j < nb && !(b[j].from == a[i].from && b[j].to == a[i].to)) j++;
+      const rs_posted *g = pass ? (j < nb ? &b[j] : NULL) : &a[i], *x = pass ? &a[i] : (j < nb ? &b[j] : NULL);
+      int64_t gs = g ? g->sent : 0, gr = g ? g->recvd : 0, xs = x ? x->sent : 0;
+      int32_t from = a[i].from, to = a[i].to;
+      if ((all || from == me) && gs != xs)
+        o = say(RS_FAIL, msg, cap, "byte count: rank %d -> %d posted %lld bytes of sends, the schedule sends %lld",
+                from, to, (long long)gs, (long long)xs);
+      else if ((all || to == me) && gr != xs)
+        o = say(RS_FAIL, msg, cap, "byte count: rank %d -> %d posted %lld bytes of receives, the schedule sends %lld",
+                from, to, (long long)gr, (long long)xs);
+    }
+  }
+  if (o == RS_PASS && all && !rs_sharding_has_partial(&c->src) && !rs_sharding_has_partial(&c->dst)) {
+    int64_t lb = -1;
+    rs_case cc = *c;
+    if ((st = rs_case_validate(&cc)) || (st = rs_traffic_lower_bound(&cc.mesh, &cc.tensor, &cc.src, &cc.dst, &lb)))
+      o = fail_st(msg, cap, "rs_traffic_lower_bound", st);
+    else if (sent != lb)
+      o = say(RS_FAIL, msg, cap, "byte count: a copy-only case posted %lld bytes, SPEC 7's lower bound is %lld",
+              (long long)sent, (long long)lb);
+  }
+  free(got);
+  free(want);
+  return o;
+}
+
 static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref_plan, char *msg,
                            size_t cap) {
   if (env->impl != RS_IMPL_OPT || !env->opt) return say(RS_SKIP, msg, cap, "opt not selected");
@@ -515,15 +573,18 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
     }
   }
   if (o == RS_PASS) {
+    rs_opt_stats stats;
+    rs_world_posted_reset((rs_world *)env->world);
     if (use_ref_plan) {
-      st = rs_opt_execute_plan(env->opt, env->world, c, &p, in, &s.out, NULL);
+      st = rs_opt_execute_plan(env->opt, env->world, c, &p, in, &s.out, &stats);
       o = st ? fail_st(msg, cap, "rs_opt_execute_plan", st)
              : check_opt(env, c, exp, have_ref ? &s.back : NULL, &s.out, &p, "opt(ref plan)", msg, cap);
     } else {
-      st = rs_opt_redistribute(env->opt, env->world, c, in, &s.out, NULL);
+      st = rs_opt_redistribute(env->opt, env->world, c, in, &s.out, &stats);
       o = st ? fail_st(msg, cap, "rs_opt_redistribute", st)
              : check_opt(env, c, exp, have_ref ? &s.back : NULL, &s.out, NULL, "opt", msg, cap);
     }
+    if (o == RS_PASS) o = check_posted(env, c, use_ref_plan, &stats, msg, cap);
   }
   scratch_free(&s);
   return o;
