@@ -88,7 +88,8 @@ static int make_nest(const rs_view *a, const rs_view *b, nest *o) {
     if (m > 0 && o->sd[m - 1] == size[d] * sa[d] && o->ss[m - 1] == size[d] * sb[d]) {
       o->size[m - 1] *= size[d];
       o->sd[m - 1] = sa[d];
-      o->ss[m - 1] = sb[d];
+      /* Mutant 282: a merge into a nest already two deep keeps the source's old stride. */
+      if (!(RS_MUTANT(282) && m >= 2)) o->ss[m - 1] = sb[d];
     } else {
       o->size[m] = size[d];
       o->sd[m] = sa[d];

@@ -82,6 +82,8 @@ static rs_status gen_ranks(rs_choices *ch, const rs_gen_opts *o, int nd, int64_t
   int n = (int)prod;
   int32_t pool[RS_MAX_RANKS];
   int mode = (int)rs_draw(ch, 8); /* 0-3 default, 4-5 permutation, 6-7 subset of a bigger world */
+  /* Mutant 263: sparse rank lists (a subset of a bigger world) are never produced. */
+  if (RS_MUTANT(263) && mode >= 6) mode = 4;
   if (mode >= 6 && !(o->rank_lists & RS_GEN_RANKS_SPARSE) && o->world_size <= 0) mode = 4;
   if (mode >= 4 && mode < 6 && !(o->rank_lists & RS_GEN_RANKS_PERMUTED)) mode = 0;
   if (mode < 4 && o->world_size <= 0) return rs_mesh_init(m, nd, size, NULL);
@@ -165,6 +167,8 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
   int maxt = o->max_tensor_dims < 0 ? 0 : o->max_tensor_dims > RS_MAX_DIMS ? RS_MAX_DIMS : o->max_tensor_dims;
   int nd = PICK(ch, MESH_ND);
   if (nd > maxd) nd = maxd;
+  /* Mutant 264: the mesh-rank table tops out at 5 dims. */
+  if (RS_MUTANT(264) && nd > 5) nd = 5;
   c->tensor.dtype = gen_dtype(ch, o);
   c->tensor.ndim = PICK(ch, TENSOR_ND);
   if (c->tensor.ndim > maxt) c->tensor.ndim = maxt;

@@ -27,6 +27,7 @@ static const struct {
     [RS_PROP_PLAN_LEGAL_GREEDY] = {"plan_legal_greedy", RS_PLANNER_GREEDY, 0, 0},
     [RS_PROP_PLAN_LEGAL_GRAPH] = {"plan_legal_graph", RS_PLANNER_GRAPH, 0, 0},
     [RS_PROP_REJECT_BAD] = {"reject_bad", RS_PLANNER_AUTO, 1, 0},
+    [RS_PROP_COMPARE_SEES] = {"compare_sees", RS_PLANNER_AUTO, 0, 0},
     [RS_PROP_OPT_ORACLE] = {"opt_oracle", RS_PLANNER_AUTO, 0, 1},
     [RS_PROP_OPT_PLAN] = {"opt_plan", RS_PLANNER_AUTO, 0, 1},
 };
@@ -449,6 +450,68 @@ static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *m
   return o;
 }
 
+/* ---- 6b. the comparator itself ---- */
+
+/* Every verdict rests on rs_oracle_compare: flip one bit of one element of the expected locals
+ * (rank and element drawn from the case seed, so every rank and the last element come up) and
+ * require exactly that element to be reported, at its rank and global index; unchanged locals
+ * must compare equal. */
+static rs_outcome prop_compare_sees(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
+  scratch s = {0};
+  const rs_locals *exp;
+  rs_status st = rs_memo_expected(env->memo, c, &s.exp, &exp);
+  if (st) {
+    scratch_free(&s);
+    return fail_st(msg, cap, "rs_oracle_expected", st);
+  }
+  int es = rs_dtype_size(c->tensor.dtype), n = c->mesh.nranks, pos = -1;
+  uint64_t h = rs_mix64(c->seed ^ 0xC0FFEEull);
+  for (int k = 0; k < n && pos < 0; k++) {
+    int p = (int)((h >> 20) % (uint64_t)n + (uint64_t)k) % n;
+    if (exp->r[p].nbytes >= es && es > 0) pos = p;
+  }
+  rs_outcome o = RS_PASS;
+  rs_diff *d = calloc(1, sizeof *d);
+  rs_local *r = n > 0 ? calloc((size_t)n, sizeof *r) : NULL;
+  char *buf = pos >= 0 ? malloc((size_t)exp->r[pos].nbytes) : NULL;
+  if (!d || !r || (pos >= 0 && !buf)) { /* n >= 1 for every valid mesh */
+    o = say(RS_FAIL, msg, cap, "compare_sees: out of memory");
+  } else if (rs_oracle_compare(c, &c->dst, exp, exp, d) != 0) {
+    o = say(RS_FAIL, msg, cap, "compare_sees: identical locals reported as differing\n%s", d->text);
+  } else if (pos >= 0) {
+    const rs_local *e = &exp->r[pos];
+    int64_t numel = e->nbytes / es, k = (int64_t)(h % (uint64_t)numel);
+    /* Half the cases flip the last element: the end of a buffer is where loops stop early. */
+    if (h & (1ull << 40)) k = numel - 1;
+    memcpy(r, exp->r, sizeof *r * (size_t)n);
+    memcpy(buf, e->data, (size_t)e->nbytes);
+    buf[k * es + (int64_t)((h >> 8) % (uint64_t)es)] ^= (char)(1 << ((h >> 12) % 8));
+    r[pos].data = buf;
+    rs_locals act = {n, r};
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], gi[RS_MAX_DIMS];
+    rs_mesh_coord(&c->mesh, pos, coord);
+    rs_local_box(&c->mesh, &c->dst, &c->tensor, coord, start, size);
+    int64_t rest = k;
+    for (int dd = c->tensor.ndim - 1; dd >= 0; dd--) {
+      gi[dd] = start[dd] + rest % size[dd];
+      rest /= size[dd];
+    }
+    int bad = rs_oracle_compare(c, &c->dst, exp, &act, d);
+    int index_ok = 1;
+    for (int dd = 0; dd < c->tensor.ndim; dd++) index_ok &= d->index[dd] == gi[dd];
+    if (bad != 1 || d->nbad_elems != 1 || d->pos != pos || !index_ok)
+      o = say(RS_FAIL, msg, cap,
+              "compare_sees: one bit flipped in element %lld of rank position %d: reported %d rank(s), "
+              "%lld element(s), first at position %d%s",
+              (long long)k, pos, bad, (long long)d->nbad_elems, d->pos, index_ok ? "" : ", wrong global index");
+  }
+  free(buf);
+  free(r);
+  free(d);
+  scratch_free(&s);
+  return o;
+}
+
 /* ---- 7. opt (when built) ---- */
 
 #ifdef RS_HAVE_OPT
@@ -607,6 +670,7 @@ rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, 
     case RS_PROP_PLAN_LEGAL_GREEDY: return prop_plan_legal(env, c, RS_PLANNER_GREEDY, msg, cap);
     case RS_PROP_PLAN_LEGAL_GRAPH: return prop_plan_legal(env, c, RS_PLANNER_GRAPH, msg, cap);
     case RS_PROP_REJECT_BAD: return prop_reject(env, c, msg, cap);
+    case RS_PROP_COMPARE_SEES: return prop_compare_sees(env, c, msg, cap);
 #ifdef RS_HAVE_OPT
     case RS_PROP_OPT_ORACLE: return prop_opt(env, c, 0, msg, cap);
     case RS_PROP_OPT_PLAN: return prop_opt(env, c, 1, msg, cap);

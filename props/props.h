@@ -82,6 +82,7 @@ typedef enum rs_prop_id {
   RS_PROP_PLAN_LEGAL_GREEDY, /* every step legal, plan ends at dst */
   RS_PROP_PLAN_LEGAL_GRAPH,
   RS_PROP_REJECT_BAD,     /* contract violations are rejected with a message, never a crash */
+  RS_PROP_COMPARE_SEES,   /* the comparator reports one planted bit flip: its rank and index */
   RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
   RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
   RS_PROP_COUNT
