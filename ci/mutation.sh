@@ -7,7 +7,8 @@
 #     stopping at the first failure: caught = exit 1 with a shrunk counterexample and its replay
 #     command, or a failed feature-coverage check (a generator that stopped producing something);
 #   - or, when the row's 5th column names a test binary (e.g. test_props_shrink), by that unit test
-#     failing (harness code that no campaign can see fail on its own, like the shrinker).
+#     failing (harness code that no campaign can see fail on its own, like the shrinker);
+#   - or, when it says mpi4, by `reshard check --transport mpi` under mpirun -np 4 (MPI transport).
 # Prints, per mutant, the number of cases until caught (the JSON report's first_failure_case), then
 # the kill rate and the median number of cases to catch one. Fails if any bug survives.
 # RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset.
@@ -31,14 +32,22 @@ for f in "$top"/*/MUTANTS.md; do
     [ -n "$id" ] || continue
     if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
     log="$tmp/m$id.log"
-    if [ -n "$runner" ]; then
-      RS_MUTANT=$id "$tests/$runner" "$top" >"$log" 2>&1
+    if [ "$runner" = mpi4 ]; then
+      # the MPI transport: 4 processes, one per rank (bugs only a real transport has)
+      RS_MUTANT=$id mpirun --oversubscribe --allow-run-as-root -np 4 "$bin" check --impl opt --transport mpi \
+        --seed 11 --cases "$max" --max-failures 1 --quiet --regress-dir "$tmp/reg$id" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
+      rc=$?
+      n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
+      if [ $rc -ne 0 ] && grep -qE "reshard replay|^FAIL" "$log"; then verdict=caught; else verdict=SURVIVED; n="-"; fi
+      what="mpirun -np 4: $(grep -m1 -A1 -E '^FAIL' "$log" | tr '\n' ' ' | cut -c1-90)"
+    elif [ -n "$runner" ]; then
+      RS_MUTANT=$id "$tests/$runner" "$top" >"$log" 2>&1 </dev/null
       rc=$?
       if [ $rc -ne 0 ]; then verdict=caught; n="-"; else verdict=SURVIVED; n="-"; fi
       what="$runner failed: $(grep -m1 -E 'CHECK failed|FAIL' "$log" | cut -c1-90)"
     else
       RS_MUTANT=$id "$bin" check --impl "$impl" --seed 11 --cases "$max" --max-failures 1 --quiet \
-        --regress-dir "$tmp/reg$id" --junit "$tmp/m$id.xml" --json "$tmp/m$id.json" >"$log" 2>&1
+        --regress-dir "$tmp/reg$id" --junit "$tmp/m$id.xml" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
       rc=$?
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
       if [ $rc -eq 1 ] && grep -qE "reshard replay|FAIL feature coverage" "$log"; then

@@ -78,7 +78,8 @@ static rs_status count_send(rs_comm *c, int32_t from, int32_t to, int64_t task, 
 static rs_status count_recv(rs_comm *c, int32_t to, int32_t from, int64_t task, const rs_view *v,
                             int nv) {
   count_comm *k = (count_comm *)c;
-  int64_t b = views_bytes(v, nv);
+  /* Mutant 269: a receive into several views is counted by its first view only. */
+  int64_t b = views_bytes(v, RS_MUTANT(269) && nv > 1 ? 1 : nv);
   rs_posted *p = find(k, from, to, 1);
   if (!p) return rs_fail(RS_ERR_NOMEM, "byte counter: out of memory");
   p->recvd += b;
