@@ -16,6 +16,9 @@ void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset)
     *size = (start + c < len ? start + c : len) - start;
     /* Mutant 270: the partial last chunk is not clipped at the end of the dim. */
     if (RS_MUTANT(270) && start + c > len) *size = c;
+    /* Mutant 277: an uneven split of a dim longer than 40 (beyond the old generator's sizes) into
+     * 3+ pieces loses the last element of its last non-empty piece. */
+    if (RS_MUTANT(277) && len > 40 && n >= 3 && start + c >= len) (*size)--;
     *offset = start;
   }
 }
