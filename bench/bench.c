@@ -122,7 +122,10 @@ static rs_status bench_traffic(const bopts *o) {
     if (!corpus_case(k, &c)) continue;
     int64_t lb;
     rs_opt_stats s;
-    if ((st = rs_opt_traffic_lb(&c, &lb)) || (st = rs_opt_plan_stats(opt, &c, &s))) break;
+    if ((st = rs_case_validate(&c)) ||
+        (st = rs_traffic_lower_bound(&c.mesh, &c.tensor, &c.src, &c.dst, &lb)) ||
+        (st = rs_opt_plan_stats(opt, &c, &s)))
+      break;
     double r = ratio(s.bytes_sent, lb);
     opt_exact += s.bytes_sent == lb;
     osum += r;

@@ -1,5 +1,6 @@
 /* box.c - torch.chunk splits and each rank's box of the global tensor (SPEC 4). */
 #include "reshard/layout.h"
+#include "core/mutant.h"
 
 void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset) {
   if (len % n == 0) {
@@ -13,6 +14,11 @@ void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset)
     *offset = len;
   } else {
     *size = (start + c < len ? start + c : len) - start;
+    /* Mutant 270: the partial last chunk is not clipped at the end of the dim. */
+    if (RS_MUTANT(270) && start + c > len) *size = c;
+    /* Mutant 277: an uneven split of a dim longer than 40 (beyond the old generator's sizes) into
+     * 3+ pieces loses the last element of its last non-empty piece. */
+    if (RS_MUTANT(277) && len > 40 && n >= 3 && start + c >= len) (*size)--;
     *offset = start;
   }
 }
@@ -25,7 +31,8 @@ void rs_local_box(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
     for (int k = 0; k < s->order_len[d]; ++k) {
       int md = s->order[d][k];
       int64_t len, off;
-      rs_split(sz, m->size[md], coord[md], &len, &off);
+      /* Mutant 271: the third level of a nested split splits the whole dim again. */
+      rs_split(RS_MUTANT(271) && k >= 2 ? t->shape[d] : sz, m->size[md], coord[md], &len, &off);
       st += off;
       sz = len;
     }

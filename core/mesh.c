@@ -1,6 +1,7 @@
 /* mesh.c - device meshes: sizes, rank lists, coordinates (SPEC 2). */
 #include <string.h>
 #include "reshard/layout.h"
+#include "core/mutant.h"
 
 rs_status rs_mesh_init(rs_mesh *m, int ndim, const int64_t *sizes, const int32_t *ranks) {
   if (ndim < 1 || ndim > RS_MAX_MESH_DIMS)
@@ -36,6 +37,13 @@ void rs_mesh_coord(const rs_mesh *m, int pos, int64_t coord[RS_MAX_MESH_DIMS]) {
   for (int i = m->ndim - 1; i >= 0; --i) {
     coord[i] = pos % m->size[i];
     pos = (int)(pos / m->size[i]);
+  }
+  /* Mutant 272: on 5-d and 6-d meshes whose dims 1 and 2 have one size, coordinates 1 and 2
+   * trade places (still in range, so only a check against SPEC 2 sees it). */
+  if (RS_MUTANT(272) && m->ndim >= 5 && m->size[1] == m->size[2]) {
+    int64_t t = coord[1];
+    coord[1] = coord[2];
+    coord[2] = t;
   }
 }
 

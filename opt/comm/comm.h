@@ -28,6 +28,14 @@ struct rs_comm {
   int device; /* views point to device memory */
 };
 
+/* ---- byte counting (count.c): wraps whatever transport serves a mesh ---- */
+rs_status rs__comm_count_create(rs_comm **out);
+/* Forward to `inner` from now on (the world points it at the comm of the current mesh). */
+void rs__comm_count_wrap(rs_comm *counter, rs_comm *inner);
+void rs__comm_count_reset(rs_comm *counter);
+/* The tally: one entry per (from, to) pair that posted anything; *out is malloc'd. */
+rs_status rs__comm_count_pairs(const rs_comm *counter, rs_posted **out, int64_t *n);
+
 /* In-process matcher: every rank lives in this process. device selects CUDA copies. */
 rs_status rs_comm_local_create(int device, rs_comm **out);
 
