@@ -36,6 +36,8 @@ typedef struct rs_gen_opts {
   int max_mesh_dims; /* 1..4 (default 4) */
   int world_size;    /* > 0: mesh ranks are drawn from 0..world_size-1 (MPI campaigns) */
   int64_t max_numel; /* elements of the global tensor, at most (default 4096) */
+  int order_share;   /* percent of Partial cases drawn with `order` values, the rest `exact` (default 50) */
+  int64_t *redraws;  /* optional: +1 per case drawn again because its dtype cannot hold its values */
 } rs_gen_opts;
 
 void rs_gen_opts_default(rs_gen_opts *o);
@@ -57,6 +59,7 @@ typedef enum rs_prop_id {
   RS_PROP_REJECT_BAD,     /* contract violations are rejected with a message, never a crash */
   RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
   RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
+  RS_PROP_VALUES,         /* sources of a non-empty tensor are not all zero; exact pieces reduce to G */
   RS_PROP_COUNT
 } rs_prop_id;
 
@@ -127,6 +130,8 @@ typedef struct rs_prop_stats {
 
 typedef struct rs_campaign_result {
   int64_t cases;
+  int64_t partial_cases, order_cases; /* valid cases with a Partial in src or dst; of them `order` */
+  int64_t redraws;      /* cases drawn again because the dtype could not hold exact values */
   double seconds;       /* wall clock */
   double cpu_seconds;   /* this process's CPU time (the rate on a shared machine) */
   int failed;           /* properties that failed */
