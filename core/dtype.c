@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 #include "reshard/dtype.h"
+#include "core/mutant.h"
 
 static const char *const rs_dtype_names[RS_DTYPE_COUNT] = {
     "F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "I64", "I32", "I16", "I8", "U8", "BOOL"};
@@ -36,6 +37,8 @@ static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 uint16_t rs_f32_to_bf16(float f) {
   uint32_t u = f2u(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0; /* NaN, as PyTorch */
+  /* Mutant 209: ties round up (away from zero) instead of to even. */
+  if (RS_MUTANT(209)) return (uint16_t)((u + 0x8000u) >> 16);
   return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
@@ -60,7 +63,8 @@ static uint32_t round_to_small(float a, int mbits, int bias, uint32_t maxbits, i
   double fl = floor(scaled);
   double rem = scaled - fl;
   uint64_t q = (uint64_t)fl;
-  if (rem > 0.5 || (rem == 0.5 && (q & 1))) q++;
+  /* Mutant 210: ties round away from zero (F16/F8) instead of to even. */
+  if (rem > 0.5 || (rem == 0.5 && ((q & 1) || RS_MUTANT(210)))) q++;
   (void)m;
   /* value = q * 2^qexp; encode */
   uint32_t bits;

@@ -120,6 +120,16 @@ static int ceil_log2(int64_t n) {
   return k;
 }
 
+/* Only min/max Partials: no sum can overflow, so integers take the dtype's whole range (which is
+ * what tells a signed from an unsigned comparison). */
+static int order_minmax_only(const rs_case *c) {
+  const rs_sharding *ss[2] = {&c->src, &c->dst};
+  for (int k = 0; k < 2; ++k)
+    for (int m = 0; m < ss[k]->mesh_ndim; ++m)
+      if (ss[k]->p[m].kind == RS_PARTIAL && (ss[k]->p[m].op == RS_SUM || ss[k]->p[m].op == RS_AVG)) return 0;
+  return rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst);
+}
+
 static int64_t order_int_bound(const rs_case *c) {
   int64_t mx;
   switch (c->tensor.dtype) {
@@ -130,7 +140,7 @@ static int64_t order_int_bound(const rs_case *c) {
     case RS_U8: mx = UINT8_MAX; break;
     default: return 0;
   }
-  return mx / c->mesh.nranks;
+  return order_minmax_only(c) ? mx : mx / c->mesh.nranks;
 }
 
 static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
@@ -169,7 +179,7 @@ static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
     }
     default: {
       int64_t bound = order_int_bound(c);
-      int64_t lo = c->tensor.dtype == RS_U8 ? 0 : -bound;
+      int64_t lo = c->tensor.dtype == RS_U8 ? 0 : order_minmax_only(c) ? -bound - 1 : -bound;
       int64_t v = lo + (int64_t)(h % (uint64_t)(bound - lo + 1));
       if (v == 0 && idx == 0) v = bound;
       store_units_int(c->tensor.dtype, v, out);

@@ -10,3 +10,5 @@ if(TARGET reshard)
   add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
 endif()
+# test_pytorch_order reads fixtures/pytorch_order/*.jsonl.gz (order values recorded from PyTorch).
+target_link_libraries(test_pytorch_order PRIVATE z)
