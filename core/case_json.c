@@ -150,10 +150,11 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
 
   const cJSON *values = cJSON_GetObjectItemCaseSensitive(root, "values");
   if (values && !cJSON_IsNull(values)) {
-    if (!cJSON_IsString(values)) return rs_fail(RS_ERR_INVALID, "values: expected \"bits\" or \"exact\"");
+    if (!cJSON_IsString(values)) return rs_fail(RS_ERR_INVALID, "values: expected \"bits\", \"exact\" or \"order\"");
     if (strcmp(values->valuestring, "bits") == 0) c->values = RS_VALUES_BITS;
     else if (strcmp(values->valuestring, "exact") == 0) c->values = RS_VALUES_EXACT;
-    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits or exact", values->valuestring);
+    else if (strcmp(values->valuestring, "order") == 0) c->values = RS_VALUES_ORDER;
+    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits, exact or order", values->valuestring);
   } else {
     c->values = rs_case_default_values(c);
   }
@@ -246,7 +247,9 @@ char *rs_case_to_json(const rs_case *c) {
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->seed);
     cJSON_AddStringToObject(root, "seed", buf);
   }
-  cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT ? "exact" : "bits");
+  cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT   ? "exact"
+                                        : c->values == RS_VALUES_ORDER ? "order"
+                                                                       : "bits");
   cJSON_AddStringToObject(root, "planner", rs_planner_name(c->planner));
   cJSON_AddStringToObject(root, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
   char *s = cJSON_PrintUnformatted(root);

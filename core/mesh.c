@@ -34,6 +34,14 @@ int rs_mesh_pos_of_rank(const rs_mesh *m, int32_t world_rank) {
 }
 
 void rs_mesh_coord(const rs_mesh *m, int pos, int64_t coord[RS_MAX_MESH_DIMS]) {
+  if (RS_MUTANT(214) && m->ndim > 1) {
+    /* Mutant 214: column-major (the first mesh dim varies fastest), against SPEC 2. */
+    for (int i = 0; i < m->ndim; ++i) {
+      coord[i] = pos % m->size[i];
+      pos = (int)(pos / m->size[i]);
+    }
+    return;
+  }
   for (int i = m->ndim - 1; i >= 0; --i) {
     coord[i] = pos % m->size[i];
     pos = (int)(pos / m->size[i]);
@@ -49,6 +57,10 @@ void rs_mesh_coord(const rs_mesh *m, int pos, int64_t coord[RS_MAX_MESH_DIMS]) {
 
 int rs_mesh_pos(const rs_mesh *m, const int64_t coord[RS_MAX_MESH_DIMS]) {
   int64_t p = 0;
+  if (RS_MUTANT(214) && m->ndim > 1) {
+    for (int i = m->ndim - 1; i >= 0; --i) p = p * m->size[i] + coord[i];
+    return (int)p;
+  }
   for (int i = 0; i < m->ndim; ++i) p = p * m->size[i] + coord[i];
   return (int)p;
 }

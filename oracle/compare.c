@@ -6,6 +6,7 @@
 #include "reshard/oracle.h"
 #include "core/values.h"
 #include "core/mutant.h"
+#include "oracle/arith.h"
 
 #define RS_DIFF_LINES 8
 
@@ -27,8 +28,8 @@ int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_loca
     if (RS_MUTANT(290) && pos == c->mesh.nranks - 1 && pos >= 2) continue;
     const rs_local *e = &expected->r[pos], *a = pos < actual->n ? &actual->r[pos] : NULL;
     int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
-    rs_mesh_coord(&c->mesh, pos, coord);
-    rs_local_box(&c->mesh, layout, &c->tensor, coord, start, size);
+    rs__oracle_coord(&c->mesh, pos, coord);
+    rs__oracle_box(&c->mesh, layout, &c->tensor, coord, start, size);
     char cbuf[96], ibuf[160];
     fmt_index(cbuf, sizeof cbuf, c->mesh.ndim, coord);
     int shape_ok = a && a->ndim == e->ndim && a->nbytes == e->nbytes;

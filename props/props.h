@@ -60,6 +60,8 @@ typedef struct rs_gen_opts {
    * (counted as "graph_bounded"). Default 729: 4-d meshes up to 3-d
    * tensors, 5-6-d meshes up to 1-d tensors. */
   int64_t graph_states;
+  int order_share;     /* percent of Partial cases drawn with `order` values, the rest `exact` (default 50) */
+  int64_t *redraws;    /* optional: +1 per case drawn again because its dtype cannot hold its values */
 } rs_gen_opts;
 
 void rs_gen_opts_default(rs_gen_opts *o);
@@ -85,6 +87,7 @@ typedef enum rs_prop_id {
   RS_PROP_COMPARE_SEES,   /* the comparator reports one planted bit flip: its rank and index */
   RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
   RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
+  RS_PROP_VALUES,         /* sources of a non-empty tensor are not all zero; exact pieces reduce to G */
   RS_PROP_COUNT
 } rs_prop_id;
 
@@ -166,6 +169,8 @@ const char *rs_feature_name(int f);
 
 typedef struct rs_campaign_result {
   int64_t cases;
+  int64_t partial_cases, order_cases; /* valid cases with a Partial in src or dst; of them `order` */
+  int64_t redraws;      /* cases drawn again because the dtype could not hold exact values */
   double seconds;       /* wall clock */
   double cpu_seconds;   /* this process's CPU time (the rate on a shared machine) */
   int failed;           /* properties that failed, plus 1 when feature coverage failed */

@@ -75,6 +75,11 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
   fprintf(f, "seed %llu: %lld cases in %.2f s (%.0f cases/s; %.0f per CPU second), %d failing propert%s\n",
           (unsigned long long)o->seed, (long long)r->cases, r->seconds, rate, cpu_rate, r->failed,
           r->failed == 1 ? "y" : "ies");
+  if (r->partial_cases || r->redraws)
+    fprintf(f, "values: %lld of %lld Partial cases with order values (%.0f%%); %lld cases redrawn (dtype "
+            "could not hold exact values)\n", (long long)r->order_cases, (long long)r->partial_cases,
+            r->partial_cases ? 100.0 * (double)r->order_cases / (double)r->partial_cases : 0.0,
+            (long long)r->redraws);
 }
 
 static void xml_escape(FILE *f, const char *s) {
@@ -127,6 +132,9 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   cJSON_AddNumberToObject(root, "seed", (double)o->seed);
   cJSON_AddStringToObject(root, "seed_text", buf);
   cJSON_AddNumberToObject(root, "cases", (double)r->cases);
+  cJSON_AddNumberToObject(root, "partial_cases", (double)r->partial_cases);
+  cJSON_AddNumberToObject(root, "order_cases", (double)r->order_cases);
+  cJSON_AddNumberToObject(root, "redrawn_cases", (double)r->redraws);
   cJSON_AddNumberToObject(root, "seconds", r->seconds);
   cJSON_AddNumberToObject(root, "cases_per_second", r->seconds > 0 ? (double)r->cases / r->seconds : 0);
   cJSON_AddNumberToObject(root, "cpu_seconds", r->cpu_seconds);

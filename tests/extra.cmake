@@ -13,3 +13,5 @@ endif()
 # standalone: the repository stands alone (no pointers outside the checkout, no numbered source
 # documents) and docs/contract.md has sections 1-12 (the "SPEC n" that comments cite).
 add_test(NAME standalone COMMAND bash ${CMAKE_SOURCE_DIR}/tests/standalone.sh ${CMAKE_SOURCE_DIR})
+# test_pytorch_order reads fixtures/pytorch_order/*.jsonl.gz (order values recorded from PyTorch).
+target_link_libraries(test_pytorch_order PRIVATE z)
