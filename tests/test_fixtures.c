@@ -28,6 +28,7 @@
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
 #include "core/values.h"
+#include "core/fmt.h"
 
 #define MAX_REPORTS 25
 
@@ -104,19 +105,14 @@ static void check_layouts(counts *k, const rs_case *c, const cJSON *ranks) {
     if (!cJSON_IsNumber(rank) || c->mesh.ranks[pos] != (int32_t)rank->valuedouble) bad = 1;
     if (!bad) continue;
     k->layout_fail++;
-    int u = 0, w = 0;
-    u += snprintf(got + u, sizeof got - (size_t)u, "pos %d shape", pos);
-    w += snprintf(want + w, sizeof want - (size_t)w, "shape");
-    for (int d = 0; d < c->tensor.ndim; ++d) {
-      u += snprintf(got + u, sizeof got - (size_t)u, " %lld", (long long)shape[d]);
-      w += snprintf(want + w, sizeof want - (size_t)w, " %lld", (long long)want_shape[d]);
-    }
-    u += snprintf(got + u, sizeof got - (size_t)u, " offset");
-    w += snprintf(want + w, sizeof want - (size_t)w, " offset");
-    for (int d = 0; d < c->tensor.ndim; ++d) {
-      u += snprintf(got + u, sizeof got - (size_t)u, " %lld", (long long)off[d]);
-      w += snprintf(want + w, sizeof want - (size_t)w, " %lld", (long long)want_off[d]);
-    }
+    rs__sbuf gb, wb;
+    rs__sbuf_init(&gb, got, sizeof got);
+    rs__sbuf_init(&wb, want, sizeof want);
+    rs__sbuf_add(&gb, "pos %d ", pos);
+    rs__sbuf_ints(&gb, shape, c->tensor.ndim, "shape ", " ", " offset ");
+    rs__sbuf_ints(&wb, want_shape, c->tensor.ndim, "shape ", " ", " offset ");
+    rs__sbuf_ints(&gb, off, c->tensor.ndim, "", " ", "");
+    rs__sbuf_ints(&wb, want_off, c->tensor.ndim, "", " ", "");
     report(c->name, "layout: ref %s, PyTorch %s", got, want);
   }
 }
@@ -216,9 +212,10 @@ static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp) {
   if (bad) {
     k->coll_fail++;
     char got[256];
-    int u = 0;
+    rs__sbuf gb;
+    rs__sbuf_init(&gb, got, sizeof got);
     for (int cc = RS_COLL_ALL_GATHER; cc < RS_COLL_COUNT; ++cc)
-      if (have[cc]) u += snprintf(got + u, sizeof got - (size_t)u, "%s=%d ", rs_collective_name((rs_collective)cc), have[cc]);
+      if (have[cc]) rs__sbuf_add(&gb, "%s=%d ", rs_collective_name((rs_collective)cc), have[cc]);
     char *want_s = cJSON_PrintUnformatted(coll);
     report(c->name, "collectives: ref %s, PyTorch %s", got, want_s ? want_s : "?");
     free(want_s);

@@ -134,7 +134,7 @@ int cmd_check(int argc, char **argv) {
   rs_campaign_result *res = calloc(1, sizeof *res);
   if (!res) {
     env_close(&o.env);
-    return cli_usage_error(C, "out of memory");
+    return cli_nomem(C, "campaign results");
   }
   rs_status st = rs_campaign_run(&o, res);
   int rc = st != RS_OK ? cli_status_error(C, NULL) : res->failed ? CLI_FAIL : CLI_OK;
