@@ -200,9 +200,17 @@ rs_status rs_case_from_file(const char *path, rs_case *out) {
   return RS_OK;
 }
 
+/* Integers are written from their int64 text (cJSON_CreateRaw), never through a double, so a
+ * size or seed beyond 2^53 reads back as itself. */
+static cJSON *raw_int(long long v) {
+  char b[24];
+  snprintf(b, sizeof b, "%lld", v);
+  return cJSON_CreateRaw(b);
+}
+
 static cJSON *int_array(const int64_t *v, int n) {
   cJSON *a = cJSON_CreateArray();
-  for (int i = 0; i < n; ++i) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+  for (int i = 0; a && i < n; ++i) cJSON_AddItemToArray(a, raw_int((long long)v[i]));
   return a;
 }
 
@@ -227,9 +235,9 @@ static cJSON *sharding_json(const rs_sharding *s, int tensor_ndim) {
   return o;
 }
 
-char *rs_case_to_json(const rs_case *c) {
+cJSON *rs__case_to_cjson(const rs_case *c) {
   cJSON *root = cJSON_CreateObject();
-  if (!root) { rs_fail(RS_ERR_NOMEM, "json: out of memory"); return NULL; }
+  if (!root) return NULL;
   if (c->name[0]) cJSON_AddStringToObject(root, "name", c->name);
   cJSON *mesh = cJSON_AddObjectToObject(root, "mesh");
   cJSON_AddItemToObject(mesh, "shape", int_array(c->mesh.size, c->mesh.ndim));
@@ -240,16 +248,18 @@ char *rs_case_to_json(const rs_case *c) {
   cJSON_AddStringToObject(tensor, "dtype", rs_dtype_name(c->tensor.dtype));
   cJSON_AddItemToObject(root, "src", sharding_json(&c->src, c->tensor.ndim));
   cJSON_AddItemToObject(root, "dst", sharding_json(&c->dst, c->tensor.ndim));
-  if (c->seed <= (1ull << 53)) {
-    cJSON_AddNumberToObject(root, "seed", (double)c->seed);
-  } else {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->seed);
-    cJSON_AddStringToObject(root, "seed", buf);
-  }
+  char seed[24];
+  snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+  cJSON_AddItemToObject(root, "seed", cJSON_CreateRaw(seed));
   cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT ? "exact" : "bits");
   cJSON_AddStringToObject(root, "planner", rs_planner_name(c->planner));
   cJSON_AddStringToObject(root, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
+  return root;
+}
+
+char *rs_case_to_json(const rs_case *c) {
+  cJSON *root = rs__case_to_cjson(c);
+  if (!root) { rs_fail(RS_ERR_NOMEM, "json: out of memory"); return NULL; }
   char *s = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   if (!s) rs_fail(RS_ERR_NOMEM, "json: out of memory");

@@ -9,4 +9,7 @@
 /* root must come from rs_json_parse (exact integers). Same checks as rs_case_from_json. */
 rs_status rs__case_from_cjson(const cJSON *root, rs_case *out);
 
+/* The case as a cJSON tree (exact integers), for writers that add keys (saved failures). */
+cJSON *rs__case_to_cjson(const rs_case *c);
+
 #endif

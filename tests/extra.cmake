@@ -10,3 +10,7 @@ if(TARGET reshard)
   add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
 endif()
+# cli_hostile: overflowing and malformed CLI/JSON input, typed "expected", exit 3, run --json, replay impl.
+if(TARGET reshard)
+  add_test(NAME cli_hostile COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_hostile.sh $<TARGET_FILE:reshard>)
+endif()
