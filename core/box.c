@@ -46,6 +46,7 @@ void rs_local_shape_offset(const rs_mesh *m, const rs_sharding *s, const rs_tens
 /* A shape with a zero dim has no elements, but its other dims still enter strides and products
  * (values, oracle, views), so the product of the non-zero sizes and its byte count must fit too. */
 rs_status rs_shape_numel(int ndim, const int64_t *shape, int64_t *numel) {
+  *numel = 0;
   for (int d = 0; d < ndim; ++d)
     if (shape[d] < 0) return rs_fail(RS_ERR_INVALID, "shape[%d]: negative size", d);
   if (!rs__numel_ok(shape, ndim, numel))
@@ -54,7 +55,7 @@ rs_status rs_shape_numel(int ndim, const int64_t *shape, int64_t *numel) {
 }
 
 rs_status rs_tensor_nbytes(const rs_tensor *t, int64_t *nbytes) {
-  int64_t n;
+  int64_t n = 0;
   rs_status st = rs_shape_numel(t->ndim, t->shape, &n);
   if (st) return st;
   int es = rs_dtype_size(t->dtype);

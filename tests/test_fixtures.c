@@ -295,7 +295,7 @@ static void check_case(counts *k, const char *text, int curated, const char *whe
     cJSON_Delete(root);
     return;
   }
-  if (!c.name[0]) snprintf(c.name, sizeof c.name, "%s", where);
+  if (!c.name[0]) snprintf(c.name, sizeof c.name, "%.*s", (int)sizeof c.name - 1, where);
   int bugged = cJSON_GetObjectItemCaseSensitive(root, "known_bug") != NULL ||
                cJSON_GetObjectItemCaseSensitive(root, "pytorch_deviates") != NULL;
   const char *key = curated ? "expected" : "pytorch";
