@@ -173,6 +173,8 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
     else if (strcmp(text, "pytorch") == 0) c->cost = RS_COST_PYTORCH;
     else return rs_fail(RS_ERR_INVALID, "cost: '%s', expected \"seed\" or \"pytorch\"", text);
   }
+  if ((st = opt_string(root, "enumeration", &text))) return st;
+  if (text && (st = rs_enumeration_parse(text, &c->enumeration))) return st;
   return rs_case_validate(c);
 }
 
@@ -254,6 +256,7 @@ cJSON *rs__case_to_cjson(const rs_case *c) {
   cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT ? "exact" : "bits");
   cJSON_AddStringToObject(root, "planner", rs_planner_name(c->planner));
   cJSON_AddStringToObject(root, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
+  cJSON_AddStringToObject(root, "enumeration", rs_enumeration_name(c->enumeration));
   return root;
 }
 
