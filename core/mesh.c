@@ -2,6 +2,7 @@
 #include <string.h>
 #include "reshard/layout.h"
 #include "core/mutant.h"
+#include "core/checked.h"
 
 rs_status rs_mesh_init(rs_mesh *m, int ndim, const int64_t *sizes, const int32_t *ranks) {
   if (ndim < 1 || ndim > RS_MAX_MESH_DIMS)
@@ -9,8 +10,7 @@ rs_status rs_mesh_init(rs_mesh *m, int ndim, const int64_t *sizes, const int32_t
   int64_t n = 1;
   for (int i = 0; i < ndim; ++i) {
     if (sizes[i] < 1) return rs_fail(RS_ERR_INVALID, "mesh.shape[%d]: size %lld < 1", i, (long long)sizes[i]);
-    n *= sizes[i];
-    if (n > RS_MAX_RANKS)
+    if (!rs__mul_ok(n, sizes[i], &n) || n > RS_MAX_RANKS)
       return rs_fail(RS_ERR_INVALID, "mesh.shape: more than %d ranks", RS_MAX_RANKS);
   }
   memset(m, 0, sizeof *m);

@@ -7,14 +7,12 @@
 #include "core/values.h"
 #include "core/mutant.h"
 #include "oracle/arith.h"
+#include "core/fmt.h"
 
 #define RS_DIFF_LINES 8
 
 static int fmt_index(char *buf, size_t cap, int n, const int64_t *v) {
-  int k = snprintf(buf, cap, "[");
-  for (int i = 0; i < n; ++i) k += snprintf(buf + k, cap - (size_t)k, "%s%lld", i ? "," : "", (long long)v[i]);
-  k += snprintf(buf + k, cap - (size_t)k, "]");
-  return k;
+  return (int)strlen(rs__fmt_ints(buf, cap, v, n, "[", ",", "]"));
 }
 
 int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_locals *expected,

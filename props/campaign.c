@@ -91,7 +91,7 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
   int wrote = 0;
   if (o->print) {
     rs_status st = rs_write_regression(o->regress_dir ? o->regress_dir : "fixtures/regressions", id,
-                                       c, msg, s->fixture, sizeof s->fixture);
+                                       c, msg, env, s->fixture, sizeof s->fixture);
     wrote = st == RS_OK;
     if (!wrote) snprintf(s->fixture, sizeof s->fixture, "(not written: %s)", rs_last_error());
     char *cj = rs_case_to_json(c);
@@ -103,7 +103,9 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
       printf("  case: %s\n", cj);
       free(cj);
     }
-    if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
+    /* the file records impl and transport, so the plain command replays it as it failed */
+    if (wrote && env->distributed) printf("  replay: mpirun -np %d reshard replay %s\n", o->gen.world_size, s->fixture);
+    else if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
     fflush(stdout);
   }
   free(v);

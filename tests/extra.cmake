@@ -15,3 +15,7 @@ endif()
 add_test(NAME standalone COMMAND bash ${CMAKE_SOURCE_DIR}/tests/standalone.sh ${CMAKE_SOURCE_DIR})
 # test_pytorch_order reads fixtures/pytorch_order/*.jsonl.gz (order values recorded from PyTorch).
 target_link_libraries(test_pytorch_order PRIVATE z)
+# cli_hostile: overflowing and malformed CLI/JSON input, typed "expected", exit 3, run --json, replay impl.
+if(TARGET reshard)
+  add_test(NAME cli_hostile COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_hostile.sh $<TARGET_FILE:reshard>)
+endif()
