@@ -68,7 +68,7 @@ rs_status rs__reader_read(rs__reader *r, int file, int64_t off, int64_t len, con
                    key, (long long)sb.st_size, (long long)f->size);
   }
   const int64_t BS = f->block;
-  uint8_t *blk = malloc((size_t)BS);
+  uint8_t *blk = malloc((size_t)(BS < f->size ? BS : f->size)); /* size > 0: len > 0 fits in it */
   if (!blk) {
     close(fd);
     return rs_fail(RS_ERR_NOMEM, "out of memory");
