@@ -58,5 +58,6 @@ int cmd_check(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_p2p(int argc, char **argv);
 
 #endif

@@ -359,3 +359,20 @@ void rs_p2p_value(const rs_p2p_model *m, int64_t p, int64_t idx, void *out) {
   if (pa->t.dtype == RS_BOOL) h &= 1;
   memcpy(out, &h, (size_t)rs_dtype_size(pa->t.dtype));
 }
+
+rs_status rs_p2p_check_transforms(const rs_p2p_model *m) {
+  for (int64_t p = 0; p < m->nparams; ++p) {
+    if (m->param[p].transform != RS_XFORM_MXFP8) continue;
+    const rs_tensor *t = &m->param[p].t;
+    const rs_p2p_mesh *me = &m->cfg[RS_P2P_DST].mesh[m->cfg[RS_P2P_DST].place[p].mesh];
+    for (int64_t q = 0; q < me->nranks; ++q) {
+      int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
+      rs_p2p_box(m, RS_P2P_DST, p, q, s, z);
+      if (rs__p2p_numel(t->ndim, z) && z[t->ndim - 1] % RS_MXFP8_BLOCK)
+        return rs_fail(RS_ERR_INVALID,
+                       "dst.params.%s: MXFP8 needs the local last dim to be a multiple of 32 (rank %d holds %lld)",
+                       m->param[p].name, me->ranks[q], (long long)z[t->ndim - 1]);
+    }
+  }
+  return RS_OK;
+}

@@ -96,6 +96,10 @@ void rs_p2p_box(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_
 /* Mesh position of world rank r for parameter p in config which, -1 when r holds nothing of it. */
 int64_t rs_p2p_pos(const rs_p2p_model *m, int which, int64_t p, int32_t r);
 
+/* MXFP8 destinations need a local last dim that is a multiple of 32 on every destination rank:
+ * RS_ERR_INVALID naming the parameter and rank otherwise. */
+rs_status rs_p2p_check_transforms(const rs_p2p_model *m);
+
 /* ---- plans ---- */
 typedef struct rs_p2p_xfer {
   int64_t task;
@@ -173,6 +177,26 @@ rs_status rs_p2p_oracle_expected(const rs_p2p_model *m, int32_t rank, rs_p2p_loc
  * naming rank, parameter, local index and both bit patterns. */
 rs_status rs_p2p_compare(const rs_p2p_model *m, const rs_p2p_locals *want,
                          const rs_p2p_locals *got);
+
+/* ---- optimized (opt/p2p; built with opt/) ---- */
+struct rs_copy_service;
+
+/* Minimal-traffic, balanced, deterministic plan (the same on every process). */
+rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out);
+
+typedef struct rs_p2p_exec_stats {
+  int64_t local, direct, copy, transform; /* transfers by writeback (local = src == dst) */
+  int64_t bytes_sent, bytes_local;        /* by the ranks this process plays */
+  int mxfp8_device;                       /* 1 when the MXFP8 quantization ran on a GPU */
+} rs_p2p_exec_stats;
+
+/* Execute `plan` over copy service cs for the ranks this process plays (`rank` < 0: every rank;
+ * src must hold their source locals). out receives their destination locals. */
+rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, struct rs_copy_service *cs,
+                             int32_t rank, const rs_p2p_locals *src, rs_p2p_locals *out,
+                             rs_p2p_exec_stats *stats);
+/* opt's MXFP8 quantizer (CPU; the CUDA kernel matches it bit for bit). */
+rs_status rs_mxfp8_quantize_opt(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what);
 
 #ifdef __cplusplus
 }
