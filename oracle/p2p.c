@@ -23,17 +23,26 @@ static double e4m3_value(int code) {
 }
 
 static uint8_t nearest_e4m3(double y) {
+  static double table[0x7F];
+  static int ready;
+  if (!ready) {
+    for (int c = 0; c <= 0x7E; ++c) table[c] = e4m3_value(c);
+    ready = 1;
+  }
   int neg = signbit(y) != 0;
   double a = fabs(y);
   if (a > 448) a = 448;
-  int best = 0;
-  double bd = a;
-  for (int c = 1; c <= 0x7E; ++c) {
-    double d = fabs(e4m3_value(c) - a);
-    if (d < bd || (d == bd && !(c & 1) && (best & 1))) {
-      best = c;
-      bd = d;
-    }
+  /* the table is increasing: find the last code <= a, then pick the nearer neighbour */
+  int lo = 0, hi = 0x7E;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (table[mid] <= a) lo = mid;
+    else hi = mid - 1;
+  }
+  int best = lo;
+  if (lo < 0x7E) {
+    double dl = a - table[lo], dh = table[lo + 1] - a;
+    if (dh < dl || (dh == dl && (lo & 1))) best = lo + 1;
   }
   return (uint8_t)((neg ? 0x80 : 0) | best);
 }
@@ -53,9 +62,10 @@ static rs_status quantize(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *sca
       while (e > -127 && (double)amax <= 448.0 * pow(2.0, e - 1)) e--;
     }
     scale[b] = (uint8_t)(e + 127);
+    double unit = pow(2.0, e);
     for (int i = 0; i < 32; ++i) {
       int fin;
-      q[b * 32 + i] = nearest_e4m3(bf16_value(x[b * 32 + i], &fin) / pow(2.0, e));
+      q[b * 32 + i] = nearest_e4m3(bf16_value(x[b * 32 + i], &fin) / unit);
     }
   }
   return RS_OK;

@@ -42,7 +42,7 @@ static rs_status gen_template(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_m
   rs_p2p_arch a;
   memset(&a, 0, sizeof a);
   int mx = rs_draw(ch, 5) == 0;
-  a.layers = (int64_t)rs_draw(ch, 4);
+  a.layers = (int64_t)rs_draw(ch, mx ? 2 : 4);
   a.hidden = mx ? 32 : 1 + (int64_t)rs_draw(ch, 6);
   a.ffn = mx ? 32 : 1 + (int64_t)rs_draw(ch, 8);
   a.vocab = (int64_t)rs_draw(ch, 10);

@@ -290,6 +290,7 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m) {
   rs_status st;
   for (int64_t p = 0; p < m->nparams; ++p) {
     int64_t nb;
+    m->param[p].key = 0x7032700000000000ull ^ rs__p2p_name_hash(m->param[p].name);
     if ((st = rs_tensor_nbytes(&m->param[p].t, &nb))) {
       char pre[160];
       snprintf(pre, sizeof pre, "model.params.%s.", m->param[p].name);
@@ -347,7 +348,7 @@ uint64_t rs__p2p_name_hash(const char *s) {
 
 void rs_p2p_value(const rs_p2p_model *m, int64_t p, int64_t idx, void *out) {
   const rs_p2p_param *pa = &m->param[p];
-  uint64_t h = rs_hash3(m->seed, 0x7032700000000000ull ^ rs__p2p_name_hash(pa->name), (uint64_t)idx);
+  uint64_t h = rs_hash3(m->seed, pa->key, (uint64_t)idx);
   if (pa->transform == RS_XFORM_MXFP8) {
     uint16_t b = (uint16_t)h;
     /* most elements within 2^+-16 of 1 so blocks exercise rounding; some raw (zeros, subnormals) */

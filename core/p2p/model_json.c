@@ -25,8 +25,8 @@ static rs_status int_member(const cJSON *obj, const char *parent, const char *ke
     *out = dflt;
     return RS_OK;
   }
-  char f[160];
-  snprintf(f, sizeof f, "%s.%s", parent, key);
+  char f[256];
+  snprintf(f, sizeof f, "%.180s.%.60s", parent, key);
   return rs_json_i64(it, f, lo, hi, out);
 }
 

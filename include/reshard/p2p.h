@@ -25,6 +25,7 @@ typedef struct rs_p2p_param {
   char *name;
   rs_tensor t;
   int transform; /* rs_p2p_transform: applied when the parameter lands in the destination config */
+  uint64_t key;  /* hash of the name (set by rs_p2p_model_finish): the values' stream */
 } rs_p2p_param;
 
 /* A mesh of a configuration: sizes and an allocated row-major rank list. */

@@ -28,6 +28,14 @@ static int contiguous(int nd, const rs_box *buf, const rs_box *region) {
   return 1;
 }
 
+static int inside(int nd, const rs_box *buf, const rs_box *region) {
+  for (int d = 0; d < nd; ++d)
+    if (region->size[d] < 0 || region->start[d] < buf->start[d] ||
+        region->start[d] + region->size[d] > buf->start[d] + buf->size[d])
+      return 0;
+  return 1;
+}
+
 static int64_t byte_offset(int nd, int es, const rs_box *buf, const rs_box *region) {
   int64_t off = 0;
   for (int d = 0; d < nd; ++d) off = off * buf->size[d] + (region->start[d] - buf->start[d]);
@@ -106,8 +114,8 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     int64_t sq = -1, dq = -1;
     if (psrc) xfer_boxes(&c, x, RS_P2P_SRC, &sb, &region, &sq);
     if (pdst) xfer_boxes(&c, x, RS_P2P_DST, &db, &region, &dq);
-    if ((psrc && sq < 0) || (pdst && dq < 0)) {
-      st = rs_fail(RS_ERR_INVALID, "opt p2p: task %lld names a rank that does not hold %s", (long long)x->task,
+    if ((psrc && sq < 0) || (pdst && dq < 0) || (psrc && !inside(nd, &sb, &region)) || (pdst && !inside(nd, &db, &region))) {
+      st = rs_fail(RS_ERR_INVALID, "opt p2p: task %lld names a rank that does not hold its box of %s", (long long)x->task,
                    m->param[x->param].name);
       break;
     }

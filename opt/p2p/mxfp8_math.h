@@ -44,7 +44,7 @@ RS_HD static inline uint8_t rs__mx_elem(uint16_t b, int e, int half_up) {
     } else {
       uint32_t rem = M & ((1u << s) - 1), half = 1u << (s - 1);
       r = M >> s;
-      if (half_up ? rem >= half : (rem > half || (rem == half && (r & 1)))) r++;
+      if (half_up == 1 ? rem >= half : (rem > half || (rem == half && (r & 1)))) r++;
     }
   }
   uint32_t code = normal ? (((uint32_t)(lg + 7) << 3) + r - 8) : r;
@@ -53,6 +53,8 @@ RS_HD static inline uint8_t rs__mx_elem(uint16_t b, int e, int half_up) {
 }
 
 /* One block of 32: returns 1 when it holds a NaN/Inf (nothing written), else 0. */
+/* half_up selects the planted bugs of the mutation self-test: 1 rounds ties away from zero,
+ * 2 moves the 448 boundary of the scale (amax = 448 * 2^e takes the next exponent). */
 RS_HD static inline int rs__mx_block(const uint16_t *x, uint8_t *q, uint8_t *scale, int half_up) {
   uint32_t amax = 0;
   for (int i = 0; i < 32; ++i) {
@@ -63,7 +65,7 @@ RS_HD static inline int rs__mx_block(const uint16_t *x, uint8_t *q, uint8_t *sca
   int e = 0;
   if (amax) {
     int k8 = (int)(amax >> 23);
-    e = k8 ? k8 - 127 - 8 + ((amax & 0x7FFFFFu) > 0x600000u) : -127;
+    e = k8 ? k8 - 127 - 8 + (half_up == 2 ? (amax & 0x7FFFFFu) >= 0x600000u : (amax & 0x7FFFFFu) > 0x600000u) : -127;
     if (e < -127) e = -127;
     if (e > 127) e = 127;
   }

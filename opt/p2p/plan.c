@@ -196,7 +196,7 @@ rs_status rs__p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out) {
       for (int d = 0; d < nd; ++d) cur[d] = lo[d];
       for (;;) {
         int64_t is[RS_MAX_DIMS], iz[RS_MAX_DIMS], n = 1;
-        int local = sp >= 0;
+        int local = sp >= 0 && !RS_MUTANT(407); /* 407: never copy locally */
         for (int d = 0; d < nd; ++d) {
           const ivl *v = &c.tile[d].v[cur[d]];
           int64_t a = v->start > bs[d] ? v->start : bs[d];

@@ -40,7 +40,13 @@ rs_status rs_p2p_ref_execute(const rs_p2p_model *m, const rs_p2p_plan *plan,
     rs_p2p_box(m, RS_P2P_SRC, x->param, sq, ss, sz);
     rs_p2p_box(m, RS_P2P_DST, x->param, dq, ds, dz);
     int64_t n = 1;
-    for (int d = 0; d < t->ndim; ++d) n *= bz[d];
+    for (int d = 0; d < t->ndim; ++d) {
+      n *= bz[d];
+      if (bz[d] < 0 || bs[d] < ss[d] || bs[d] < ds[d] || bs[d] + bz[d] > ss[d] + sz[d] || bs[d] + bz[d] > ds[d] + dz[d])
+        st = rs_fail(RS_ERR_INVALID, "ref p2p: task %lld box of %s is outside the sender's or receiver's box",
+                     (long long)x->task, m->param[x->param].name);
+    }
+    if (st) break;
     const char *from = src->loc[x->param][sq].data;
     char *to = acc[x->param] ? (char *)acc[x->param][dq] : out->loc[x->param][dq].data;
     for (int64_t k = 0; k < n; ++k) {
