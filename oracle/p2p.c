@@ -47,7 +47,8 @@ static uint8_t nearest_e4m3(double y) {
   return (uint8_t)((neg ? 0x80 : 0) | best);
 }
 
-static rs_status quantize(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what) {
+rs_status rs_p2p_oracle_mxfp8(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what) {
+  if (n % 32) return rs_fail(RS_ERR_INVALID, "%s: MXFP8 needs a multiple of 32 elements along the last dim", what);
   for (int64_t b = 0; b < n / 32; ++b) {
     float amax = 0;
     for (int i = 0; i < 32; ++i) {
@@ -98,7 +99,7 @@ rs_status rs_p2p_oracle_expected(const rs_p2p_model *m, int32_t rank, rs_p2p_loc
         }
       }
       if (mx) {
-        st = quantize((const uint16_t *)buf, l->numel, (uint8_t *)l->data, l->scale, m->param[p].name);
+        st = rs_p2p_oracle_mxfp8((const uint16_t *)buf, l->numel, (uint8_t *)l->data, l->scale, m->param[p].name);
         free(buf);
       }
     }

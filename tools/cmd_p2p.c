@@ -197,10 +197,10 @@ static int cmd_run_(int argc, char **argv) {
     }
     rs_copy_service_close(probe);
     if (env.distributed && rs_world_size(w) < m.world) {
+      int need = m.world, have = rs_world_size(w);
       rs_world_finalize(w);
       rs_p2p_model_free(&m);
-      return cli_usage_error(C, "run: the model uses ranks up to %d but only %d processes run", m.world - 1,
-                             rs_world_size(w));
+      return cli_usage_error(C, "run: the model uses ranks up to %d but only %d processes run", need - 1, have);
     }
     for (int p = RS_P2P_PROP_OPT_PLAN; p <= RS_P2P_PROP_OPT_ORACLE && !bad; ++p) {
       if (env.distributed && p != RS_P2P_PROP_OPT_ORACLE) continue;

@@ -174,6 +174,8 @@ rs_status rs_p2p_ref_execute(const rs_p2p_model *m, const rs_p2p_plan *plan,
 
 /* ---- oracle: expected destination locals from the global tensor, no planner ---- */
 rs_status rs_p2p_oracle_expected(const rs_p2p_model *m, int32_t rank, rs_p2p_locals *out);
+/* The oracle's own MXFP8 quantizer (nearest entry of the E4M3 code table). */
+rs_status rs_p2p_oracle_mxfp8(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what);
 /* Compare the played locals of `got` with `want`; on a difference RS_ERR_MISMATCH with a message
  * naming rank, parameter, local index and both bit patterns. */
 rs_status rs_p2p_compare(const rs_p2p_model *m, const rs_p2p_locals *want,
