@@ -436,6 +436,7 @@ rs_status rs_bench_main(int argc, char **argv) {
   bopts o = {1000, 1024, 5, "."};
   const char *what = "all";
   if (argc > 1 && !strcmp(argv[1], "pytorch")) return rs_bench_pytorch(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "p2p")) return rs_bench_p2p(argc, argv);
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--cases") && i + 1 < argc) o.cases = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc) o.max_mib = atoi(argv[++i]);

@@ -26,3 +26,21 @@ if(TARGET reshard)
   add_test(NAME ckpt_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/ckpt_cli.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
   add_test(NAME ckpt_torture COMMAND $<TARGET_FILE:reshard> ckpt torture --kills 100 --seed 1)
 endif()
+
+# ---- cross-config resharding (reshard p2p) ----
+# The example copy-service plug-in (plain C ABI of reshard/copy_service.h), loaded with dlopen.
+add_library(p2p_copy_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/p2p_copy_plugin.c)
+if(TARGET reshard)
+  # hand-made models (Megatron templates, explicit layouts) with ref, opt and the example plug-in,
+  # the saved shrunk failures, and the CLI's stable forms and exit codes
+  add_test(NAME p2p_fixtures COMMAND bash ${CMAKE_SOURCE_DIR}/tests/p2p_fixtures.sh $<TARGET_FILE:reshard>
+           ${CMAKE_SOURCE_DIR}/fixtures/p2p $<TARGET_FILE:p2p_copy_plugin>)
+  get_property(RS_P2P_MPIEXEC GLOBAL PROPERTY RS_OPT_MPIEXEC)
+  if(RS_P2P_MPIEXEC)
+    add_test(NAME p2p_mpi_np4
+             COMMAND ${RS_P2P_MPIEXEC} --oversubscribe --allow-run-as-root -np 4 $<TARGET_FILE:reshard>
+                     p2p check --impl opt --transport mpi --seed 21 --cases 300 --quiet)
+    set_tests_properties(p2p_mpi_np4 PROPERTIES TIMEOUT 300
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  endif()
+endif()
