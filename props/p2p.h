@@ -52,6 +52,7 @@ typedef struct rs_p2p_campaign_result {
   int64_t cases, pass[RS_P2P_PROP_COUNT], fail[RS_P2P_PROP_COUNT], skip[RS_P2P_PROP_COUNT];
   double seconds;
   int failed;
+  int64_t caught_at[RS_P2P_PROP_COUNT]; /* 1-based case number of a property's first failure */
   char message[RS_P2P_PROP_COUNT][512];
   char fixture[RS_P2P_PROP_COUNT][512];
 } rs_p2p_campaign_result;

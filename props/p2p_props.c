@@ -57,6 +57,20 @@ static rs_outcome ref_oracle(const rs_p2p_model *m, char *msg, size_t cap) {
 }
 
 #ifdef RS_HAVE_OPT
+/* Under mpirun a process holds only its own rank's parameters (SPEC 10): no local tensor of another
+ * rank may be allocated in `l`. */
+static int only_own(const rs_p2p_model *m, const rs_p2p_locals *l, int32_t me, char *msg, size_t cap) {
+  const rs_p2p_config *c = &m->cfg[l->which];
+  for (int64_t p = 0; p < l->nparams; ++p)
+    for (int64_t q = 0; q < l->npos[p]; ++q)
+      if (l->loc[p][q].data && c->mesh[c->place[p].mesh].ranks[q] != me) {
+        snprintf(msg, cap, "process of rank %d holds %s's %s tensor of rank %d", me, m->param[p].name,
+                 l->which == RS_P2P_SRC ? "source" : "destination", c->mesh[c->place[p].mesh].ranks[q]);
+        return 0;
+      }
+  return 1;
+}
+
 static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap) {
   rs_world *w = env->world;
   int32_t me = env->distributed ? rs_world_rank(w) : -1;
@@ -74,6 +88,7 @@ static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char 
   else if (rs_p2p_opt_execute(m, &plan, cs, me, &src, &got, NULL)) o = fail(msg, cap, "opt execute");
   else if (rs_p2p_oracle_expected(m, me, &want)) o = fail(msg, cap, "oracle");
   else if (rs_p2p_compare(m, &want, &got)) o = fail(msg, cap, "opt != oracle");
+  else if (me >= 0 && (!only_own(m, &src, me, msg, cap) || !only_own(m, &got, me, msg, cap))) o = RS_FAIL;
   if (env->distributed) {
     int bad = o == RS_FAIL;
     rs_world_agree(w, &bad);
@@ -219,6 +234,7 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
       else {
         r->fail[p]++;
         r->failed++;
+        r->caught_at[p] = i + 1;
         done[p] = 1;
         /* shrink the stream, then report and save the smallest failing model */
         uint64_t *v = malloc((ch.pos ? ch.pos : 1) * sizeof *v);

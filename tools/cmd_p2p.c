@@ -304,7 +304,8 @@ static int cmd_check_(int argc, char **argv) {
     }
     for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
       if (!res.fail[p]) continue;
-      printf("FAIL %s: %s\n", rs_p2p_prop_name((rs_p2p_prop)p), res.message[p]);
+      printf("FAIL %s (case %lld of the campaign): %s\n", rs_p2p_prop_name((rs_p2p_prop)p),
+             (long long)res.caught_at[p], res.message[p]);
       if (res.fixture[p][0])
         printf("  shrunk model saved: %s\n  replay: reshard p2p run %s --impl %s\n", res.fixture[p], res.fixture[p],
                p <= RS_P2P_PROP_REF_ORACLE ? "ref" : "opt");

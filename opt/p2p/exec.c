@@ -133,7 +133,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     }
     if (psrc) {
       sx.bytes_sent += bytes;
-      if (!contiguous(nd, &sb, &region)) {
+      if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
         xs[i].send_off = staged;
         staged += bytes;
       }

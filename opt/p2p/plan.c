@@ -146,6 +146,7 @@ static int64_t chunk_base(const side *c, const int64_t *iv) {
 
 /* Does position pos hold the chunk whose replica 0 is at base? */
 static int holds(const side *c, int64_t base, int64_t pos) {
+  if (RS_MUTANT(411)) return 1; /* any holder of the parameter copies locally, whatever chunk it holds */
   int64_t x = pos - base, lo = 0, hi = c->nrep;
   while (lo < hi) {
     int64_t mid = (lo + hi) / 2;
