@@ -23,7 +23,7 @@ static const char *HELP =
     "      compare every destination rank with the oracle. Exit 0 equal, 1 different, 2 bad input.\n"
     "      Under mpirun (--transport mpi|nccl) each process holds only its own parameters.\n"
     "  layout MODEL.json --config src|dst [--json]\n"
-    "      each rank's parameters and boxes (global offsets and sizes)\n"
+    "      each rank's parameters and boxes (global offsets and sizes); world = processes `run` needs\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt] [--transport local|mpi|nccl]\n"
     "        [--copy-service NAME|LIB.so] [--collocate any|yes|no] [--max-ranks N] [--regress-dir DIR] [--quiet]\n"
     "      property campaign over random models; failures are shrunk and saved for `p2p run`.\n"
@@ -100,7 +100,7 @@ static int cmd_layout_(int argc, char **argv) {
   int which = strcmp(cfg, "src") ? RS_P2P_DST : RS_P2P_SRC;
   rs_p2p_model m;
   if ((r = load(model, &m))) return r;
-  if (json) printf("{\"config\":\"%s\",\"ranks\":[", cfg);
+  if (json) printf("{\"config\":\"%s\",\"world\":%d,\"ranks\":[", cfg, m.world);
   int firstr = 1;
   for (int32_t rk = 0; rk < m.world; ++rk) {
     int any = 0;
