@@ -185,8 +185,11 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
   if (!st && me == 0) {
     printf("\nP2P move TP4 PP2 DP2 -> TP8 PP1 DP2 (16 MPI ranks, %lld params, 8 layers hidden 1024 ffn 4096 vocab 32000 BF16)\n",
            (long long)m.nparams);
-    printf("bytes sent %lld (lower bound, ratio %.3f), copied locally %lld; best of %d\n", (long long)p.bytes_sent,
-           1.0, (long long)p.bytes_local, reps);
+    int64_t lb = 0;
+    rs_p2p_lower_bound(&m, &lb);
+    printf("bytes sent %lld (lower bound %lld, ratio %.3f), copied locally %lld; max/mean bytes per sender %.3f; best of %d\n",
+           (long long)p.bytes_sent, (long long)lb, lb ? (double)p.bytes_sent / (double)lb : 1.0, (long long)p.bytes_local,
+           p.bytes_sent ? (double)p.max_sender_bytes * (double)p.senders / (double)p.bytes_sent : 0.0, reps);
     printf("opt %.2f ms, MPI_Alltoallv of the same per-pair bytes %.2f ms, ratio %.2f\n", 1e3 * best_opt,
            1e3 * best_a2a, best_opt / best_a2a);
     char path[512];

@@ -215,7 +215,12 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
     if (o->cases > 0 && i >= o->cases) break;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (o->cases <= 0 && el >= o->seconds) break;
+    int stop = o->cases <= 0 && el >= o->seconds;
+#ifdef RS_HAVE_OPT
+    /* under mpirun every process must run the same cases: stop when any process's clock says so */
+    if (o->cases <= 0 && o->env.distributed) rs_world_agree(o->env.world, &stop);
+#endif
+    if (stop) break;
     rs_choices ch;
     rs_choices_seed(&ch, o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)i);
     rs_p2p_model m;

@@ -257,6 +257,7 @@ static int cmd_check_(int argc, char **argv) {
     if (cli_flag(argv, i, "--quiet")) quiet = 1;
     else return cli_usage_error(C, "check: unknown argument %s", argv[i]);
   }
+  if (cases && seconds > 0) return cli_usage_error(C, "--cases and --seconds: give one");
   if (!cases && seconds <= 0) cases = 1000;
   if (strcmp(impl, "ref") && strcmp(impl, "opt")) return cli_usage_error(C, "--impl: '%s', expected ref or opt", impl);
   rs_p2p_campaign o;
