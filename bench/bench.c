@@ -77,11 +77,8 @@ static int corpus_case(int k, rs_case *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->name, sizeof c->name, "corpus-%d", k);
   int nm = 1 + rint_(3);
-  int64_t sizes[RS_MAX_MESH_DIMS], n = 1;
-  for (int m = 0; m < nm; ++m) {
-    sizes[m] = 1 + rint_(nm == 1 ? 16 : nm == 2 ? 8 : 4);
-    n *= sizes[m];
-  }
+  int64_t sizes[RS_MAX_MESH_DIMS];
+  for (int m = 0; m < nm; ++m) sizes[m] = 1 + rint_(nm == 1 ? 16 : nm == 2 ? 8 : 4);
   if (rs_mesh_init(&c->mesh, nm, sizes, NULL) != RS_OK) return 0;
   c->tensor.dtype = (rs_dtype)rint_(RS_DTYPE_COUNT);
   c->tensor.ndim = 1 + rint_(4);
