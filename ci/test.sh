@@ -50,14 +50,17 @@ fi
 # 4,096-rank figure (target < 100 ms). Failures are shrunk and saved under $out/regressions/p2p.
 if $R p2p --help >/dev/null 2>&1; then
   stage "p2p: ref vs oracle, $(( CASES / 4 )) cases"
-  $R p2p check --impl ref --seed 41 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions/p2p"
+  $R p2p check --impl ref --seed 41 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions/p2p" \
+    --junit "$out/p2p-ref.junit.xml" --json "$out/p2p-ref.json"
   stage "p2p: opt vs oracle (plans, traffic == lower bound, MXFP8), $CASES cases"
-  $R p2p check --impl opt --seed 42 --cases "$CASES" --quiet --regress-dir "$out/regressions/p2p"
+  $R p2p check --impl opt --seed 42 --cases "$CASES" --quiet --regress-dir "$out/regressions/p2p" \
+    --junit "$out/p2p-opt.junit.xml" --json "$out/p2p-opt.json"
   for np in 4 8; do
     for col in yes no; do
       stage "p2p: opt over MPI, $np processes, collocated=$col"
       mpirun --oversubscribe -np "$np" $R p2p check --impl opt --transport mpi --collocate "$col" \
-        --seed $(( 43 + np )) --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions/p2p"
+        --seed $(( 43 + np )) --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions/p2p" \
+        --junit "$out/p2p-mpi$np-$col.junit.xml"
     done
   done
   stage "p2p: hand-made models over MPI, one process per rank of the model's world"

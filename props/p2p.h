@@ -59,4 +59,9 @@ typedef struct rs_p2p_campaign_result {
 
 rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r);
 
+/* Reports for CI (p2p_report.c): JSON summary with first_failure_case, and JUnit XML. */
+rs_status rs_p2p_report_json(const char *path, const rs_p2p_campaign *o, const rs_p2p_campaign_result *r,
+                             const char *impl, const char *transport);
+rs_status rs_p2p_report_junit(const char *path, const rs_p2p_campaign_result *r);
+
 #endif

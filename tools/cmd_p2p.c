@@ -25,7 +25,8 @@ static const char *HELP =
     "  layout MODEL.json --config src|dst [--json]\n"
     "      each rank's parameters and boxes (global offsets and sizes); world = processes `run` needs\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt] [--transport local|mpi|nccl]\n"
-    "        [--copy-service NAME|LIB.so] [--collocate any|yes|no] [--max-ranks N] [--regress-dir DIR] [--quiet]\n"
+    "        [--copy-service NAME|LIB.so] [--collocate any|yes|no] [--max-ranks N] [--regress-dir DIR]\n"
+    "        [--json FILE] [--junit FILE] [--quiet]\n"
     "      property campaign over random models; failures are shrunk and saved for `p2p run`.\n"
     "The model format is in docs/p2p.md.\n";
 
@@ -225,6 +226,7 @@ static int cmd_run_(int argc, char **argv) {
 
 static int cmd_check_(int argc, char **argv) {
   const char *impl = "opt", *transport = "local", *svc = NULL, *dir = NULL, *col = "any", *v;
+  const char *json = NULL, *junit = NULL;
   unsigned long long seed = 1;
   long long cases = 0, maxr = 12;
   double seconds = 0;
@@ -236,6 +238,8 @@ static int cmd_check_(int argc, char **argv) {
     CLI_OPT(C, "--copy-service", svc);
     CLI_OPT(C, "--regress-dir", dir);
     CLI_OPT(C, "--collocate", col);
+    CLI_OPT(C, "--json", json);
+    CLI_OPT(C, "--junit", junit);
     if ((r = cli_opt(argc, argv, &i, "--seed", &s))) {
       if (r < 0 || cli_u64(s, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
       continue;
@@ -295,6 +299,9 @@ static int cmd_check_(int argc, char **argv) {
   rs_world_finalize(w);
 #endif
   if (st) return cli_status_error(C, "check");
+  const char *tname = o.env.distributed ? transport : "local";
+  if (o.print && json && rs_p2p_report_json(json, &o, &res, impl, tname)) return cli_status_error(C, "--json");
+  if (o.print && junit && rs_p2p_report_junit(junit, &res)) return cli_status_error(C, "--junit");
   if (o.print) {
     if (!quiet || res.failed) {
       for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
