@@ -20,7 +20,7 @@ rs_status rs_p2p_gen(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_model *out
 typedef enum rs_p2p_prop {
   RS_P2P_PROP_REF_PLAN = 0, /* ref's plan: every dst element exactly once, legal holders, task ids */
   RS_P2P_PROP_REF_ORACLE,   /* ref plan + ref execute == oracle (MXFP8 included) */
-  RS_P2P_PROP_OPT_PLAN,     /* opt's plan: as ref's, and deterministic */
+  RS_P2P_PROP_OPT_PLAN,     /* opt's plan: as ref's, deterministic, per-rank plans = the whole plan's */
   RS_P2P_PROP_OPT_LB,       /* opt's traffic == SPEC 10's lower bound */
   RS_P2P_PROP_OPT_ORACLE,   /* opt plan + opt execute over the copy service == oracle */
   RS_P2P_PROP_COUNT

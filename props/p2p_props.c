@@ -71,6 +71,37 @@ static int only_own(const rs_p2p_model *m, const rs_p2p_locals *l, int32_t me, c
   return 1;
 }
 
+/* rs_p2p_opt_plan_rank(r) is the whole plan's transfers that r sends or receives, in order, with
+ * the whole plan's figures. */
+static int rank_plans_agree(const rs_p2p_model *m, const rs_p2p_plan *all, char *msg, size_t cap) {
+  for (int32_t r = 0; r < m->world; ++r) {
+    rs_p2p_plan pr;
+    if (rs_p2p_opt_plan_rank(m, r, &pr)) {
+      snprintf(msg, cap, "opt plan for rank %d: %s", r, rs_last_error());
+      return 0;
+    }
+    int64_t k = 0;
+    int ok = pr.bytes_sent == all->bytes_sent && pr.bytes_local == all->bytes_local &&
+             pr.max_sender_bytes == all->max_sender_bytes && pr.senders == all->senders;
+    for (int64_t i = 0; i < all->n && ok; ++i) {
+      const rs_p2p_xfer *a = &all->x[i];
+      if (a->src != r && a->dst != r) continue;
+      int nd = m->param[a->param].t.ndim;
+      const rs_p2p_xfer *b = k < pr.n ? &pr.x[k] : NULL;
+      ok = b && a->task == b->task && a->param == b->param && a->src == b->src && a->dst == b->dst &&
+           !memcmp(all->coords + a->box, pr.coords + b->box, (size_t)(2 * nd) * sizeof(int64_t));
+      k++;
+    }
+    ok = ok && k == pr.n;
+    rs_p2p_plan_free(&pr);
+    if (!ok) {
+      snprintf(msg, cap, "opt plan for rank %d is not the whole plan's transfers of rank %d", r, r);
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap) {
   rs_world *w = env->world;
   int32_t me = env->distributed ? rs_world_rank(w) : -1;
@@ -82,8 +113,11 @@ static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char 
   memset(&got, 0, sizeof got);
   memset(&want, 0, sizeof want);
   const char *svc = env->copy_service ? env->copy_service : rs_world_transport(w);
-  if (rs_p2p_opt_plan(m, &plan)) return fail(msg, cap, "opt plan");
-  if (rs_copy_service_open(svc, w, &cs)) o = fail(msg, cap, "copy service");
+  memset(&plan, 0, sizeof plan);
+  /* one process of a distributed run plans only its own transfers; every failure below still
+   * reaches rs_world_agree, which every process must call */
+  if (me >= 0 ? rs_p2p_opt_plan_rank(m, me, &plan) : rs_p2p_opt_plan(m, &plan)) o = fail(msg, cap, "opt plan");
+  else if (rs_copy_service_open(svc, w, &cs)) o = fail(msg, cap, "copy service");
   else if (rs_p2p_source_locals(m, me, &src)) o = fail(msg, cap, "source");
   else if (rs_p2p_opt_execute(m, &plan, cs, me, &src, &got, NULL)) o = fail(msg, cap, "opt execute");
   else if (rs_p2p_oracle_expected(m, me, &want)) o = fail(msg, cap, "oracle");
@@ -127,6 +161,7 @@ rs_outcome rs_p2p_prop_run(rs_p2p_prop p, const rs_p2p_env *env, const rs_p2p_mo
         if (rs_p2p_opt_plan(m, &b)) o = fail(msg, cap, "opt plan");
         else {
           if (!same_plan(m, &a, &b)) o = (snprintf(msg, cap, "opt plan: two runs differ"), RS_FAIL);
+          else if (!rank_plans_agree(m, &a, msg, cap)) o = RS_FAIL;
           rs_p2p_plan_free(&b);
         }
       }

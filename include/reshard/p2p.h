@@ -187,6 +187,10 @@ struct rs_copy_service;
 
 /* Minimal-traffic, balanced, deterministic plan (the same on every process). */
 rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out);
+/* The same plan restricted to the transfers world rank `rank` sends or receives (same task ids and
+ * order; bytes_sent, bytes_local, max_sender_bytes and senders are the whole plan's). What one
+ * process of a distributed run needs: memory O(its own transfers), not O(the whole plan). */
+rs_status rs_p2p_opt_plan_rank(const rs_p2p_model *m, int32_t rank, rs_p2p_plan *out);
 
 typedef struct rs_p2p_exec_stats {
   int64_t local, direct, copy, transform; /* transfers by writeback (local = src == dst) */

@@ -16,7 +16,13 @@
 rs_status rs__mxfp8_quantize_any(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what,
                                  int *on_device);
 
-rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out) { return rs__p2p_opt_plan(m, out); }
+rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out) { return rs__p2p_opt_plan(m, -1, out); }
+
+rs_status rs_p2p_opt_plan_rank(const rs_p2p_model *m, int32_t rank, rs_p2p_plan *out) {
+  /* a rank past the model's world is idle: it keeps nothing, but still gets the plan's figures */
+  if (rank < 0) return rs_fail(RS_ERR_INVALID, "opt p2p: rank %d is negative", rank);
+  return rs__p2p_opt_plan(m, rank, out);
+}
 
 /* 1 when `region` is one contiguous row-major byte range of a buffer holding box `buf`. */
 static int contiguous(int nd, const rs_box *buf, const rs_box *region) {
