@@ -30,7 +30,7 @@ static int same_plan(const rs_p2p_model *m, const rs_p2p_plan *a, const rs_p2p_p
         a->x[i].dst != b->x[i].dst)
       return 0;
   (void)m;
-  return !memcmp(a->coords, b->coords, (size_t)a->ncoords * sizeof(int64_t));
+  return !a->ncoords || !memcmp(a->coords, b->coords, (size_t)a->ncoords * sizeof(int64_t));
 }
 
 static rs_outcome ref_oracle(const rs_p2p_model *m, char *msg, size_t cap) {
@@ -89,7 +89,7 @@ static int rank_plans_agree(const rs_p2p_model *m, const rs_p2p_plan *all, char 
       int nd = m->param[a->param].t.ndim;
       const rs_p2p_xfer *b = k < pr.n ? &pr.x[k] : NULL;
       ok = b && a->task == b->task && a->param == b->param && a->src == b->src && a->dst == b->dst &&
-           !memcmp(all->coords + a->box, pr.coords + b->box, (size_t)(2 * nd) * sizeof(int64_t));
+           (!nd || !memcmp(all->coords + a->box, pr.coords + b->box, (size_t)(2 * nd) * sizeof(int64_t)));
       k++;
     }
     ok = ok && k == pr.n;

@@ -35,8 +35,10 @@ rs_status rs_p2p_plan_add(rs_p2p_plan *p, int64_t task, int32_t param, int32_t s
   x->src = src;
   x->dst = dst;
   x->box = p->ncoords;
-  memcpy(p->coords + p->ncoords, start, (size_t)ndim * sizeof(int64_t));
-  memcpy(p->coords + p->ncoords + ndim, size, (size_t)ndim * sizeof(int64_t));
+  if (ndim) { /* a scalar's box has no coordinates (and coords may still be NULL) */
+    memcpy(p->coords + p->ncoords, start, (size_t)ndim * sizeof(int64_t));
+    memcpy(p->coords + p->ncoords + ndim, size, (size_t)ndim * sizeof(int64_t));
+  }
   p->ncoords += 2 * ndim;
   return RS_OK;
 }

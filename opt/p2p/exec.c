@@ -65,8 +65,10 @@ static void xfer_boxes(const ectx *c, const rs_p2p_xfer *x, int which, rs_box *b
   const rs_tensor *t = &c->m->param[x->param].t;
   *pos = rs_p2p_pos(c->m, which, x->param, which == RS_P2P_SRC ? x->src : x->dst);
   rs_p2p_box(c->m, which, x->param, *pos, buf->start, buf->size);
-  memcpy(region->start, c->plan->coords + x->box, (size_t)t->ndim * sizeof(int64_t));
-  memcpy(region->size, c->plan->coords + x->box + t->ndim, (size_t)t->ndim * sizeof(int64_t));
+  if (t->ndim) { /* a plan of scalars only has no coordinates at all */
+    memcpy(region->start, c->plan->coords + x->box, (size_t)t->ndim * sizeof(int64_t));
+    memcpy(region->size, c->plan->coords + x->box + t->ndim, (size_t)t->ndim * sizeof(int64_t));
+  }
 }
 
 /* Destination buffer (local tensor, or the BF16 accumulator of an MXFP8 parameter). */

@@ -329,8 +329,10 @@ static rs_status plan_param(planner *P, int64_t p, int64_t *count) {
           y->src = from;
           y->dst = r;
           y->box = o->ncoords;
-          memcpy(o->coords + o->ncoords, x->start, (size_t)nd * sizeof(int64_t));
-          memcpy(o->coords + o->ncoords + nd, x->size, (size_t)nd * sizeof(int64_t));
+          if (nd) {
+            memcpy(o->coords + o->ncoords, x->start, (size_t)nd * sizeof(int64_t));
+            memcpy(o->coords + o->ncoords + nd, x->size, (size_t)nd * sizeof(int64_t));
+          }
           o->ncoords += 2 * nd;
         }
       }
