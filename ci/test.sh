@@ -43,7 +43,7 @@ if $R check --help 2>&1 | grep -q -- "--impl"; then
   fi
 fi
 
-# ---- cross-config resharding (reshard p2p, docs/p2p.md): release build, about 2.5 minutes on 2 cores ----
+# ---- cross-config resharding (reshard p2p, docs/p2p.md): release build, about 1 minute on 2 cores (56 s measured) ----
 # ref and opt property campaigns in one process, then opt over MPI with one process per rank,
 # collocated (src and dst on the same ranks) and non-collocated (disjoint where the ranks allow), at
 # 4 and 8 processes; every process holds only its own parameters. The planning benchmark prints the
