@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "core/fmt.h"
 #include "bench.h"
 #include "reshard/reshard.h"
 #include "reshard/opt.h"
@@ -97,10 +98,8 @@ static double ratio(int64_t sent, int64_t lb) {
 
 static void describe(const rs_case *c, char *buf, size_t cap) {
   char m[64] = "", t[64] = "", a[128], b[128];
-  for (int i = 0, k = 0; i < c->mesh.ndim; ++i)
-    k += snprintf(m + k, sizeof m - (size_t)k, i ? "x%lld" : "%lld", (long long)c->mesh.size[i]);
-  for (int i = 0, k = 0; i < c->tensor.ndim; ++i)
-    k += snprintf(t + k, sizeof t - (size_t)k, i ? "x%lld" : "%lld", (long long)c->tensor.shape[i]);
+  rs__fmt_ints(m, sizeof m, c->mesh.size, c->mesh.ndim, "", "x", "");
+  rs__fmt_ints(t, sizeof t, c->tensor.shape, c->tensor.ndim, "", "x", "");
   rs_format_sharding(&c->src, a, sizeof a);
   rs_format_sharding(&c->dst, b, sizeof b);
   snprintf(buf, cap, "%s,%s,%s,%s,%s", m, t, rs_dtype_name(c->tensor.dtype), a, b);
@@ -119,7 +118,10 @@ static rs_status bench_traffic(const bopts *o) {
     if (!corpus_case(k, &c)) continue;
     int64_t lb;
     rs_opt_stats s;
-    if ((st = rs_opt_traffic_lb(&c, &lb)) || (st = rs_opt_plan_stats(opt, &c, &s))) break;
+    if ((st = rs_case_validate(&c)) ||
+        (st = rs_traffic_lower_bound(&c.mesh, &c.tensor, &c.src, &c.dst, &lb)) ||
+        (st = rs_opt_plan_stats(opt, &c, &s)))
+      break;
     double r = ratio(s.bytes_sent, lb);
     opt_exact += s.bytes_sent == lb;
     osum += r;
