@@ -86,6 +86,7 @@ while IFS='|' read -r _ id file _ _ _; do
   n=$(grep -m1 -oE '^FAIL [a-z0-9_]+ \(case [0-9]+' "$log" | grep -oE '[0-9]+$')
   if [ $rc -eq 1 ] && grep -q "replay: reshard p2p run" "$log"; then
     caught=$((caught + 1))
+    [ -n "$n" ] && counts+=("$n")
     printf 'mutant %-4s (p2p %s) caught after %s cases: %s\n' "$id" "$impl" "${n:-?}" \
       "$(grep -m1 -E '^FAIL' "$log" | cut -c1-140)"
   else
