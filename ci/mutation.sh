@@ -92,6 +92,34 @@ if [ -f "$tpf" ]; then
     printf '%-5s %-6s %-8s %8s  %s\n' "$id" tp "$verdict" "${n:--}" "$what"
   done
 fi
+# ---- cross-config resharding (reshard p2p): the planted bugs of opt/p2p/MUTANTS.md (ids 400-449) ----
+# Each must make `reshard p2p check` (--impl ref for rows whose file is under ref/, opt otherwise;
+# seed 11, at most RS_MUTANT_CASES cases) exit 1 with a shrunk model and its replay command.
+# Prints the case number of the first failure ("caught after" in the table).
+pmax=${RS_MUTANT_CASES:-2000}
+while IFS='|' read -r _ id file _ _ _; do
+  id=$(echo "$id" | tr -dc '0-9'); file=$(echo "$file" | tr -d ' `')
+  [ -n "$id" ] || continue
+  if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
+  impl=opt
+  case "$file" in ref/*) impl=ref ;; esac
+  log="$tmp/p2p$id.log"
+  RS_MUTANT=$id "$bin" p2p check --impl "$impl" --seed 11 --cases "$pmax" --quiet \
+    --regress-dir "$tmp/p2preg$id" >"$log" 2>&1 </dev/null
+  rc=$?
+  n=$(grep -m1 -oE '^FAIL [a-z0-9_]+ \(case [0-9]+' "$log" | grep -oE '[0-9]+$')
+  if [ $rc -eq 1 ] && grep -q "replay: reshard p2p run" "$log"; then
+    caught=$((caught + 1))
+    [ -n "$n" ] && counts+=("$n")
+    printf 'mutant %-4s (p2p %s) caught after %s cases: %s\n' "$id" "$impl" "${n:-?}" \
+      "$(grep -m1 -E '^FAIL' "$log" | cut -c1-140)"
+  else
+    survived=$((survived + 1))
+    printf 'mutant %-4s (p2p %s) SURVIVED (exit %d)\n' "$id" "$impl" "$rc"
+    tail -n 5 "$log"
+  fi
+done < <(grep -E '^\| *4[0-4][0-9] *\|' "$top/opt/p2p/MUTANTS.md")
+# ---- end of the p2p block ----
 rm -rf "$tmp"
 total=$((caught + survived))
 median=-

@@ -20,7 +20,7 @@ rs_status rs_p2p_gen(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_model *out
 typedef enum rs_p2p_prop {
   RS_P2P_PROP_REF_PLAN = 0, /* ref's plan: every dst element exactly once, legal holders, task ids */
   RS_P2P_PROP_REF_ORACLE,   /* ref plan + ref execute == oracle (MXFP8 included) */
-  RS_P2P_PROP_OPT_PLAN,     /* opt's plan: as ref's, and deterministic */
+  RS_P2P_PROP_OPT_PLAN,     /* opt's plan: as ref's, deterministic, per-rank plans = the whole plan's */
   RS_P2P_PROP_OPT_LB,       /* opt's traffic == SPEC 10's lower bound */
   RS_P2P_PROP_OPT_ORACLE,   /* opt plan + opt execute over the copy service == oracle */
   RS_P2P_PROP_COUNT
@@ -52,10 +52,16 @@ typedef struct rs_p2p_campaign_result {
   int64_t cases, pass[RS_P2P_PROP_COUNT], fail[RS_P2P_PROP_COUNT], skip[RS_P2P_PROP_COUNT];
   double seconds;
   int failed;
+  int64_t caught_at[RS_P2P_PROP_COUNT]; /* 1-based case number of a property's first failure */
   char message[RS_P2P_PROP_COUNT][512];
   char fixture[RS_P2P_PROP_COUNT][512];
 } rs_p2p_campaign_result;
 
 rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r);
+
+/* Reports for CI (p2p_report.c): JSON summary with first_failure_case, and JUnit XML. */
+rs_status rs_p2p_report_json(const char *path, const rs_p2p_campaign *o, const rs_p2p_campaign_result *r,
+                             const char *impl, const char *transport);
+rs_status rs_p2p_report_junit(const char *path, const rs_p2p_campaign_result *r);
 
 #endif

@@ -30,7 +30,7 @@ static int same_plan(const rs_p2p_model *m, const rs_p2p_plan *a, const rs_p2p_p
         a->x[i].dst != b->x[i].dst)
       return 0;
   (void)m;
-  return !memcmp(a->coords, b->coords, (size_t)a->ncoords * sizeof(int64_t));
+  return !a->ncoords || !memcmp(a->coords, b->coords, (size_t)a->ncoords * sizeof(int64_t));
 }
 
 static rs_outcome ref_oracle(const rs_p2p_model *m, char *msg, size_t cap) {
@@ -57,6 +57,51 @@ static rs_outcome ref_oracle(const rs_p2p_model *m, char *msg, size_t cap) {
 }
 
 #ifdef RS_HAVE_OPT
+/* Under mpirun a process holds only its own rank's parameters (SPEC 10): no local tensor of another
+ * rank may be allocated in `l`. */
+static int only_own(const rs_p2p_model *m, const rs_p2p_locals *l, int32_t me, char *msg, size_t cap) {
+  const rs_p2p_config *c = &m->cfg[l->which];
+  for (int64_t p = 0; p < l->nparams; ++p)
+    for (int64_t q = 0; q < l->npos[p]; ++q)
+      if (l->loc[p][q].data && c->mesh[c->place[p].mesh].ranks[q] != me) {
+        snprintf(msg, cap, "process of rank %d holds %s's %s tensor of rank %d", me, m->param[p].name,
+                 l->which == RS_P2P_SRC ? "source" : "destination", c->mesh[c->place[p].mesh].ranks[q]);
+        return 0;
+      }
+  return 1;
+}
+
+/* rs_p2p_opt_plan_rank(r) is the whole plan's transfers that r sends or receives, in order, with
+ * the whole plan's figures. */
+static int rank_plans_agree(const rs_p2p_model *m, const rs_p2p_plan *all, char *msg, size_t cap) {
+  for (int32_t r = 0; r < m->world; ++r) {
+    rs_p2p_plan pr;
+    if (rs_p2p_opt_plan_rank(m, r, &pr)) {
+      snprintf(msg, cap, "opt plan for rank %d: %s", r, rs_last_error());
+      return 0;
+    }
+    int64_t k = 0;
+    int ok = pr.bytes_sent == all->bytes_sent && pr.bytes_local == all->bytes_local &&
+             pr.max_sender_bytes == all->max_sender_bytes && pr.senders == all->senders;
+    for (int64_t i = 0; i < all->n && ok; ++i) {
+      const rs_p2p_xfer *a = &all->x[i];
+      if (a->src != r && a->dst != r) continue;
+      int nd = m->param[a->param].t.ndim;
+      const rs_p2p_xfer *b = k < pr.n ? &pr.x[k] : NULL;
+      ok = b && a->task == b->task && a->param == b->param && a->src == b->src && a->dst == b->dst &&
+           (!nd || !memcmp(all->coords + a->box, pr.coords + b->box, (size_t)(2 * nd) * sizeof(int64_t)));
+      k++;
+    }
+    ok = ok && k == pr.n;
+    rs_p2p_plan_free(&pr);
+    if (!ok) {
+      snprintf(msg, cap, "opt plan for rank %d is not the whole plan's transfers of rank %d", r, r);
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap) {
   rs_world *w = env->world;
   int32_t me = env->distributed ? rs_world_rank(w) : -1;
@@ -68,12 +113,16 @@ static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char 
   memset(&got, 0, sizeof got);
   memset(&want, 0, sizeof want);
   const char *svc = env->copy_service ? env->copy_service : rs_world_transport(w);
-  if (rs_p2p_opt_plan(m, &plan)) return fail(msg, cap, "opt plan");
-  if (rs_copy_service_open(svc, w, &cs)) o = fail(msg, cap, "copy service");
+  memset(&plan, 0, sizeof plan);
+  /* one process of a distributed run plans only its own transfers; every failure below still
+   * reaches rs_world_agree, which every process must call */
+  if (me >= 0 ? rs_p2p_opt_plan_rank(m, me, &plan) : rs_p2p_opt_plan(m, &plan)) o = fail(msg, cap, "opt plan");
+  else if (rs_copy_service_open(svc, w, &cs)) o = fail(msg, cap, "copy service");
   else if (rs_p2p_source_locals(m, me, &src)) o = fail(msg, cap, "source");
   else if (rs_p2p_opt_execute(m, &plan, cs, me, &src, &got, NULL)) o = fail(msg, cap, "opt execute");
   else if (rs_p2p_oracle_expected(m, me, &want)) o = fail(msg, cap, "oracle");
   else if (rs_p2p_compare(m, &want, &got)) o = fail(msg, cap, "opt != oracle");
+  else if (me >= 0 && (!only_own(m, &src, me, msg, cap) || !only_own(m, &got, me, msg, cap))) o = RS_FAIL;
   if (env->distributed) {
     int bad = o == RS_FAIL;
     rs_world_agree(w, &bad);
@@ -112,6 +161,7 @@ rs_outcome rs_p2p_prop_run(rs_p2p_prop p, const rs_p2p_env *env, const rs_p2p_mo
         if (rs_p2p_opt_plan(m, &b)) o = fail(msg, cap, "opt plan");
         else {
           if (!same_plan(m, &a, &b)) o = (snprintf(msg, cap, "opt plan: two runs differ"), RS_FAIL);
+          else if (!rank_plans_agree(m, &a, msg, cap)) o = RS_FAIL;
           rs_p2p_plan_free(&b);
         }
       }
@@ -200,7 +250,12 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
     if (o->cases > 0 && i >= o->cases) break;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (o->cases <= 0 && el >= o->seconds) break;
+    int stop = o->cases <= 0 && el >= o->seconds;
+#ifdef RS_HAVE_OPT
+    /* under mpirun every process must run the same cases: stop when any process's clock says so */
+    if (o->cases <= 0 && o->env.distributed) rs_world_agree(o->env.world, &stop);
+#endif
+    if (stop) break;
     rs_choices ch;
     rs_choices_seed(&ch, o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)i);
     rs_p2p_model m;
@@ -219,6 +274,7 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
       else {
         r->fail[p]++;
         r->failed++;
+        r->caught_at[p] = i + 1;
         done[p] = 1;
         /* shrink the stream, then report and save the smallest failing model */
         uint64_t *v = malloc((ch.pos ? ch.pos : 1) * sizeof *v);

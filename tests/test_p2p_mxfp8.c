@@ -1,7 +1,10 @@
 /* test_p2p_mxfp8.c - SPEC 10's MXFP8 transform on blocks computed by hand, for each of the three
  * quantizers (core's plain reference used by ref/, opt's integer one shared with the CUDA kernel,
  * the oracle's table search): amax 0, exact ties, E4M3 subnormals, the clamped exponent, the 448
- * boundary, NaN/Inf and size errors naming the parameter and block. */
+ * boundary, NaN/Inf and size errors naming the parameter and block; every finite BF16 pattern
+ * through each pair; and, when a GPU is present, the CUDA kernel against the CPU bit for bit. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "reshard/p2p.h"
@@ -81,12 +84,47 @@ static void check_agree(quant_fn a, quant_fn b, const char *what) {
   }
 }
 
+#ifdef RS_HAVE_OPT
+/* opt's internals (opt/cuda): the device count and the kernel's host entry point. */
+int rs_cuda_device_count(void);
+rs_status rs_cuda_mxfp8(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, int half_up, int64_t *bad_block);
+
+/* The CUDA kernel against opt's CPU path, bit for bit, on every finite BF16 pattern and on blocks
+ * of random patterns (a GPU is needed; without one this says so and checks nothing). */
+static void check_gpu(void) {
+  if (rs_cuda_device_count() <= 0) {
+    printf("no GPU: the CUDA MXFP8 kernel was not run\n");
+    return;
+  }
+  const int64_t n = 0x10000 + 32 * 4096;
+  uint16_t *x = malloc((size_t)n * 2);
+  uint8_t *qg = malloc((size_t)n), *qc = malloc((size_t)n), *sg = malloc((size_t)n / 32), *sc = malloc((size_t)n / 32);
+  CHECK(x && qg && qc && sg && sc);
+  if (!x || !qg || !qc || !sg || !sc) return;
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t v;
+    if (i < 0x10000) v = (uint16_t)i;
+    else h = h * 6364136223846793005ull + 1442695040888963407ull, v = (uint16_t)(h >> 48);
+    x[i] = (v & 0x7F80) == 0x7F80 ? (uint16_t)(v & ~0x4000) : v;
+  }
+  int64_t bad = 0;
+  CHECK(rs_cuda_mxfp8(x, n, qg, sg, 0, &bad) == RS_OK);
+  CHECK_EQ_I(bad, -1);
+  CHECK(rs_mxfp8_quantize_opt(x, n, qc, sc, "x") == RS_OK);
+  CHECK(!memcmp(qg, qc, (size_t)n) && !memcmp(sg, sc, (size_t)n / 32));
+  printf("GPU: CUDA MXFP8 kernel equals the CPU on %lld blocks\n", (long long)(n / 32));
+  free(x); free(qg); free(qc); free(sg); free(sc);
+}
+#endif
+
 int main(void) {
   check_fn("ref", rs_mxfp8_quantize_ref);
   check_fn("oracle", rs_p2p_oracle_mxfp8);
 #ifdef RS_HAVE_OPT
   check_fn("opt", rs_mxfp8_quantize_opt);
   check_agree(rs_mxfp8_quantize_opt, rs_p2p_oracle_mxfp8, "opt vs oracle");
+  check_gpu();
 #endif
   check_agree(rs_mxfp8_quantize_ref, rs_p2p_oracle_mxfp8, "ref vs oracle");
   TEST_DONE();

@@ -23,9 +23,10 @@ static const char *HELP =
     "      compare every destination rank with the oracle. Exit 0 equal, 1 different, 2 bad input.\n"
     "      Under mpirun (--transport mpi|nccl) each process holds only its own parameters.\n"
     "  layout MODEL.json --config src|dst [--json]\n"
-    "      each rank's parameters and boxes (global offsets and sizes)\n"
+    "      each rank's parameters and boxes (global offsets and sizes); world = processes `run` needs\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt] [--transport local|mpi|nccl]\n"
-    "        [--copy-service NAME|LIB.so] [--collocate any|yes|no] [--max-ranks N] [--regress-dir DIR] [--quiet]\n"
+    "        [--copy-service NAME|LIB.so] [--collocate any|yes|no] [--max-ranks N] [--regress-dir DIR]\n"
+    "        [--json FILE] [--junit FILE] [--quiet]\n"
     "      property campaign over random models; failures are shrunk and saved for `p2p run`.\n"
     "The model format is in docs/p2p.md.\n";
 
@@ -100,7 +101,7 @@ static int cmd_layout_(int argc, char **argv) {
   int which = strcmp(cfg, "src") ? RS_P2P_DST : RS_P2P_SRC;
   rs_p2p_model m;
   if ((r = load(model, &m))) return r;
-  if (json) printf("{\"config\":\"%s\",\"ranks\":[", cfg);
+  if (json) printf("{\"config\":\"%s\",\"world\":%d,\"ranks\":[", cfg, m.world);
   int firstr = 1;
   for (int32_t rk = 0; rk < m.world; ++rk) {
     int any = 0;
@@ -225,6 +226,7 @@ static int cmd_run_(int argc, char **argv) {
 
 static int cmd_check_(int argc, char **argv) {
   const char *impl = "opt", *transport = "local", *svc = NULL, *dir = NULL, *col = "any", *v;
+  const char *json = NULL, *junit = NULL;
   unsigned long long seed = 1;
   long long cases = 0, maxr = 12;
   double seconds = 0;
@@ -236,6 +238,8 @@ static int cmd_check_(int argc, char **argv) {
     CLI_OPT(C, "--copy-service", svc);
     CLI_OPT(C, "--regress-dir", dir);
     CLI_OPT(C, "--collocate", col);
+    CLI_OPT(C, "--json", json);
+    CLI_OPT(C, "--junit", junit);
     if ((r = cli_opt(argc, argv, &i, "--seed", &s))) {
       if (r < 0 || cli_u64(s, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
       continue;
@@ -257,6 +261,7 @@ static int cmd_check_(int argc, char **argv) {
     if (cli_flag(argv, i, "--quiet")) quiet = 1;
     else return cli_usage_error(C, "check: unknown argument %s", argv[i]);
   }
+  if (cases && seconds > 0) return cli_usage_error(C, "--cases and --seconds: give one");
   if (!cases && seconds <= 0) cases = 1000;
   if (strcmp(impl, "ref") && strcmp(impl, "opt")) return cli_usage_error(C, "--impl: '%s', expected ref or opt", impl);
   rs_p2p_campaign o;
@@ -294,6 +299,9 @@ static int cmd_check_(int argc, char **argv) {
   rs_world_finalize(w);
 #endif
   if (st) return cli_status_error(C, "check");
+  const char *tname = o.env.distributed ? transport : "local";
+  if (o.print && json && rs_p2p_report_json(json, &o, &res, impl, tname)) return cli_status_error(C, "--json");
+  if (o.print && junit && rs_p2p_report_junit(junit, &res)) return cli_status_error(C, "--junit");
   if (o.print) {
     if (!quiet || res.failed) {
       for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
@@ -304,7 +312,8 @@ static int cmd_check_(int argc, char **argv) {
     }
     for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
       if (!res.fail[p]) continue;
-      printf("FAIL %s: %s\n", rs_p2p_prop_name((rs_p2p_prop)p), res.message[p]);
+      printf("FAIL %s (case %lld of the campaign): %s\n", rs_p2p_prop_name((rs_p2p_prop)p),
+             (long long)res.caught_at[p], res.message[p]);
       if (res.fixture[p][0])
         printf("  shrunk model saved: %s\n  replay: reshard p2p run %s --impl %s\n", res.fixture[p], res.fixture[p],
                p <= RS_P2P_PROP_REF_ORACLE ? "ref" : "opt");

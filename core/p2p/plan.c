@@ -35,8 +35,10 @@ rs_status rs_p2p_plan_add(rs_p2p_plan *p, int64_t task, int32_t param, int32_t s
   x->src = src;
   x->dst = dst;
   x->box = p->ncoords;
-  memcpy(p->coords + p->ncoords, start, (size_t)ndim * sizeof(int64_t));
-  memcpy(p->coords + p->ncoords + ndim, size, (size_t)ndim * sizeof(int64_t));
+  if (ndim) { /* a scalar's box has no coordinates (and coords may still be NULL) */
+    memcpy(p->coords + p->ncoords, start, (size_t)ndim * sizeof(int64_t));
+    memcpy(p->coords + p->ncoords + ndim, size, (size_t)ndim * sizeof(int64_t));
+  }
   p->ncoords += 2 * ndim;
   return RS_OK;
 }
@@ -85,13 +87,26 @@ rs_status rs_p2p_lower_bound(const rs_p2p_model *m, int64_t *lb) {
   return RS_OK;
 }
 
+/* A JSON string: parameter names are arbitrary text. */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
 rs_status rs_p2p_plan_json(const rs_p2p_model *m, const rs_p2p_plan *p, int64_t lb, FILE *f) {
   fputs("{\"transfers\":[", f);
   for (int64_t i = 0; i < p->n; ++i) {
     const rs_p2p_xfer *x = &p->x[i];
     int nd = m->param[x->param].t.ndim;
-    fprintf(f, "%s\n{\"task_id\":%lld,\"param\":\"%s\",\"src_rank\":%d,\"dst_rank\":%d,\"offsets\":[",
-            i ? "," : "", (long long)x->task, m->param[x->param].name, x->src, x->dst);
+    fprintf(f, "%s\n{\"task_id\":%lld,\"param\":", i ? "," : "", (long long)x->task);
+    json_str(f, m->param[x->param].name);
+    fprintf(f, ",\"src_rank\":%d,\"dst_rank\":%d,\"offsets\":[", x->src, x->dst);
     for (int d = 0; d < nd; ++d) fprintf(f, "%s%lld", d ? "," : "", (long long)p->coords[x->box + d]);
     fputs("],\"sizes\":[", f);
     for (int d = 0; d < nd; ++d) fprintf(f, "%s%lld", d ? "," : "", (long long)p->coords[x->box + nd + d]);

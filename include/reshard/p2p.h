@@ -126,7 +126,8 @@ rs_status rs_p2p_plan_add(rs_p2p_plan *p, int64_t task, int32_t param, int32_t s
 rs_status rs_p2p_plan_stats(const rs_p2p_model *m, rs_p2p_plan *p);
 /* SPEC 10's traffic lower bound: SPEC 7's LB summed over parameters (bytes). */
 rs_status rs_p2p_lower_bound(const rs_p2p_model *m, int64_t *lb);
-/* The plan's transfers sorted by (dst, param, box start) for printing and comparison. */
+/* The plan as JSON (docs/p2p.md): transfers in plan order, then bytes_sent, bytes_local, lb,
+ * max_sender_bytes and senders. */
 rs_status rs_p2p_plan_json(const rs_p2p_model *m, const rs_p2p_plan *p, int64_t lb, FILE *f);
 
 /* Check a plan against SPEC 10: every destination element written exactly once, from a rank that
@@ -186,6 +187,10 @@ struct rs_copy_service;
 
 /* Minimal-traffic, balanced, deterministic plan (the same on every process). */
 rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out);
+/* The same plan restricted to the transfers world rank `rank` sends or receives (same task ids and
+ * order; bytes_sent, bytes_local, max_sender_bytes and senders are the whole plan's). What one
+ * process of a distributed run needs: memory O(its own transfers), not O(the whole plan). */
+rs_status rs_p2p_opt_plan_rank(const rs_p2p_model *m, int32_t rank, rs_p2p_plan *out);
 
 typedef struct rs_p2p_exec_stats {
   int64_t local, direct, copy, transform; /* transfers by writeback (local = src == dst) */

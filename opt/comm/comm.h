@@ -55,5 +55,8 @@ rs_status rs_nccl_world_create(int rank, int size, rs_nccl_world **out);
 void rs_nccl_world_destroy(rs_nccl_world *w);
 /* A comm over the communicator of mesh m (split once per rank list and cached). */
 rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **out);
+/* The communicator over every process of the world (ranks 0..size-1, no rs_mesh and so no
+ * RS_MAX_RANKS cap): cross-config resharding's copy service. */
+rs_status rs_comm_nccl_all(rs_nccl_world *w, rs_comm **out);
 
 #endif

@@ -116,15 +116,9 @@ rs_status rs__cs_builtin(const char *name, struct rs_world *w, const rs_copy_ser
     *vt = &nccl_vt;
     if (wk != RS_WORLD_NCCL) {
       st = rs_fail(RS_ERR_UNSUPPORTED, "copy service: nccl needs an NCCL world (--transport nccl)");
-    } else if (w->size > RS_MAX_RANKS) {
-      st = rs_fail(RS_ERR_UNSUPPORTED, "copy service: nccl is limited to %d processes", RS_MAX_RANKS);
     } else {
-      /* one communicator over every process; the mesh is only the handle opt/comm caches it by */
-      rs_mesh *all = calloc(1, sizeof *all);
-      int64_t n = w->size;
-      if (!all) st = rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
-      else if (!(st = rs_mesh_init(all, 1, &n, NULL))) st = rs_world_comm(w, all, &b->comm);
-      free(all);
+      /* one communicator over every process, any number of them */
+      st = rs_comm_nccl_all(w->nccl, &b->comm);
       b->device = 1;
     }
   } else {

@@ -16,7 +16,13 @@
 rs_status rs__mxfp8_quantize_any(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what,
                                  int *on_device);
 
-rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out) { return rs__p2p_opt_plan(m, out); }
+rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out) { return rs__p2p_opt_plan(m, -1, out); }
+
+rs_status rs_p2p_opt_plan_rank(const rs_p2p_model *m, int32_t rank, rs_p2p_plan *out) {
+  /* a rank past the model's world is idle: it keeps nothing, but still gets the plan's figures */
+  if (rank < 0) return rs_fail(RS_ERR_INVALID, "opt p2p: rank %d is negative", rank);
+  return rs__p2p_opt_plan(m, rank, out);
+}
 
 /* 1 when `region` is one contiguous row-major byte range of a buffer holding box `buf`. */
 static int contiguous(int nd, const rs_box *buf, const rs_box *region) {
@@ -59,8 +65,10 @@ static void xfer_boxes(const ectx *c, const rs_p2p_xfer *x, int which, rs_box *b
   const rs_tensor *t = &c->m->param[x->param].t;
   *pos = rs_p2p_pos(c->m, which, x->param, which == RS_P2P_SRC ? x->src : x->dst);
   rs_p2p_box(c->m, which, x->param, *pos, buf->start, buf->size);
-  memcpy(region->start, c->plan->coords + x->box, (size_t)t->ndim * sizeof(int64_t));
-  memcpy(region->size, c->plan->coords + x->box + t->ndim, (size_t)t->ndim * sizeof(int64_t));
+  if (t->ndim) { /* a plan of scalars only has no coordinates at all */
+    memcpy(region->start, c->plan->coords + x->box, (size_t)t->ndim * sizeof(int64_t));
+    memcpy(region->size, c->plan->coords + x->box + t->ndim, (size_t)t->ndim * sizeof(int64_t));
+  }
 }
 
 /* Destination buffer (local tensor, or the BF16 accumulator of an MXFP8 parameter). */
@@ -133,7 +141,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     }
     if (psrc) {
       sx.bytes_sent += bytes;
-      if (!contiguous(nd, &sb, &region)) {
+      if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
         xs[i].send_off = staged;
         staged += bytes;
       }

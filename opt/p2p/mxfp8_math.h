@@ -32,6 +32,7 @@ RS_HD static inline uint8_t rs__mx_elem(uint16_t b, int e, int half_up) {
   if (!M) return sign;
   int lg = rs__mx_log2(M) + E - e; /* floor(log2 |v|) */
   int normal = lg >= -6;
+  if (!normal && half_up == 3) return sign; /* planted bug: E4M3 subnormals flushed to zero */
   int ulp = normal ? lg - 3 : -9;
   int shift = E - e - ulp; /* |v| / 2^ulp = M * 2^shift */
   uint32_t r;
@@ -54,7 +55,8 @@ RS_HD static inline uint8_t rs__mx_elem(uint16_t b, int e, int half_up) {
 
 /* One block of 32: returns 1 when it holds a NaN/Inf (nothing written), else 0. */
 /* half_up selects the planted bugs of the mutation self-test: 1 rounds ties away from zero,
- * 2 moves the 448 boundary of the scale (amax = 448 * 2^e takes the next exponent). */
+ * 2 moves the 448 boundary of the scale (amax = 448 * 2^e takes the next exponent), 3 flushes
+ * E4M3 subnormals to zero. */
 RS_HD static inline int rs__mx_block(const uint16_t *x, uint8_t *q, uint8_t *scale, int half_up) {
   uint32_t amax = 0;
   for (int i = 0; i < 32; ++i) {

@@ -7,7 +7,8 @@
 #include "reshard/opt.h"
 #include "reshard/p2p.h"
 
-rs_status rs__p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out);
+/* only >= 0: keep the transfers rank `only` sends or receives (rs_p2p_opt_plan_rank). */
+rs_status rs__p2p_opt_plan(const rs_p2p_model *m, int32_t only, rs_p2p_plan *out);
 
 struct rs_copy_service {
   const rs_copy_service_vtable *vt;
