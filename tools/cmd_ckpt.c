@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "cmd_ckpt_opt.h"
 #include "core/values.h"
 #include "props/ckpt.h"
 #include "reshard/ckpt.h"
@@ -17,9 +18,11 @@
 static const char *HELP =
     "usage: reshard ckpt <command> ...\n"
     "  save STATE.json --root DIR --step N [--impl ref|opt] [--transport local|mpi] [--block B]\n"
+    "        [--threads T] [--segment S] [--direct]   (opt: balanced writers, T I/O threads)\n"
     "        build every rank's state dict from the state spec and save it (commit: data, fsync,\n"
     "        metadata.json by rename, directory fsync, then latest)\n"
     "  load STATE.json --root DIR [--step N] [--impl ref|opt] [--transport ..] [--strict MODE]\n"
+    "        [--read-once] [--threads T] [--segment S] [--direct]   (opt)\n"
     "        load into the spec's layout on its ranks and check every rank against the oracle\n"
     "        (MODE: assume_ok_unexpected (default), log_unexpected, log_all, raise_unexpected,\n"
     "        raise_all, return_unexpected, return_all, ignore_all)\n"
@@ -412,8 +415,12 @@ int cmd_ckpt(int argc, char **argv) {
       fputs(HELP, stdout);
       return CLI_OK;
     }
-  if (strcmp(sub, "save") == 0) return cmd_save(argc - 1, argv + 1);
-  if (strcmp(sub, "load") == 0) return cmd_load(argc - 1, argv + 1);
+  /* --impl opt|both and --transport local|mpi: opt's parallel save/load (cmd_ckpt_opt.c) */
+  int opt = ckpt_opt_wanted(argc - 1, argv + 1);
+  if (strcmp(sub, "save") == 0) return opt ? cmd_ckpt_opt_save(argc - 1, argv + 1) : cmd_save(argc - 1, argv + 1);
+  if (strcmp(sub, "load") == 0) return opt ? cmd_ckpt_opt_load(argc - 1, argv + 1) : cmd_load(argc - 1, argv + 1);
+  if (strcmp(sub, "check") == 0 && opt) return cmd_ckpt_opt_check(argc - 1, argv + 1);
+  if (strcmp(sub, "replay") == 0 && argc == 3 && (opt = ckpt_opt_replay_file(argv[2])) >= 0) return opt;
   if (strcmp(sub, "verify") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt verify", 0);
   if (strcmp(sub, "inspect") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt inspect", 1);
   if (strcmp(sub, "export") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt export", 2);
