@@ -124,25 +124,31 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
     goto done;
   }
   exp = e1;
-  if (n > exp.n || x->mpi) {
-    /* pad and keep only this process's rank, like got */
-    rs_state_dict *sd = realloc(exp.sd, sizeof *sd * (size_t)(n > exp.n ? n : exp.n));
-    if (sd) {
-      exp.sd = sd;
-      for (int r = exp.n; r < n; ++r) {
-        memset(&sd[r], 0, sizeof sd[r]);
-        sd[r].rank = r;
-      }
-      if (n > exp.n) exp.n = n;
-      if (x->mpi)
-        for (int r = 0; r < exp.n; ++r)
-          if (r != x->me) {
-            rs_state_dict_free(&exp.sd[r]);
-            memset(&exp.sd[r], 0, sizeof exp.sd[r]);
-            exp.sd[r].rank = r;
-          }
+  if (n > exp.n) {
+    /* padded ranks hold nothing but get the checkpoint's common entries, like every rank */
+    rs_state_dict *sd = realloc(exp.sd, sizeof *sd * (size_t)n);
+    if (!sd) {
+      snprintf(msg, cap, "out of memory");
+      out = RS_FAIL;
+      goto done;
     }
+    exp.sd = sd;
+    for (int r = exp.n; r < n; ++r) {
+      memset(&sd[r], 0, sizeof sd[r]);
+      sd[r].rank = r;
+      for (int i = 0; i < sd[0].ncommon; ++i)
+        rs_sd_add_kv(&sd[r].common, &sd[r].ncommon, &sd[r].capc, sd[0].common[i].key, sd[0].common[i].val,
+                     sd[0].common[i].len);
+    }
+    exp.n = n;
   }
+  if (x->mpi)
+    for (int r = 0; r < exp.n; ++r)
+      if (r != x->me) {
+        rs_state_dict_free(&exp.sd[r]);
+        memset(&exp.sd[r], 0, sizeof exp.sd[r]);
+        exp.sd[r].rank = r;
+      }
   char m2[800];
   if (rs_oracle_ckpt_compare(&exp, &got, m2, sizeof m2)) {
     snprintf(msg, cap, "opt load (%s) != oracle: %s", mode, m2);
