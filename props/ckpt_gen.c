@@ -195,10 +195,13 @@ rs_status rs_gen_ckpt_case(rs_choices *ch, rs_ckpt_case *c) {
   }
   if (ncm > 1 && !st) st = add_kv(&a->common, &a->ncommon, "args", "{\"lr\": 0.0003, \"tp\": \"\\u00e9\"}");
   if (!st && rs_draw(ch, 2)) st = add_kv(&a->nonpersistent, &a->nnp, "rerun_state", "local");
+  int cap = 0;
   for (int i = 0; i < a->ncommon && !st; ++i)
-    st = add_kv(&a2->common, &a2->ncommon, a->common[i].key, (const char *)a->common[i].val);
+    st = rs_sd_add_kv(&a2->common, &a2->ncommon, &cap, a->common[i].key, a->common[i].val, a->common[i].len);
+  cap = 0;
   for (int i = 0; i < a->nnp && !st; ++i)
-    st = add_kv(&a2->nonpersistent, &a2->nnp, a->nonpersistent[i].key, (const char *)a->nonpersistent[i].val);
+    st = rs_sd_add_kv(&a2->nonpersistent, &a2->nnp, &cap, a->nonpersistent[i].key, a->nonpersistent[i].val,
+                      a->nonpersistent[i].len);
   if (!st) st = rs_state_spec_copy(a2, &c->b);
   /* the load side: keys dropped (missing), added (unexpected), shapes padded or cut */
   rs_state_spec *b = &c->b;

@@ -158,15 +158,18 @@ static rs_outcome prop_reject(rs_ckpt_case *c, rs_choices *ch, char *msg, size_t
     rs_state_dict *sd = &w.sd[r];
     int lim = kind >= 4 ? sd->no : sd->nt;
     for (int i = 0; i < lim && n < 4096; ++i) {
-      int ok;
-      if (kind >= 4) ok = rs_replica_is_main(&sd->o[i].replica);
-      else if (kind <= 1) ok = rs_replica_is_main(&sd->t[i].replica) && sd->t[i].nbytes > 0;
-      else {
-        int same = 0;
-        for (int r2 = 0; r2 < w.n; ++r2)
+      int ok, same = 0;
+      /* entries of the same key: a gap needs one left behind (a key that vanishes entirely is
+       * a missing key, not an invalid checkpoint), a disagreement needs two */
+      for (int r2 = 0; r2 < w.n; ++r2) {
+        if (kind >= 4)
+          for (int j = 0; j < w.sd[r2].no; ++j) same += strcmp(w.sd[r2].o[j].key, sd->o[i].key) == 0;
+        else
           for (int j = 0; j < w.sd[r2].nt; ++j) same += strcmp(w.sd[r2].t[j].key, sd->t[i].key) == 0;
-        ok = same >= 2 && (kind == 2 || sd->t[i].ndim >= 1);
       }
+      if (kind >= 4) ok = rs_replica_is_main(&sd->o[i].replica) && (kind == 4 || same >= 2);
+      else if (kind <= 1) ok = rs_replica_is_main(&sd->t[i].replica) && sd->t[i].nbytes > 0 && (kind == 0 || same >= 2);
+      else ok = same >= 2 && (kind == 2 || sd->t[i].ndim >= 1);
       if (ok) {
         cand[n][0] = r;
         cand[n][1] = i;

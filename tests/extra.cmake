@@ -10,3 +10,10 @@ if(TARGET reshard)
   add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
 endif()
+# ---- ckpt (distributed checkpoints) ----
+# ckpt_cli: the stable forms and exit codes of `reshard ckpt ...`; ckpt_torture: 100 saves killed
+# with SIGKILL at random moments, `latest` must always load correctly (torn = 0).
+if(TARGET reshard)
+  add_test(NAME ckpt_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/ckpt_cli.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+  add_test(NAME ckpt_torture COMMAND $<TARGET_FILE:reshard> ckpt torture --kills 100 --seed 1)
+endif()

@@ -35,7 +35,23 @@ static const char *HELP =
     "  torture [--kills N] [--seed S] [--root DIR] [--spec STATE.json]\n"
     "        SIGKILL a saving process at random moments; latest must always load correctly\n"
     "DIR is a checkpoint root (latest is used) or a step directory.\n"
-    "Exit: 0 pass, 1 a difference or an integrity failure, 2 bad input.\n";
+    "Exit: 0 pass, 1 a difference or an integrity failure (damaged or hostile checkpoint), 2 bad\n"
+    "input (flags, STATE.json, a directory that holds no checkpoint), 3 out of memory.\n";
+
+enum { CLI_NOMEM = 3 };
+
+/* A failure of an operation on a checkpoint: out of memory exits 3, anything else 1 (the
+ * checkpoint is damaged, hostile, or differs; the message names file and key). */
+static int ckpt_fail(const char *C, rs_status st) {
+  fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+  return st == RS_ERR_NOMEM ? CLI_NOMEM : CLI_FAIL;
+}
+
+/* Bad input (STATE.json, flags, a directory that holds no checkpoint) exits 2, out of memory 3. */
+static int input_fail(const char *C, rs_status st) {
+  int rc = cli_status_error(C, "");
+  return st == RS_ERR_NOMEM ? CLI_NOMEM : rc;
+}
 
 /* --impl opt and --transport mpi arrive with opt's parallel save/load; ref runs in one process. */
 static int impl_ok(const char *C, const char *impl, const char *transport, int allow_both) {
@@ -71,20 +87,23 @@ static int cmd_save(int argc, char **argv) {
   if (blk && cli_int(blk, 64, 1 << 30, &block)) return cli_usage_error(C, "--block: expected 64..2^30");
   if ((r = impl_ok(C, impl, tr, 0))) return r;
   rs_state_spec s;
-  if (rs_state_spec_from_file(spec, &s)) return cli_status_error(C, "");
+  rs_status st;
+  if ((st = rs_state_spec_from_file(spec, &s))) return input_fail(C, st);
   rs_ckpt_world w;
-  if (rs_state_spec_build(&s, RS_FILL_VALUES, &w)) {
+  if ((st = rs_state_spec_build(&s, RS_FILL_VALUES, &w))) {
     rs_state_spec_free(&s);
-    return cli_status_error(C, "");
+    return input_fail(C, st);
   }
   rs_ckpt_io_opts io = {0, 0, NULL, block};
   int64_t ops = 0;
-  rs_status st = rs_ref_ckpt_save(&w, root, step, &io, &ops);
+  /* PLUMBING (opt issue): --impl opt / --transport mpi dispatch to opt's parallel save here */
+  st = rs_ref_ckpt_save(&w, root, step, &io, &ops);
   rs_ckpt_world_free(&w);
   rs_state_spec_free(&s);
   if (st) {
-    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-    return st == RS_ERR_IO ? CLI_FAIL : CLI_USAGE;
+    /* a state dict that fails validation is bad input; a failed write is a failure */
+    if (st == RS_ERR_IO) return ckpt_fail(C, st);
+    return input_fail(C, st);
   }
   printf("saved %s/step_%lld (%lld I/O operations); latest = %lld\n", root, step, (long long)ops, step);
   return CLI_OK;
@@ -116,31 +135,38 @@ static int cmd_load(int argc, char **argv) {
   rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
   if (sm && rs_strict_parse(sm, &mode)) return cli_status_error(C, "--");
   rs_state_spec s, saved;
-  if (rs_state_spec_from_file(spec, &s)) return cli_status_error(C, "");
-  if (rs_ref_ckpt_catalog(root, step, &s, &saved)) {
-    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+  rs_status st;
+  if ((st = rs_state_spec_from_file(spec, &s))) return input_fail(C, st);
+  if (step < 0) {
+    int64_t l;
+    if ((st = rs_ckpt_latest(root, &l))) {
+      rs_state_spec_free(&s);
+      return input_fail(C, st);
+    }
+  }
+  if ((st = rs_ref_ckpt_catalog(root, step, &s, &saved))) {
     rs_state_spec_free(&s);
-    return CLI_FAIL;
+    return ckpt_fail(C, st);
   }
   rs_ckpt_world got, exp = {0, NULL};
   rs_ckpt_report rep;
   int rc = CLI_OK;
-  if (rs_state_spec_build(&s, RS_FILL_INITIAL, &got)) {
+  if ((st = rs_state_spec_build(&s, RS_FILL_INITIAL, &got))) {
     rs_state_spec_free(&s);
     rs_state_spec_free(&saved);
-    return cli_status_error(C, "");
+    return input_fail(C, st);
   }
   rs_ckpt_io_opts io = {0, 0, stderr, 0};
-  rs_status st = rs_ref_ckpt_load(&got, root, step, mode, &io, &rep);
+  /* PLUMBING (opt issue): --impl opt / --transport mpi dispatch to opt's parallel load here */
+  st = rs_ref_ckpt_load(&got, root, step, mode, &io, &rep);
   if (rep.nunexpected || mode == RS_STRICT_RETURN_UNEXPECTED || mode == RS_STRICT_RETURN_ALL)
     print_list("unexpected keys", rep.unexpected, rep.nunexpected);
   if (rep.nmissing || mode == RS_STRICT_RETURN_ALL) print_list("missing keys", rep.missing, rep.nmissing);
   char msg[1024];
   if (st) {
-    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-    rc = CLI_FAIL;
-  } else if (rs_oracle_ckpt_expected(&saved, &s, &exp)) {
-    rc = cli_status_error(C, "oracle: ");
+    rc = ckpt_fail(C, st);
+  } else if ((st = rs_oracle_ckpt_expected(&saved, &s, &exp))) {
+    rc = ckpt_fail(C, st);
   } else if (rs_oracle_ckpt_compare(&exp, &got, msg, sizeof msg)) {
     fprintf(stderr, "reshard %s: differs from the oracle: %s\n", C, msg);
     rc = CLI_FAIL;
@@ -171,13 +197,12 @@ static int dir_cmd(int argc, char **argv, const char *C, int which) {
   }
   if (!dir || (which == 2 && !out)) return cli_usage_error(C, which == 2 ? "needs DIR OUT.safetensors" : "needs DIR");
   char *sd;
-  if (rs_ckpt_resolve_dir(dir, &sd)) return cli_status_error(C, "");
+  rs_status st;
+  /* a directory that holds no checkpoint (no latest, no step_N/metadata.json) is bad input */
+  if ((st = rs_ckpt_resolve_dir(dir, &sd))) return input_fail(C, st);
   free(sd);
-  rs_status st = which == 0 ? rs_ckpt_verify(dir, stdout) : which == 1 ? rs_ckpt_inspect(dir, json, stdout) : rs_ckpt_export(dir, out);
-  if (st) {
-    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-    return CLI_FAIL;
-  }
+  st = which == 0 ? rs_ckpt_verify(dir, stdout) : which == 1 ? rs_ckpt_inspect(dir, json, stdout) : rs_ckpt_export(dir, out);
+  if (st) return ckpt_fail(C, st);
   if (which == 2) printf("exported %s to %s\n", dir, out);
   return CLI_OK;
 }

@@ -196,12 +196,19 @@ rs_status rs__md_check_tiling(const rs__md_tensor *t) {
 }
 
 /* ---- per-entry checks ---- */
-static rs_status check_entry(int rank, const rs_sh_tensor *t) {
+/* What must hold before entries of one key can be compared with each other. */
+static rs_status check_entry_basic(int rank, const rs_sh_tensor *t) {
   if (!rs__key_ok(t->key)) return rs_fail(RS_ERR_INVALID, "rank %d: a tensor key is empty or not printable", rank);
   if ((int)t->dtype < 0 || t->dtype >= RS_DTYPE_COUNT)
     return rs_fail(RS_ERR_INVALID, "key '%s' rank %d: invalid dtype", t->key, rank);
   if (t->ndim < 0 || t->ndim > RS_MAX_DIMS)
     return rs_fail(RS_ERR_INVALID, "key '%s' rank %d: %d dims", t->key, rank, t->ndim);
+  return RS_OK;
+}
+
+/* The rest, run after the key's ranks agree on dtype and global shape (so that a disagreement is
+ * reported as one, not as a region that no longer fits one rank's shape). */
+static rs_status check_entry(int rank, const rs_sh_tensor *t) {
   char reg[256];
   rs__region_text(t->ndim, t->global_offset, t->local_shape, reg, sizeof reg);
   for (int d = 0; d < t->ndim; ++d) {
@@ -256,7 +263,7 @@ static int cmp_oref(const void *a, const void *b) {
 
 static rs_status validate_tensors(const rs_ckpt_world *w, ref *r, int n) {
   for (int i = 0; i < n; ++i) {
-    rs_status st = check_entry(r[i].rank, r[i].t);
+    rs_status st = check_entry_basic(r[i].rank, r[i].t);
     if (st) return st;
   }
   qsort(r, (size_t)n, sizeof *r, cmp_ref);
@@ -284,6 +291,7 @@ static rs_status validate_tensors(const rs_ckpt_world *w, ref *r, int n) {
                           b->flat_stop, r[j].rank};
       }
     }
+    for (int k = i; k < j && !st; ++k) st = check_entry(r[k].rank, r[k].t);
     for (int k = 0; k < w->n && !st; ++k)
       for (int q = 0; q < w->sd[k].no; ++q)
         if (strcmp(w->sd[k].o[q].key, a->key) == 0)

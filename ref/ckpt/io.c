@@ -80,7 +80,7 @@ static void power_loss(rs__io *io) {
       if (r->old_exists) put_file(r->to, r->old, (size_t)r->oldlen);
       else unlink(r->to);
       for (int j = 0; j < i; ++j)
-        if (io->rec[j].type == 0 && strcmp(io->rec[j].path, r->to) == 0) {
+        if (io->rec[j].type == 0 && io->rec[j].path && strcmp(io->rec[j].path, r->to) == 0) {
           free(io->rec[j].path);
           io->rec[j].path = rs__strdup(r->path);
         }

@@ -68,7 +68,7 @@ rs_status rs__reader_read(rs__reader *r, int file, int64_t off, int64_t len, con
                    key, (long long)sb.st_size, (long long)f->size);
   }
   const int64_t BS = f->block;
-  uint8_t *blk = malloc((size_t)BS);
+  uint8_t *blk = malloc((size_t)(BS < f->size ? BS : f->size)); /* size > 0: len > 0 fits in it */
   if (!blk) {
     close(fd);
     return rs_fail(RS_ERR_NOMEM, "out of memory");
@@ -117,7 +117,11 @@ rs_status rs__reader_header(rs__reader *r, int file, const rs__st_header **out) 
   st = rs__reader_read(r, file, 8, (int64_t)hl, "(safetensors header)", (uint8_t *)h);
   if (!st) st = rs__st_parse(h, hl, f->size, &r->hdr[file]);
   free(h);
-  if (st) return rs_fail(RS_ERR_IO, "file %s: %s", f->name, rs_last_error());
+  if (st) {
+    char pre[400];
+    snprintf(pre, sizeof pre, "file %s: ", f->name);
+    return rs_fail_prefix(RS_ERR_IO, pre);
+  }
   r->hdr_ok[file] = 1;
   *out = &r->hdr[file];
   return RS_OK;

@@ -25,13 +25,16 @@ rs_status rs_ckpt_verify(const char *dir, FILE *out) {
   int64_t nchunks = 0, bytes = 0;
   for (int f = 0; f < rd.md.nf && !st; ++f) {
     const rs__md_file *mf = &rd.md.f[f];
-    uint8_t *all = malloc(mf->size ? (size_t)mf->size : 1);
-    if (!all) {
+    /* block by block: the sizes come from the (checked, but possibly hostile) metadata, so
+     * never allocate a whole file's size */
+    uint8_t *blk = malloc((size_t)(mf->block < mf->size ? mf->block : mf->size) + 1);
+    if (!blk) {
       st = rs_fail(RS_ERR_NOMEM, "out of memory");
       break;
     }
-    st = rs__reader_read(&rd, f, 0, mf->size, "(whole file)", all);
-    free(all);
+    for (int64_t o = 0; o < mf->size && !st; o += mf->block)
+      st = rs__reader_read(&rd, f, o, mf->size - o < mf->block ? mf->size - o : mf->block, "(whole file)", blk);
+    free(blk);
     bytes += mf->size;
     if (st) break;
     const rs__st_header *h;
@@ -284,7 +287,29 @@ rs_status rs_ref_ckpt_catalog(const char *root, int64_t step, const rs_state_spe
     int found = 0;
     char prefix[1100];
     snprintf(prefix, sizeof prefix, "%s/shard_", saved->o[i].key);
-    for (int j = 0; j < rd.md.no && !found; ++j) found = strncmp(rd.md.o[j].ukey, prefix, strlen(prefix)) == 0;
+    int jf = -1;
+    for (int j = 0; j < rd.md.no && !found; ++j)
+      if ((found = strncmp(rd.md.o[j].ukey, prefix, strlen(prefix)) == 0)) jf = j;
+    /* the shard grid is the checkpoint's (the load spec may ask for another one): read it back
+     * from the unique key "key/shard_<offsets>_<grid>" so the oracle enumerates saved shards */
+    if (found) {
+      const char *g = strrchr(rd.md.o[jf].ukey + strlen(prefix), '_');
+      int nd = 0;
+      int64_t sz[RS_MAX_MESH_DIMS];
+      for (const char *q = g ? g + 1 : ""; g && *q && nd < RS_MAX_MESH_DIMS;) {
+        char *e;
+        long long v = strtoll(q, &e, 10);
+        if (e == q || v < 1) break;
+        sz[nd++] = v;
+        q = *e == '.' ? e + 1 : e;
+      }
+      rs_spec_object *o = &saved->o[i];
+      o->mesh.ndim = o->ndims = nd;
+      for (int d = 0; d < nd; ++d) {
+        o->mesh.size[d] = sz[d];
+        o->dims[d] = d;
+      }
+    }
     if (!found) {
       free(saved->o[i].key);
       continue;
