@@ -68,11 +68,69 @@ static int same_list(char **a, int na, char **b, int nb) {
   return 1;
 }
 
-typedef struct ctx {
+
+/* A byte that opt's load must read: in direct mode the first byte of some request's
+ * intersection with a stored chunk (always inside what it preads), in read-once mode the last
+ * byte of such a chunk (read whole). Returns 0 when B requests nothing stored. */
+static int pick_byte(const char *root, const rs_state_spec *b, int read_once, char *file, size_t cap, int64_t *at) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/step_2/metadata.json", root);
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  rs__metadata md;
+  if (!file_bytes(path, &bytes, &n)) return 0;
+  int found = 0;
+  if (rs__md_parse((const char *)bytes, n, &md) == RS_OK) {
+    rs_ckpt_world w;
+    if (rs_state_spec_build(b, RS_FILL_INITIAL, &w) == RS_OK) {
+      for (int r = 0; r < w.n && !found; ++r) {
+        rs_sd_apply_factories(&w.sd[r]);
+        for (int i = 0; i < w.sd[r].nt && !found; ++i) {
+          const rs_sh_tensor *t = &w.sd[r].t[i];
+          int mi = rs__md_find_tensor(&md, t->key);
+          if (mi < 0 || md.t[mi].dtype != t->dtype || t->has_flat || t->nbytes == 0) continue;
+          for (int c = 0; c < md.t[mi].nc && !found; ++c) {
+            const rs__chunk *ch = &md.t[mi].c[c];
+            int64_t io[RS_MAX_DIMS], is[RS_MAX_DIMS], rel[RS_MAX_DIMS];
+            if (ch->has_flat || ch->length == 0 ||
+                !rs__box_intersect(t->ndim, t->global_offset, t->local_shape, ch->off, ch->size, io, is))
+              continue;
+            for (int d = 0; d < t->ndim; ++d) rel[d] = io[d] - ch->off[d];
+            int es = rs_dtype_size(t->dtype);
+            *at = read_once ? ch->byte_off + ch->length - 1 : ch->byte_off + rs__flat_index(t->ndim, ch->size, rel) * es;
+            snprintf(file, cap, "%s/step_2/%s", root, md.f[ch->file].name);
+            found = 1;
+          }
+        }
+      }
+      rs_ckpt_world_free(&w);
+    }
+    rs__md_free(&md);
+  }
+  free(bytes);
+  return found;
+}
+
+static int flip(const char *file, int64_t at) {
+  FILE *f = fopen(file, "r+b");
+  if (!f) return 0;
+  int ok = fseek(f, at, SEEK_SET) == 0;
+  int c = ok ? fgetc(f) : EOF;
+  ok = c != EOF && fseek(f, at, SEEK_SET) == 0 && fputc(c ^ 0x20, f) != EOF;
+  fclose(f);
+  return ok;
+}
+
+typedef struct ctx ctx;
+static rs_outcome agree(ctx *x, rs_outcome out, char *msg, size_t cap);
+
+/* one flipped byte that a load reads: opt's load (direct, then read-once) must refuse it */
+static rs_outcome corrupt_check(ctx *x, rs_ckpt_case *c, const char *root, char *msg, size_t cap);
+struct ctx {
   rs_world *world;
   int P, me, mpi;
   rs_ckpt_opt_opts oo;
-} ctx;
+};
 
 /* opt load of B from root into a fresh world, compared with the oracle (this process's ranks)
  * and, when ref_st/ref_rep are given, with the reference's status and report */
@@ -206,6 +264,36 @@ static rs_outcome agree(ctx *x, rs_outcome out, char *msg, size_t cap) {
   return f ? RS_FAIL : s ? RS_SKIP : RS_PASS;
 }
 
+static rs_outcome corrupt_check(ctx *x, rs_ckpt_case *c, const char *root, char *msg, size_t cap) {
+  rs_outcome out = RS_PASS;
+  for (int ro = 0; ro < 2 && out == RS_PASS; ++ro) {
+    char file[4400] = "";
+    int64_t at = 0;
+    int have = 0;
+    if (x->me == 0) have = pick_byte(root, &c->b, ro, file, sizeof file, &at) && flip(file, at);
+    if (x->mpi) rs_opt_world_bcast(x->world, &have, sizeof have);
+    if (!have) return RS_PASS;
+    rs_ckpt_world got = {0, NULL};
+    int n = x->mpi ? x->P : c->b.world;
+    rs_status st = build_padded(&c->b, RS_FILL_INITIAL, n, x->mpi ? x->me : -1, &got);
+    rs_ckpt_opt_opts oo = x->oo;
+    oo.read_once = ro;
+    FILE *devnull = fopen("/dev/null", "w");
+    oo.log = devnull;
+    if (!st) st = rs_opt_ckpt_load(x->world, &got, root, -1, c->strict, &oo, NULL, NULL);
+    if (devnull) fclose(devnull);
+    rs_ckpt_world_free(&got);
+    if (st == RS_OK) {
+      snprintf(msg, cap, "opt load (%s) accepted a checkpoint with a flipped byte at %s:%lld", ro ? "read-once" : "direct",
+               file, (long long)at);
+      out = RS_FAIL;
+    }
+    if (x->me == 0) flip(file, at);
+    out = agree(x, out, msg, cap);
+  }
+  return out;
+}
+
 rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap) {
   ctx x;
   memset(&x, 0, sizeof x);
@@ -300,7 +388,8 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
   }
   if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
   out = opt_load_check(&x, &c, ro_, !ro, NULL, 0, 0, msg, cap);
-  out = agree(&x, out, msg, cap);
+  if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
+  out = corrupt_check(&x, &c, ro_, msg, cap);
 done:
   rs_ckpt_report_free(&ref_rep);
   rs_ckpt_case_free(&c);

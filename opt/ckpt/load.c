@@ -526,6 +526,8 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     int mine = 0;
     for (int j = k; j < e; ++j) {
       if (!L->read_once && !rs__ock_mine(c, L->p[j].r)) continue;
+      /* RS_MUTANT 352: the hull of a chunk is the first request's range only */
+      if (RS_MUTANT(352) && mine) continue;
       mine = 1;
       if (L->p[j].h0 < h0) h0 = L->p[j].h0;
       if (L->p[j].h1 > h1) h1 = L->p[j].h1;
@@ -656,13 +658,14 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
         }
         from[nm] = n->reader;
         to[nm] = r;
-        lens[nm] = n->h1 - n->h0;
+        /* RS_MUTANT 356: a chunk travels without its second half */
+        lens[nm] = RS_MUTANT(356) ? (n->h1 - n->h0) / 2 : n->h1 - n->h0;
         rbuf[nm] = NULL;
         if (c->local || n->reader == c->me) {
           bufs[nm] = n->buf; /* the sender's bytes */
           if (c->local) {
             /* in one process the receiver gets its own copy, as over a wire */
-            rbuf[nm] = malloc(lens[nm] ? (size_t)lens[nm] : 1);
+            rbuf[nm] = calloc(1, n->h1 - n->h0 ? (size_t)(n->h1 - n->h0) : 1);
             if (!rbuf[nm]) st = rs_fail(RS_ERR_NOMEM, "out of memory");
           }
         } else {
@@ -699,9 +702,15 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
         pair *p = &L->p[j];
         if (!rs__ock_mine(c, p->r)) continue;
         const uint8_t *src = n->buf;
-        if (c->local && p->r != n->reader)
+        if (c->local && p->r != n->reader) {
+          src = NULL;
           for (int m = 0; m < nm; ++m)
             if (bufs[m] == n->buf && to[m] == p->r) src = rbuf[m];
+          if (!src) {
+            st = rs_fail(RS_ERR_TRANSPORT, "read-once: rank %d was sent no copy of a chunk of '%s'", p->r, need_key(L, n));
+            break;
+          }
+        }
         if (p->mc < 0) st = scatter_object(L, p, src, n->h0);
         else st = scatter(L, p, src, n->h0, n->h0, n->h1);
       }

@@ -201,8 +201,16 @@ static rs_status make_files(plan *p) {
     }
     int n = 0;
     int64_t at = 0;
+    /* widest elements first: with the header padded to 4096 bytes, every element then sits on a
+     * multiple of its size, so a load's piece boundaries never split one */
+    for (int pass = 0; pass < 4; ++pass)
     for (int k = 0; k < p->ng; ++k) {
       if (p->g[k].writer != r) continue;
+      const item *y = &p->it[p->g[k].writer_item];
+      int es = y->obj ? 1 : rs_dtype_size(a->sd[y->r].t[y->i].dtype);
+      if ((pass == 0 && es < 8) || (pass == 1 && es != 4) || (pass == 2 && es != 2) ||
+          (pass == 3 && (es >= 8 || es == 4 || es == 2)))
+        continue;
       const item *x = &p->it[p->g[k].writer_item];
       f->g[n] = k;
       e[n].name = x->name;
