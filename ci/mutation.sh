@@ -26,6 +26,25 @@ for f in "$top/ref/MUTANTS.md" "$top/opt/MUTANTS.md"; do
     fi
   done
 done
+# ---- opt checkpoint mutants (opt/ckpt/MUTANTS.md): the ckpt_opt cross property must catch each ----
+if [ -f "$top/opt/ckpt/MUTANTS.md" ]; then
+  for id in $(grep -oE '^\| *[0-9]+ *\|' "$top/opt/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
+    log="$tmp/c$id.log"
+    RS_MUTANT=$id "$bin" ckpt check --impl opt --seed 11 --cases 300 --quiet --regress-dir "$tmp/creg$id" \
+      --scratch "$tmp/cscratch$id" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "reshard ckpt replay" "$log"; then
+      caught=$((caught + 1))
+      printf 'mutant %-4s (ckpt opt) caught: %s\n' "$id" "$(grep -m1 -A1 'FAIL' "$log" | tail -n1 | cut -c1-150)"
+    else
+      survived=$((survived + 1))
+      printf 'mutant %-4s (ckpt opt) SURVIVED (exit %d)\n' "$id" "$rc"
+      tail -n 5 "$log"
+    fi
+  done
+fi
+# ---- end of the opt checkpoint mutants ----
+
 rm -rf "$tmp"
 echo "mutation self-test: $caught caught, $survived survived"
 [ $survived -eq 0 ] && [ $caught -gt 0 ]

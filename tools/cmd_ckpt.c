@@ -29,6 +29,8 @@ static const char *HELP =
     "  verify DIR              every digest, safetensors headers, chunks tile every tensor\n"
     "  inspect DIR [--json]    keys, dtypes, shapes, chunks, files\n"
     "  export DIR OUT.safetensors   whole tensors in one safetensors file\n"
+    "  import DIR --root OUT --step N   a PyTorch DCP checkpoint in safetensors\n"
+    "        (HuggingFaceStorageWriter) as a reshard checkpoint\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt|both] [--transport ..]\n"
     "        [--regress-dir D] [--quiet]   the property campaign (shrinks failures)\n"
     "  replay FILE             re-run a saved failing case (exit 1 if it still fails)\n"
@@ -445,6 +447,7 @@ int cmd_ckpt(int argc, char **argv) {
   if (strcmp(sub, "save") == 0) return opt ? cmd_ckpt_opt_save(argc - 1, argv + 1) : cmd_save(argc - 1, argv + 1);
   if (strcmp(sub, "load") == 0) return opt ? cmd_ckpt_opt_load(argc - 1, argv + 1) : cmd_load(argc - 1, argv + 1);
   if (strcmp(sub, "check") == 0 && opt) return cmd_ckpt_opt_check(argc - 1, argv + 1);
+  if (strcmp(sub, "import") == 0) return cmd_ckpt_import(argc - 1, argv + 1);
   if (strcmp(sub, "replay") == 0 && argc == 3 && (opt = ckpt_opt_replay_file(argv[2])) >= 0) return opt;
   if (strcmp(sub, "verify") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt verify", 0);
   if (strcmp(sub, "inspect") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt inspect", 1);

@@ -11,4 +11,8 @@ int cmd_ckpt_opt_check(int argc, char **argv);
 /* -1: not a ckpt_opt fixture (the caller replays it); else the exit code */
 int ckpt_opt_replay_file(const char *path);
 
+/* `reshard ckpt import DIR --root OUT --step N` (cmd_ckpt_import.c): PyTorch's safetensors DCP
+ * checkpoint (HuggingFaceStorageWriter) as a reshard checkpoint. */
+int cmd_ckpt_import(int argc, char **argv);
+
 #endif

@@ -32,6 +32,7 @@ typedef struct need {   /* one stored chunk a process reads */
   int file;
   int64_t h0, h1;       /* hull of the bytes to read */
   int reader;           /* read-once: the rank that reads it */
+  int solo;             /* read-once: one rank needs it, so it is read as in direct mode */
   uint8_t *buf;         /* read-once: the whole chunk [h0, h1) */
 } need;
 
@@ -462,6 +463,83 @@ typedef struct rctx {
   span *sp; /* per need */
 } rctx;
 
+
+/* [a, b) of a file straight into dst (no staging): the digest blocks inside [a, b) are verified
+ * where they landed, the partial blocks at either end are read again whole into tmp, verified,
+ * and their part copied over. 0 when [a, b) holds no whole block (the caller stages instead). */
+static int read_into(ldr *L, int file, int64_t a, int64_t b, uint8_t *dst, uint8_t *tmp, const char *key,
+                     rs_status *st) {
+  const rs__md_file *f = &L->md.f[file];
+  int64_t BS = f->block, s_in = (a + BS - 1) / BS * BS, e_in = b == f->size ? b : b / BS * BS;
+  if (L->direct || e_in - s_in < BS) return 0;
+  int64_t done = 0, want = b - a, base;
+  while (done < want) {
+    ssize_t n = pread(L->fd[file], dst + done, (size_t)(want - done), a + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += n;
+  }
+  if (done < want) {
+    *st = rs_fail(RS_ERR_IO, "file %s (key '%s'): short read at %lld", f->name, key, (long long)(a + done));
+    return 1;
+  }
+  __atomic_fetch_add(&L->bytes_read, want, __ATOMIC_RELAXED);
+  for (int64_t o = s_in; o < e_in; o += BS) {
+    int64_t l = e_in - o < BS ? e_in - o : BS;
+    /* RS_MUTANT 353: only the first block of a piece is checked against its digest */
+    if (RS_MUTANT(353) && o > s_in) break;
+    if (XXH3_64bits(dst + (o - a), (size_t)l) != f->digest[o / BS]) {
+      *st = rs_fail(RS_ERR_IO, "file %s block %lld (key '%s'): xxh3 digest mismatch (corrupt data)", f->name,
+                    (long long)(o / BS), key);
+      return 1;
+    }
+  }
+  *st = RS_OK;
+  if (a < s_in && !(*st = read_verified(L, file, a, s_in, tmp, &base, key)))
+    memcpy(dst, tmp + (a - base), (size_t)(s_in - a));
+  if (!*st && e_in < b && !(*st = read_verified(L, file, e_in, b, tmp, &base, key)))
+    memcpy(dst + (e_in - a), tmp + (e_in - base), (size_t)(b - e_in));
+  return 1;
+}
+
+/* The one request of this process that takes every element of [a, b) as one contiguous run of
+ * its buffer (a chunk loaded into the same layout): where in its buffer the bytes go. */
+static pair *single_run(ldr *L, int first, int end, int64_t a, int64_t b, uint8_t **dst) {
+  pair *one = NULL;
+  for (int k = first; k < end; ++k) {
+    pair *p = &L->p[k];
+    if (!rs__ock_mine(L->c, p->r) || p->h1 <= a || p->h0 >= b) continue;
+    if (one || p->mc < 0) return NULL;
+    one = p;
+  }
+  if (!one || L->c->device) return NULL;
+  rs_sh_tensor *t = &L->w->sd[one->r].t[one->i];
+  const rs__chunk *ch = &L->md.t[one->mt].c[one->mc];
+  int es = rs_dtype_size(t->dtype), nd = t->ndim;
+  int64_t io[RS_MAX_DIMS], is[RS_MAX_DIMS], cidx[RS_MAX_DIMS], lidx[RS_MAX_DIMS];
+  rs__box_intersect(nd, t->global_offset, t->local_shape, ch->off, ch->size, io, is);
+  int cut = nd - 1;
+  while (cut > 0 && is[cut] == ch->size[cut] && is[cut] == t->local_shape[cut]) cut--;
+  if (cut > 0) return NULL;
+  int64_t run = 1;
+  for (int d = 0; d < nd; ++d) {
+    run *= is[d];
+    cidx[d] = io[d] - ch->off[d];
+    lidx[d] = io[d] - t->global_offset[d];
+  }
+  int64_t cfs = ch->has_flat ? ch->flat_start : 0, lo = t->has_flat ? t->flat_start : 0, hi;
+  rs_sh_tensor_numel(t, &hi, NULL);
+  hi += lo;
+  int64_t ci = nd ? rs__flat_index(nd, ch->size, cidx) : 0, li = nd ? rs__flat_index(nd, t->local_shape, lidx) : 0;
+  int64_t ea = cfs + (a - ch->byte_off) / es, eb = cfs + (b - ch->byte_off) / es;
+  /* every element of [ea, eb) must be in the run and in the request's range */
+  if ((a - ch->byte_off) % es || (b - ch->byte_off) % es || ea < ci || eb > ci + run || li + (ea - ci) < lo ||
+      li + (eb - ci) > hi)
+    return NULL;
+  *dst = t->data + (li + (ea - ci) - lo) * es;
+  return one;
+}
+
 static rs_status read_task(void *vx, int64_t task, int tid) {
   rctx *x = vx;
   ldr *L = x->L;
@@ -470,7 +548,7 @@ static rs_status read_task(void *vx, int64_t task, int tid) {
   const span *s = &x->sp[L->tn[task]];
   if (b <= a) {
     /* an empty object is still loaded (with no bytes) */
-    for (int k = s->first; k < s->end && !L->read_once; ++k)
+    for (int k = s->first; k < s->end && (!L->read_once || nd->solo); ++k)
       if (L->p[k].mc < 0 && rs__ock_mine(L->c, L->p[k].r)) {
         rs_status st = scatter_object(L, &L->p[k], (const uint8_t *)"", a);
         if (st) return st;
@@ -478,12 +556,18 @@ static rs_status read_task(void *vx, int64_t task, int tid) {
     return RS_OK;
   }
   rs_status st = open_file(L, nd->file);
-  uint8_t *buf = L->read_once ? NULL : L->buf[tid];
-  if (L->read_once) {
-    /* whole-chunk buffer: read blocks into the thread buffer, keep [a, b) */
-    uint8_t *tb = L->buf[tid];
-    if (!st) st = read_verified(L, nd->file, a, b, tb, &base, need_key(L, nd));
-    if (!st) memcpy(nd->buf + (a - nd->h0), tb + (a - base), (size_t)(b - a));
+  uint8_t *buf = L->buf[tid], *dst;
+  if (st) return st;
+  if (L->read_once && !nd->solo) {
+    /* into the whole-chunk buffer that travels to the other ranks */
+    if (read_into(L, nd->file, a, b, nd->buf + (a - nd->h0), buf, need_key(L, nd), &st)) return st;
+    if (!st) st = read_verified(L, nd->file, a, b, buf, &base, need_key(L, nd));
+    if (!st) memcpy(nd->buf + (a - nd->h0), buf + (a - base), (size_t)(b - a));
+    return st;
+  }
+  pair *one = single_run(L, s->first, s->end, a, b, &dst);
+  if (one && read_into(L, nd->file, a, b, dst, buf, need_key(L, nd), &st)) {
+    if (!st) __atomic_fetch_add(&one->got, (b - a) / rs_dtype_size(L->md.t[one->mt].dtype), __ATOMIC_RELAXED);
     return st;
   }
   if (!st) st = read_verified(L, nd->file, a, b, buf, &base, need_key(L, nd));
@@ -543,10 +627,13 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
       n->mt = L->p[k].mt;
       n->mc = L->p[k].mc;
       n->file = n->mc < 0 ? L->md.o[n->mt].file : L->md.t[n->mt].c[n->mc].file;
-      if (L->read_once) {
+      int solo = 1;
+      for (int j = k + 1; j < e; ++j) solo &= L->p[j].r == L->p[k].r;
+      if (L->read_once && !solo) {
         n->h0 = need_off(L, n);
         n->h1 = n->h0 + need_len(L, n);
       } else {
+        n->solo = L->read_once;
         n->h0 = h0;
         n->h1 = h1;
       }
@@ -573,6 +660,12 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     for (int k = 0; !st && k < L->nn; ++k) {
       need *n = &L->nd[order[k]];
       const span *s = &sp[order[k]];
+      if (n->solo) {
+        /* the one rank that needs it reads what it needs, as in direct mode */
+        n->reader = L->p[s->first].r;
+        load[n->reader] += n->h1 - n->h0;
+        continue;
+      }
       int best = -1;
       for (int j = s->first; j < s->end; ++j) {
         int r = L->p[j].r;
@@ -637,7 +730,7 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     for (int k = 0; !st && k < L->nn; ++k) {
       need *n = &L->nd[k];
       const span *s = &sp[k];
-      for (int j = s->first; j < s->end; ++j) {
+      for (int j = s->first; j < s->end && !n->solo; ++j) {
         int r = L->p[j].r;
         if (r == n->reader || (j > s->first && L->p[j - 1].r == r)) continue;
         if (nm == capm) {
@@ -698,6 +791,7 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     for (int k = 0; !st && k < L->nn; ++k) {
       need *n = &L->nd[k];
       const span *s = &sp[k];
+      if (n->solo) continue; /* scattered as it was read */
       for (int j = s->first; j < s->end && !st; ++j) {
         pair *p = &L->p[j];
         if (!rs__ock_mine(c, p->r)) continue;
@@ -822,11 +916,16 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
           rep->tensors_loaded++;
         }
       }
+      char uk[2048];
       for (int i = 0; i < sd->no && !st; ++i) {
-        if (got[sd->nt + i]) {
-          sd->o[i].loaded = 1;
-          rep->objects_loaded++;
+        rs_sh_object_unique_key(&sd->o[i], uk, sizeof uk);
+        if (is_unexpected(un, nun, uk)) continue;
+        if (!got[sd->nt + i]) {
+          st = rs_fail(RS_ERR_MISMATCH, "object '%s' rank %d: requested, found in metadata.json, never read", uk, r);
+          break;
         }
+        sd->o[i].loaded = 1;
+        rep->objects_loaded++;
       }
       free(got);
       got = NULL;

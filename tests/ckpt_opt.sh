@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# ckpt_opt.sh RESHARD SRC - opt's checkpoints through the CLI: an opt save of a Megatron-like state
+# spec loads in ref and in opt (direct and read-once) on another layout; PyTorch's safetensors DCP
+# checkpoint (fixtures/ckpt-dcp/hf, written by HuggingFaceStorageWriter on 3 gloo ranks) imports
+# and loads equal to the oracle, and a flipped byte in it is refused; the benchmark's smoke size.
+set -euo pipefail
+R=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fx=$src/fixtures/ckpt
+"$R" ckpt save "$fx/megatron_tp2_dp2.json" --root "$tmp/o" --step 5 --impl opt --threads 3 --segment 4096 --block 256
+"$R" ckpt verify "$tmp/o"
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" >/dev/null
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt >/dev/null
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt --read-once >/dev/null
+"$R" ckpt save "$fx/megatron_tp4.json" --root "$tmp/r" --step 1
+"$R" ckpt load "$fx/megatron_tp2_dp2.json" --root "$tmp/r" --impl opt --read-once >/dev/null
+# PyTorch DCP (safetensors) -> reshard
+"$R" ckpt import "$src/fixtures/ckpt-dcp/hf" --root "$tmp/hf" --step 0
+"$R" ckpt verify "$tmp/hf" >/dev/null
+"$R" ckpt load "$src/fixtures/ckpt-dcp/hf_load_spec.json" --root "$tmp/hf"
+"$R" ckpt load "$src/fixtures/ckpt-dcp/hf_load_spec.json" --root "$tmp/hf" --impl opt --read-once >/dev/null
+cp -r "$src/fixtures/ckpt-dcp/hf" "$tmp/hfbad"
+f=$(ls "$tmp/hfbad"/*.safetensors | head -1)
+sz=$(stat -c %s "$f")
+printf '\x7f' | dd of="$f" bs=1 seek=$((sz - 1)) conv=notrunc status=none
+"$R" ckpt import "$tmp/hfbad" --root "$tmp/hfb" --step 0 >/dev/null
+if "$R" ckpt load "$src/fixtures/ckpt-dcp/hf_load_spec.json" --root "$tmp/hfb" >/dev/null 2>&1; then
+  echo "a changed byte of PyTorch's checkpoint still loaded equal to the oracle" >&2
+  exit 1
+fi
+# the benchmark at a smoke size
+"$R" bench ckpt --bytes 4M --ranks 1,2 --dir "$tmp/bench" --threads 2
+echo "ckpt_opt: ok"
