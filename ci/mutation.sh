@@ -30,7 +30,7 @@ done
 if [ -f "$top/opt/ckpt/MUTANTS.md" ]; then
   for id in $(grep -oE '^\| *[0-9]+ *\|' "$top/opt/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
     log="$tmp/c$id.log"
-    RS_MUTANT=$id "$bin" ckpt check --impl opt --seed 11 --cases 300 --quiet --regress-dir "$tmp/creg$id" \
+    RS_MUTANT=$id "$bin" ckpt check --impl opt --seed 11 --cases 600 --quiet --regress-dir "$tmp/creg$id" \
       --scratch "$tmp/cscratch$id" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 1 ] && grep -q "reshard ckpt replay" "$log"; then
