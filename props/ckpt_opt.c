@@ -334,8 +334,10 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
     rs_ckpt_world aw;
     rs_status st = rs_state_spec_build(&c.a, RS_FILL_VALUES, &aw);
     rs_ckpt_io_opts io = {0, 0, NULL, block};
-    if (!st) st = rs_ref_ckpt_save(&aw, rr, 1, &io, NULL);
-    if (!st) rs_ckpt_world_free(&aw);
+    if (!st) {
+      st = rs_ref_ckpt_save(&aw, rr, 1, &io, NULL);
+      rs_ckpt_world_free(&aw);
+    }
     if (st) {
       snprintf(msg, cap, "ref save A: %s", rs_last_error());
       out = RS_FAIL;
