@@ -381,7 +381,7 @@ static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, c
   for (int i = 0; i < next.nt; ++i) next.t[i].seed += 1000003;
   for (int i = 0; i < next.no; ++i) next.o[i].seed += 1000003;
   rs_outcome out = RS_PASS;
-  int64_t crash_at = 1 + (int64_t)rs_draw(ch, (uint64_t)(14 + 3 * next.world));
+  int64_t crash_at = 1 + (int64_t)rs_draw(ch, (uint64_t)(16 + 3 * next.world)); /* some past the end */
   if (save_spec(&c->a, dir, 1, 256, 0)) {
     snprintf(msg, cap, "save step 1: %s", rs_last_error());
     out = RS_FAIL;

@@ -27,7 +27,8 @@ static const char *HELP =
     "  inspect DIR [--json]    keys, dtypes, shapes, chunks, files\n"
     "  export DIR OUT.safetensors   whole tensors in one safetensors file\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt|both] [--transport ..]\n"
-    "        [--regress-dir D] [--quiet]   the property campaign (shrinks failures)\n"
+    "        [--regress-dir D] [--shrink-runs N] [--quiet]   the property campaign (shrinks\n"
+    "        failures in at most N runs, default 1000; fixtures go to D, default fixtures/ckpt/regressions)\n"
     "  replay FILE             re-run a saved failing case (exit 1 if it still fails)\n"
     "  torture [--kills N] [--seed S] [--root DIR] [--spec STATE.json]\n"
     "        SIGKILL a saving process at random moments; latest must always load correctly\n"
@@ -205,7 +206,7 @@ static int dir_cmd(int argc, char **argv, const char *C, int which) {
 }
 
 static int cmd_check_ckpt(int argc, char **argv) {
-  const char *C = "ckpt check", *impl = "ref", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *v;
+  const char *C = "ckpt check", *impl = "ref", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL, *v;
   rs_ckpt_campaign o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
@@ -222,6 +223,7 @@ static int cmd_check_ckpt(int argc, char **argv) {
     CLI_OPT(C, "--transport", tr);
     CLI_OPT(C, "--regress-dir", o.regress_dir);
     CLI_OPT(C, "--scratch", o.scratch);
+    CLI_OPT(C, "--shrink-runs", shrv);
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   unsigned long long u;
@@ -229,6 +231,10 @@ static int cmd_check_ckpt(int argc, char **argv) {
   if (seedv) {
     if (cli_u64(seedv, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
     o.seed = u;
+  }
+  if (shrv) {
+    if (cli_int(shrv, 1, 1000000, &n)) return cli_usage_error(C, "--shrink-runs: expected a positive integer");
+    o.shrink_runs = (int)n;
   }
   if (casesv && secv) return cli_usage_error(C, "--cases and --seconds exclude each other");
   o.cases = 2000;
@@ -417,7 +423,7 @@ static int cmd_torture(int argc, char **argv) {
     if (latest > 0) rs_ckpt_rmtree(d);
     step = latest;
   }
-  printf("ckpt torture: %lld saves SIGKILLed (%lld at a chosen I/O operation of %lld, %lld at a random time in a %.1f ms save; %lld finished first): "
+  printf("ckpt torture: %lld saves started and SIGKILLed (%lld at a chosen I/O operation of %lld, %lld at a random time in a %.1f ms save; %lld finished first): "
          "latest loaded the previous checkpoint %lld times, the new one %lld times; torn = %lld\n",
          kills, (long long)at_op, (long long)ops, (long long)timed, tsave * 1e3, (long long)done_before, (long long)old,
          (long long)fresh, (long long)torn);

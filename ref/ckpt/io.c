@@ -67,7 +67,7 @@ static void put_file(const char *path, const void *buf, size_t len) {
   fclose(f);
 }
 
-static void power_loss(rs__io *io) {
+void rs__io_power_loss(rs__io *io) {
   for (int i = io->nrec - 1; i >= 0; --i) {
     rs__io_rec *r = &io->rec[i];
     if (r->type == 1) {
@@ -103,7 +103,7 @@ static rs_status tick(rs__io *io) {
   io->ops++;
   if (io->kill_at > 0 && io->ops == io->kill_at) raise(SIGKILL);
   if (io->crash_at > 0 && io->ops == io->crash_at) {
-    power_loss(io);
+    rs__io_power_loss(io);
     io->crashed = 1;
     return rs_fail(RS_ERR_IO, "simulated crash at I/O operation %lld", (long long)io->crash_at);
   }

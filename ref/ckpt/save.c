@@ -189,6 +189,8 @@ static rs_status commit_file(rs__io *io, const char *dir, const char *name, cons
   rs_status st = rs__io_write_file(io, tmp, bytes, len);
   if (!st) st = rs__io_fsync(io, tmp);
   if (!st) st = rs__io_rename(io, tmp, dst);
+  /* RS_MUTANT 309: metadata.json's rename is never made durable (no directory fsync) */
+  if (RS_MUTANT(309) && strcmp(name, "metadata.json") == 0) return st;
   if (!st) st = rs__io_fsync_dir(io, dir);
   return st;
 }
@@ -259,6 +261,12 @@ rs_status rs_ref_ckpt_save(rs_ckpt_world *w, const char *root, int64_t step,
     st = commit_file(&io, root, "latest", latest, (size_t)n);
   }
   if (!st && RS_MUTANT(303)) st = sync_data(&s, &io);
+  /* crash_at past the last operation: the power fails right after the save returned, which
+   * loses whatever the commit protocol did not make durable */
+  if (!st && io.crash_at > io.ops) {
+    rs__io_power_loss(&io);
+    st = rs_fail(RS_ERR_IO, "simulated crash after the save completed (%lld I/O operations)", (long long)io.ops);
+  }
   free(mdb);
   if (ops) *ops = io.ops;
   for (int i = 0; i < s.npaths; ++i) free(s.paths[i]);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/checked.h"
+#include "core/mutant.h"
 #include "core/ckpt/internal.h"
 #include "ref/ckpt/reader.h"
 
@@ -221,6 +222,10 @@ rs_status rs_ckpt_export(const char *dir, const char *out_path) {
   int nmeta = 0;
   if (!st) {
     meta[nmeta++] = (rs_kv){"format", (uint8_t *)"pt", 2};
+    /* RS_MUTANT 308: the export records the step, so two saves of the same state differ */
+    static char stepbuf[32];
+    if (RS_MUTANT(308))
+      meta[nmeta++] = (rs_kv){"step", (uint8_t *)stepbuf, snprintf(stepbuf, sizeof stepbuf, "%lld", (long long)m->step)};
     for (int i = 0; i < m->ncommon; ++i) {
       size_t l = strlen(m->common[i].key) + 8;
       if (!(mkeys[i] = malloc(l))) {
