@@ -91,7 +91,7 @@ static void free_keys(char **v, int n) {
 static int minus(char **a, int na, char **b, int nb, char **out) {
   int k = 0;
   for (int i = 0; i < na; ++i)
-    if (!bsearch(&a[i], b, (size_t)nb, sizeof *b, cmp_str)) out[k++] = a[i];
+    if (nb == 0 || !bsearch(&a[i], b, (size_t)nb, sizeof *b, cmp_str)) out[k++] = a[i];
   return k;
 }
 
@@ -403,6 +403,8 @@ static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, c
   return out;
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
 static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
   static const int64_t BLOCKS[] = {64, RS_CKPT_BLOCK, 128};
   if (save_spec(&c->a, dir, 1, BLOCKS[rs_draw(ch, 3)], 0)) {
@@ -418,7 +420,7 @@ static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir,
     if (de->d_name[0] != '.' && !strstr(de->d_name, ".tmp")) snprintf(names[n++], sizeof names[0], "%s", de->d_name);
   if (d) closedir(d);
   /* readdir order is the filesystem's: sort so a stream means one flip */
-  qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+  qsort(names, (size_t)n, sizeof names[0], cmp_name);
   if (n == 0) {
     snprintf(msg, cap, "no files in %s", sdir);
     return RS_FAIL;

@@ -244,8 +244,8 @@ rs_status rs_ref_ckpt_save(rs_ckpt_world *w, const char *root, int64_t step,
   /* RS_MUTANT 303: metadata and latest are committed before the data files are synced */
   if (!st && !RS_MUTANT(303)) st = sync_data(&s, &io);
   if (!st) {
-    qsort(s.md.t, (size_t)s.md.nt, sizeof *s.md.t, cmp_md_tensor);
-    qsort(s.md.o, (size_t)s.md.no, sizeof *s.md.o, cmp_md_object);
+    if (s.md.nt) qsort(s.md.t, (size_t)s.md.nt, sizeof *s.md.t, cmp_md_tensor);
+    if (s.md.no) qsort(s.md.o, (size_t)s.md.no, sizeof *s.md.o, cmp_md_object);
     const rs_state_dict *r0 = &w->sd[0];
     for (int i = 0; i < r0->ncommon && !st; ++i)
       st = rs_sd_add_kv(&s.md.common, &s.md.ncommon, &s.md.capc, r0->common[i].key, r0->common[i].val,
