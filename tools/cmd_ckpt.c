@@ -248,6 +248,8 @@ static int cmd_check_ckpt(int argc, char **argv) {
     if (*e || o.seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
     o.cases = 0;
   }
+  /* PLUMBING (opt issue): --impl opt|both and --transport select opt's save/load in the campaign
+   * (each property then runs ref and opt and compares both with the oracle) */
   if ((r = impl_ok(C, impl, tr, 1))) return r;
   rs_ckpt_campaign_result res;
   rs_ckpt_campaign_run(&o, &res);
