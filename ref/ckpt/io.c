@@ -34,8 +34,10 @@ void rs__io_free(rs__io *io) {
 rs_status rs__read_file(const char *path, uint8_t **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  /* O_NOFOLLOW: a symbolic link planted in a checkpoint must not lead a read outside it */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW);
+  if (fd < 0)
+    return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, errno == ELOOP ? "a symbolic link" : strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     close(fd);
