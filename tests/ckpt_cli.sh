@@ -28,6 +28,9 @@ expect_out "latest = 10"
 [ -f "$T/root/step_10/metadata.json" ] || fail "no step_10/metadata.json"
 expect_rc 0 "$R" ckpt load "$B" --root "$T/root"
 expect_out "every rank equals the oracle"
+# a committed step is never written over (a crash would tear the checkpoint latest names)
+expect_rc 2 "$R" ckpt save "$B" --root "$T/root" --step 10
+expect_err "already holds a checkpoint"
 expect_rc 0 "$R" ckpt load "$A" --root "$T/root" --step 10 --strict raise_all
 expect_rc 0 "$R" ckpt verify "$T/root"
 expect_out "every digest matches"

@@ -389,6 +389,12 @@ static int cmd_torture(int argc, char **argv) {
     int by_op = (h & 1) == 0;
     int64_t kill_at = by_op ? 1 + (int64_t)((h >> 8) % (uint64_t)ops) : 0;
     int64_t next = step + 1;
+    /* a killed save may have left step_<next> complete but uncommitted (latest not yet
+     * replaced): clear it, as a job restarting from latest would, since save refuses to
+     * write over a step that holds a checkpoint */
+    char nd[4400];
+    snprintf(nd, sizeof nd, "%s/step_%lld", root, (long long)next);
+    rs_ckpt_rmtree(nd);
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
