@@ -50,7 +50,8 @@ fi
 CKPT_CASES=$(( CASES / 5 ))
 stage "ckpt: property campaign ($CKPT_CASES cases) beside the torture and the safetensors interop test"
 # the campaign is single-threaded: it runs on one core while the other does the rest
-$R ckpt check --seed 1 --cases "$CKPT_CASES" --quiet --regress-dir "$out/ckpt-regressions" >"$out/ckpt-check.log" 2>&1 &
+$R ckpt check --seed 1 --cases "$CKPT_CASES" --quiet --regress-dir "$out/ckpt-regressions" \
+  --junit "$out/ckpt.junit.xml" --json "$out/ckpt.json" >"$out/ckpt-check.log" 2>&1 &
 ckpt_pid=$!
 $R ckpt torture --kills 300 --seed 2
 [ -x build/ckpt-venv/bin/python ] || python3 -m venv build/ckpt-venv

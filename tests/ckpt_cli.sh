@@ -112,8 +112,10 @@ fi
 for c in save load verify inspect export check replay torture; do expect_rc 0 "$R" ckpt $c --help; done
 
 # check, torture and replay of a committed regression fixture
-expect_rc 0 "$R" ckpt check --cases 40 --seed 5 --quiet --regress-dir "$T/reg"
+expect_rc 0 "$R" ckpt check --cases 40 --seed 5 --quiet --regress-dir "$T/reg" --junit "$T/j.xml" --json "$T/j.json"
 expect_out "0 properties failed"
+grep -q '<testsuite name="reshard.ckpt" tests="6" failures="0"' "$T/j.xml" || fail "junit: $(head -c 300 "$T/j.xml")"
+grep -q '"ckpt_load"' "$T/j.json" || fail "json report: $(head -c 300 "$T/j.json")"
 expect_rc 0 "$R" ckpt torture --kills 6 --seed 2 --root "$T/tort"
 expect_out "torn = 0"
 for fx in "$F"/regressions/*.json; do

@@ -27,7 +27,7 @@ static const char *HELP =
     "  inspect DIR [--json]    keys, dtypes, shapes, chunks, files\n"
     "  export DIR OUT.safetensors   whole tensors in one safetensors file\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt|both] [--transport ..]\n"
-    "        [--regress-dir D] [--shrink-runs N] [--quiet]   the property campaign (shrinks\n"
+    "        [--regress-dir D] [--shrink-runs N] [--junit F] [--json F] [--quiet]   the property campaign (shrinks\n"
     "        failures in at most N runs, default 1000; fixtures go to D, default fixtures/ckpt/regressions)\n"
     "  replay FILE             re-run a saved failing case (exit 1 if it still fails)\n"
     "  torture [--kills N] [--seed S] [--root DIR] [--spec STATE.json]\n"
@@ -206,7 +206,7 @@ static int dir_cmd(int argc, char **argv, const char *C, int which) {
 }
 
 static int cmd_check_ckpt(int argc, char **argv) {
-  const char *C = "ckpt check", *impl = "ref", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL, *v;
+  const char *C = "ckpt check", *impl = "ref", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL, *junit = NULL, *jsonp = NULL, *v;
   rs_ckpt_campaign o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
@@ -224,6 +224,8 @@ static int cmd_check_ckpt(int argc, char **argv) {
     CLI_OPT(C, "--regress-dir", o.regress_dir);
     CLI_OPT(C, "--scratch", o.scratch);
     CLI_OPT(C, "--shrink-runs", shrv);
+    CLI_OPT(C, "--junit", junit);
+    CLI_OPT(C, "--json", jsonp);
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   unsigned long long u;
@@ -264,6 +266,8 @@ static int cmd_check_ckpt(int argc, char **argv) {
   printf("ckpt check: %lld cases (seed %llu, impl ref) in %.1fs (%.0f cases/s): %lld property runs passed, %lld skipped, %d properties failed\n",
          (long long)res.cases, (unsigned long long)o.seed, res.seconds, res.seconds > 0 ? res.cases / res.seconds : 0.0,
          (long long)pass, (long long)skip, res.failed);
+  if (junit && rs_ckpt_report_junit(junit, &o, &res)) return cli_status_error(C, "");
+  if (jsonp && rs_ckpt_report_json(jsonp, &o, &res)) return cli_status_error(C, "");
   return res.failed ? CLI_FAIL : CLI_OK;
 }
 
