@@ -92,6 +92,7 @@ expect_rc 2 "$R" ckpt save "$T/nonexistent.json" --root "$T/x" --step 1
 expect_rc 2 "$R" ckpt save "$A" --root "$T/x" --step 1 --impl fast
 expect_err "--impl"
 expect_rc 2 "$R" ckpt load "$A" --root "$T/empty"
+expect_rc 2 "$R" ckpt load "$A" --root "$T/root" --step 99
 expect_rc 2 "$R" ckpt load "$A" --root "$T/root" --strict sometimes
 expect_err "strict"
 expect_rc 2 "$R" ckpt verify "$T/nonexistent"

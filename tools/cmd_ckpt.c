@@ -141,6 +141,14 @@ static int cmd_load(int argc, char **argv) {
       rs_state_spec_free(&s);
       return input_fail(C, st);
     }
+  } else {
+    char d[4200];
+    struct stat sb;
+    snprintf(d, sizeof d, "%s/step_%lld", root, step);
+    if (stat(d, &sb) != 0) { /* no such step: bad input; an incomplete one is a failure */
+      rs_state_spec_free(&s);
+      return cli_usage_error(C, "--step %lld: %s does not exist", step, d);
+    }
   }
   if ((st = rs_ref_ckpt_catalog(root, step, &s, &saved))) {
     rs_state_spec_free(&s);
