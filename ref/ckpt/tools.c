@@ -33,8 +33,11 @@ rs_status rs_ckpt_verify(const char *dir, FILE *out) {
       st = rs_fail(RS_ERR_NOMEM, "out of memory");
       break;
     }
-    for (int64_t o = 0; o < mf->size && !st; o += mf->block)
+    for (int64_t o = 0; o < mf->size && !st; o += mf->block) {
+      /* RS_MUTANT 310: verify never reads (so never checks) the last block of a data file */
+      if (RS_MUTANT(310) && o + mf->block >= mf->size && o > 0) break;
       st = rs__reader_read(&rd, f, o, mf->size - o < mf->block ? mf->size - o : mf->block, "(whole file)", blk);
+    }
     free(blk);
     bytes += mf->size;
     if (st) break;
