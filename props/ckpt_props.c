@@ -305,11 +305,17 @@ done:
 }
 
 static int file_bytes(const char *path, uint8_t **b, size_t *n) {
+  *b = NULL;
+  *n = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   fseek(f, 0, SEEK_END);
   long l = ftell(f);
   fseek(f, 0, SEEK_SET);
+  if (l < 0) {
+    fclose(f);
+    return 0;
+  }
   *b = malloc((size_t)l + 1);
   *n = *b ? fread(*b, 1, (size_t)l, f) : 0;
   fclose(f);
@@ -430,8 +436,8 @@ static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir,
   }
   char path[4600];
   snprintf(path, sizeof path, "%s/%s", sdir, names[rs_draw(ch, (uint64_t)n)]);
-  uint8_t *b;
-  size_t len;
+  uint8_t *b = NULL;
+  size_t len = 0;
   if (!file_bytes(path, &b, &len) || len == 0) {
     free(b);
     snprintf(msg, cap, "cannot read %s", path);
