@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mutation.sh RESHARD - the mutation self-test: for every planted bug listed in ref/MUTANTS.md and
 # opt/MUTANTS.md (table rows "| id | ..."), `reshard check` run with RS_MUTANT=id must fail within
-# 2,000 cases and print a shrunk counterexample with its replay command. Fails if any bug survives.
+# 2,000 cases and print a shrunk counterexample with its replay command; the same for the
+# checkpoint bugs of ref/ckpt/MUTANTS.md through `reshard ckpt check`. Fails if any bug survives.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
@@ -26,6 +27,24 @@ for f in "$top/ref/MUTANTS.md" "$top/opt/MUTANTS.md"; do
     fi
   done
 done
+
+# ---- ckpt: planted checkpoint bugs (ids 300-349, ref/ckpt/MUTANTS.md) run through `reshard ckpt check` ----
+if [ -f "$top/ref/ckpt/MUTANTS.md" ]; then
+  for id in $(grep -oE '^\| *3[0-4][0-9] *\|' "$top/ref/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
+    log="$tmp/ckpt$id.log"
+    RS_MUTANT=$id "$bin" ckpt check --seed 11 --cases 2000 --shrink-runs 200 --quiet --regress-dir "$tmp/ckreg$id" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "reshard ckpt replay" "$log"; then
+      caught=$((caught + 1))
+      printf 'mutant %-4s (ckpt) caught: %s\n' "$id" "$(grep -m1 -A1 '^FAIL' "$log" | tail -n 1 | cut -c1-150)"
+    else
+      survived=$((survived + 1))
+      printf 'mutant %-4s (ckpt) SURVIVED (exit %d)\n' "$id" "$rc"
+      tail -n 5 "$log"
+    fi
+  done
+fi
+# ---- end ckpt ----
 # ---- opt checkpoint mutants (opt/ckpt/MUTANTS.md): the ckpt_opt cross property must catch each ----
 if [ -f "$top/opt/ckpt/MUTANTS.md" ]; then
   for id in $(grep -oE '^\| *[0-9]+ *\|' "$top/opt/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do

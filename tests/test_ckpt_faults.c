@@ -3,7 +3,7 @@
  * checkpoints (path traversal and absolute file names, overlapping or missing chunks, offsets past
  * the end of a file, sizes whose byte count overflows, a safetensors header over 100 MB or with
  * non-contiguous offsets, duplicate keys, truncated files, wrong format or version, a hostile
- * `latest`): each a clear error naming what is wrong, never a crash (the ASan build runs this too)
+ * `latest`, symbolic links to elsewhere): each a clear error naming what is wrong, never a crash (the ASan build runs this too)
  * and never a read outside the checkpoint root. Hostile metadata is resealed (its digest line
  * and the data files' block digests recomputed) so the checks behind the digests are reached.
  * Usage: test_ckpt_faults SRC [FLIPS]   (FLIPS defaults to 1200, RS_CKPT_FLIPS overrides) */
@@ -53,6 +53,7 @@ static void restore(void) {
   char p[800];
   for (int i = 0; i < NFILES; ++i) {
     file_path(i, p, sizeof p);
+    unlink(p); /* it may be a planted symbolic link */
     spill(p, pristine[i], pristine_len[i]);
   }
   snprintf(p, sizeof p, "%s/latest", root);
@@ -288,6 +289,23 @@ static void hostile(void) {
       expect_refused("safetensors entry disagrees with metadata", "rank_3.safetensors");
     }
     free(b);
+  }
+  /* symbolic links: a data file pointing outside the root, a step directory elsewhere */
+  {
+    char out[800], tgt[800];
+    snprintf(tgt, sizeof tgt, "%s/rank_1.safetensors", root); /* the valid copy planted above */
+    file_path(2, p, sizeof p);
+    unlink(p);
+    if (symlink(tgt, p) == 0) expect_refused("data file is a symbolic link", "symbolic link");
+    snprintf(out, sizeof out, "%s-elsewhere", root);
+    rs_ckpt_rmtree(out);
+    snprintf(p, sizeof p, "%s/step_1", root);
+    if (rename(p, out) == 0 && symlink(out, p) == 0) {
+      expect_refused("step directory is a symbolic link", "symbolic link");
+      unlink(p);
+      rename(out, p);
+      restore();
+    }
   }
   /* hostile latest: never a path */
   snprintf(p, sizeof p, "%s/latest", root);

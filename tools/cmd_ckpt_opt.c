@@ -238,7 +238,8 @@ out:
 }
 
 int cmd_ckpt_opt_check(int argc, char **argv) {
-  const char *C = "ckpt check", *impl = "opt", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *v;
+  const char *C = "ckpt check", *impl = "opt", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL,
+             *junit = NULL, *jsonp = NULL, *v;
   rs_ckpt_campaign o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
@@ -255,6 +256,9 @@ int cmd_ckpt_opt_check(int argc, char **argv) {
     CLI_OPT(C, "--transport", tr);
     CLI_OPT(C, "--regress-dir", o.regress_dir);
     CLI_OPT(C, "--scratch", o.scratch);
+    CLI_OPT(C, "--shrink-runs", shrv);
+    CLI_OPT(C, "--junit", junit);
+    CLI_OPT(C, "--json", jsonp);
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   unsigned long long u;
@@ -262,6 +266,10 @@ int cmd_ckpt_opt_check(int argc, char **argv) {
   if (seedv) {
     if (cli_u64(seedv, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
     o.seed = u;
+  }
+  if (shrv) {
+    if (cli_int(shrv, 1, 1000000, &n)) return cli_usage_error(C, "--shrink-runs: expected a positive integer");
+    o.shrink_runs = (int)n;
   }
   if (casesv && secv) return cli_usage_error(C, "--cases and --seconds exclude each other");
   o.cases = 2000;
@@ -294,6 +302,9 @@ int cmd_ckpt_opt_check(int argc, char **argv) {
     printf("ckpt check: %lld cases (seed %llu, impl ref) in %.1fs: %lld property runs passed, %lld skipped, %d properties failed\n",
            (long long)res.cases, (unsigned long long)o.seed, res.seconds, (long long)pass, (long long)skip, res.failed);
     failed |= res.failed != 0;
+    /* the reports hold the reference's properties; ckpt_opt's verdict is the exit code */
+    if (junit && rs_ckpt_report_junit(junit, &o, &res)) return cli_status_error(C, "");
+    if (jsonp && rs_ckpt_report_json(jsonp, &o, &res)) return cli_status_error(C, "");
   }
   rs_ckpt_opt_campaign_result res;
   rs_ckpt_opt_campaign_run(world, &o, &res);

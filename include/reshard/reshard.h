@@ -8,4 +8,5 @@
 #include "reshard/case.h"
 #include "reshard/ref.h"
 #include "reshard/oracle.h"
+#include "reshard/ckpt.h"
 #endif
