@@ -215,7 +215,7 @@ static rs_status strict_check(const rs_ckpt_world *a, const rs__metadata *md, rs
   for (int i = 0; i < nreq; ++i)
     if (!bsearch(&req[i], ck, (size_t)nck, sizeof *ck, cmp_str)) un[nu++] = rs__strdup(req[i]);
   for (int i = 0; i < nck; ++i)
-    if (!bsearch(&ck[i], req, (size_t)nreq, sizeof *req, cmp_str)) mi[nm++] = rs__strdup(ck[i]);
+    if (!nreq || !bsearch(&ck[i], req, (size_t)nreq, sizeof *req, cmp_str)) mi[nm++] = rs__strdup(ck[i]);
   free(ck);
   free_list(req, nreq);
   int want_un = mode != RS_STRICT_ASSUME_OK_UNEXPECTED && mode != RS_STRICT_IGNORE_ALL;

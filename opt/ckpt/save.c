@@ -492,8 +492,8 @@ static rs_status commit(plan *p, const char *root, int64_t step) {
   }
   free(fidx);
   if (!st) {
-    qsort(md.t, (size_t)md.nt, sizeof *md.t, cmp_md_tensor);
-    qsort(md.o, (size_t)md.no, sizeof *md.o, cmp_md_object);
+    if (md.nt) qsort(md.t, (size_t)md.nt, sizeof *md.t, cmp_md_tensor);
+    if (md.no) qsort(md.o, (size_t)md.no, sizeof *md.o, cmp_md_object);
     const rs_state_dict *r0 = &a->sd[0];
     for (int i = 0; i < r0->ncommon && !st; ++i)
       st = rs_sd_add_kv(&md.common, &md.ncommon, &md.capc, r0->common[i].key, r0->common[i].val, r0->common[i].len);
