@@ -30,6 +30,28 @@ if "$R" ckpt load "$src/fixtures/ckpt-dcp/hf_load_spec.json" --root "$tmp/hfb" >
   echo "a changed byte of PyTorch's checkpoint still loaded equal to the oracle" >&2
   exit 1
 fi
+# usage errors exit 2, a missing checkpoint exits 1
+expect() {
+  local want=$1; shift
+  set +e; "$@" >/dev/null 2>&1; local rc=$?; set -e
+  if [ "$rc" -ne "$want" ]; then echo "expected exit $want, got $rc: $*" >&2; exit 1; fi
+}
+spec=$fx/megatron_tp4.json
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl fast
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --threads 0
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --segment 1000
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport carrier-pigeon
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport local-device
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --impl opt
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl ref --transport mpi
+expect 2 "$R" ckpt load "$spec" --impl opt
+expect 2 "$R" ckpt load "$spec" --root "$tmp/o" --impl opt --strict sometimes
+expect 1 "$R" ckpt load "$spec" --root "$tmp/nothing" --impl opt
+expect 2 "$R" ckpt check --impl opt --cases 0
+expect 2 "$R" ckpt check --impl opt --cases 3 --seconds 1
+expect 2 "$R" ckpt import "$tmp/nothing" --root "$tmp/y" --step 0
+expect 0 "$R" ckpt check --impl both --seconds 0.3 --shrink-runs 10 --junit "$tmp/j.xml" --json "$tmp/j.json"
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt --strict return_all --threads 1 --segment 4096 >/dev/null
 # the benchmark at a smoke size
 "$R" bench ckpt --bytes 4M --ranks 1,2 --dir "$tmp/bench" --threads 2
 echo "ckpt_opt: ok"
