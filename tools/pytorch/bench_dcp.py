@@ -14,7 +14,9 @@ zeroed DTensors of the same layout is timed the same way and checked with torch.
       [--threads 4] [--reshard-json reshard.json] [--json dcp.json]
 
 With --reshard-json (written by `reshard bench ckpt --json`), the ratio reshard/DCP of save and
-load throughput is printed per rank count.
+load throughput is printed per rank count. With --reshard BIN instead, `BIN bench ckpt` runs for
+each rank count right before DCP does (same bytes, same directory, interleaved in one run), and
+its table rows are printed too.
 """
 import argparse
 import json
@@ -110,6 +112,7 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--reshard-json")
+    ap.add_argument("--reshard", help="reshard binary: run `bench ckpt` for each rank count, interleaved")
     ap.add_argument("--json")
     args = ap.parse_args()
     args.bytes = parse_bytes(args.bytes)
@@ -118,6 +121,8 @@ def main():
     import torch.multiprocessing as mp
 
     reshard = {}
+    if args.reshard:
+        print("reshard bench ckpt columns: ranks seq_w save save/seq seq_r load load/seq read-once ro/seq check")
     if args.reshard_json:
         with open(args.reshard_json) as f:
             for r in json.load(f)["runs"]:
@@ -125,9 +130,19 @@ def main():
     print(f"PyTorch {torch.__version__} DCP, FileSystemWriter(thread_count={args.threads}, sync_files=True), gloo, "
           f"{args.bytes / (1 << 30):.2f} GiB, page cache dropped per file before the load")
     print(f"{'ranks':>5} {'save MB/s':>10} {'load MB/s':>10} {'equal':>6}"
-          + (f" {'reshard/DCP save':>17} {'reshard/DCP load':>17}" if reshard else ""))
+          + (f" {'reshard/DCP save':>17} {'reshard/DCP load':>17}" if reshard or args.reshard else ""))
     runs = []
     for i, world in enumerate(int(x) for x in args.ranks.split(",")):
+        if args.reshard:
+            import subprocess
+            rj = os.path.join(args.dir, f"reshard_{world}.json")
+            p = subprocess.run([args.reshard, "bench", "ckpt", "--bytes", str(args.bytes), "--ranks", str(world),
+                                "--dir", os.path.join(args.dir, "rs"), "--threads", str(args.threads), "--json", rj],
+                               capture_output=True, text=True, check=True)
+            print("  reshard: " + p.stdout.strip().splitlines()[-1], flush=True)
+            with open(rj) as f:
+                reshard[world] = json.load(f)["runs"][0]
+            os.remove(rj)
         out = os.path.join(args.dir, f"dcp_{world}.json")
         mp.start_processes(worker, args=(world, args, 29500 + os.getpid() % 1000 + i, out), nprocs=world,
                            start_method="fork", join=True)
