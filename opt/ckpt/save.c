@@ -239,8 +239,12 @@ static rs_status make_files(plan *p) {
     st = rs__st_header_bytes(e, n, &meta, 1, &h, &hl);
     free(e);
     if (st) return st;
-    /* pad the JSON with spaces so that the data section starts on a 4096-byte boundary */
-    size_t H = (hl + 4095) / 4096 * 4096;
+    /* pad the JSON with spaces so that the data section starts on a 4096-byte boundary, or on a
+     * digest block boundary when the data is large: chunk ends then fall on block ends and a load
+     * verifies whole blocks in place instead of re-reading the ones a chunk shares */
+    size_t align = at >= 16 * p->block ? (size_t)p->block : 4096;
+    if (align < 4096) align = 4096;
+    size_t H = (hl + align - 1) / align * align;
     char *h2 = realloc(h, H);
     if (!h2) {
       free(h);
