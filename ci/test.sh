@@ -65,15 +65,16 @@ cat "$out/ckpt-check.log"
 # ---- end ckpt ----
 
 # ---- opt checkpoints (issue 9): opt beside ref and the oracle, local and MPI; DCP interop ----
-# ~1 minute on 2 cores at RS_CASES=100000: `ckpt check --impl both` (ref's campaign, then the
+# ~20 s on 2 idle cores at RS_CASES=100000 (~2 min on this project's shared dev machine under
+# load): `ckpt check --impl both` (ref's campaign, then the
 # ckpt_opt cross property), the cross property over MPI with 4 and 8 processes (each holding only
 # its own state dict), and the CLI/DCP-fixture/bench-smoke script (also a ctest).
-stage "opt checkpoints beside ref: $(( CASES / 200 )) cases"
-$R ckpt check --impl both --seed 21 --cases $(( CASES / 200 )) --quiet --regress-dir "$out/regressions"
+stage "opt checkpoints beside ref: $(( CASES / 50 )) cases"
+$R ckpt check --impl both --seed 21 --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions"
 for np in 4 8; do
   stage "opt checkpoints over MPI, $np processes"
   mpirun --oversubscribe -np "$np" $R ckpt check --impl opt --transport mpi --seed 22 \
-    --cases $(( np == 4 ? CASES / 500 : CASES / 2000 )) --quiet --regress-dir "$out/regressions"
+    --cases $(( np == 4 ? CASES / 100 : CASES / 500 )) --quiet --regress-dir "$out/regressions"
 done
 stage "opt checkpoints: CLI, PyTorch DCP fixtures, bench smoke"
 bash tests/ckpt_opt.sh "$R" "$top"
