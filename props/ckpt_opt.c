@@ -69,9 +69,10 @@ static int same_list(char **a, int na, char **b, int nb) {
 }
 
 
-/* A byte that opt's load must read: in direct mode the first byte of some request's
- * intersection with a stored chunk (always inside what it preads), in read-once mode the last
- * byte of such a chunk (read whole). Returns 0 when B requests nothing stored. */
+/* A byte that opt's load must read: the first (direct) or the last (read-once) byte of some
+ * request's intersection with a stored chunk - inside what either mode reads, whether the chunk
+ * is read whole for several ranks or only its requested hull for one. Returns 0 when B requests
+ * nothing stored. */
 static int pick_byte(const char *root, const rs_state_spec *b, int read_once, char *file, size_t cap, int64_t *at) {
   char path[4400];
   snprintf(path, sizeof path, "%s/step_2/metadata.json", root);
@@ -95,9 +96,9 @@ static int pick_byte(const char *root, const rs_state_spec *b, int read_once, ch
             if (ch->has_flat || ch->length == 0 ||
                 !rs__box_intersect(t->ndim, t->global_offset, t->local_shape, ch->off, ch->size, io, is))
               continue;
-            for (int d = 0; d < t->ndim; ++d) rel[d] = io[d] - ch->off[d];
+            for (int d = 0; d < t->ndim; ++d) rel[d] = io[d] - ch->off[d] + (read_once ? is[d] - 1 : 0);
             int es = rs_dtype_size(t->dtype);
-            *at = read_once ? ch->byte_off + ch->length - 1 : ch->byte_off + rs__flat_index(t->ndim, ch->size, rel) * es;
+            *at = ch->byte_off + rs__flat_index(t->ndim, ch->size, rel) * es + (read_once ? es - 1 : 0);
             snprintf(file, cap, "%s/step_2/%s", root, md.f[ch->file].name);
             found = 1;
           }

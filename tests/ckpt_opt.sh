@@ -52,6 +52,8 @@ expect 2 "$R" ckpt check --impl opt --cases 3 --seconds 1
 expect 2 "$R" ckpt import "$tmp/nothing" --root "$tmp/y" --step 0
 expect 0 "$R" ckpt check --impl both --seconds 0.3 --shrink-runs 10 --junit "$tmp/j.xml" --json "$tmp/j.json"
 "$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt --strict return_all --threads 1 --segment 4096 >/dev/null
+# saved shrunk failures of the ckpt_opt property replay as passes
+for f in "$src"/fixtures/ckpt-opt/regressions/*.json; do "$R" ckpt replay "$f" >/dev/null; done
 # the benchmark at a smoke size
 "$R" bench ckpt --bytes 4M --ranks 1,2 --dir "$tmp/bench" --threads 2
 echo "ckpt_opt: ok"
