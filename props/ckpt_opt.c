@@ -315,6 +315,8 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
   x.oo.segment = SEGS[rs_draw(ch, 3)];
   x.oo.block = block;
   int ro = (int)rs_draw(ch, 2);
+  static const int64_t ROUNDS[] = {0, 1, 4096};
+  x.oo.round_bytes = ROUNDS[rs_draw(ch, 3)];
   char rr[4200], ro_[4200], e1[4300], e2[4300];
   snprintf(rr, sizeof rr, "%s/ref", dir);
   snprintf(ro_, sizeof ro_, "%s/opt", dir);

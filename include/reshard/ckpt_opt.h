@@ -23,6 +23,7 @@ typedef struct rs_ckpt_opt_opts {
   int64_t segment;    /* bytes per pwrite/pread (a power of two >= 4096); 0: 8 MiB */
   int64_t block;      /* digest block of a save (as rs_ckpt_io_opts.block); 0: 1 MiB */
   int read_once;      /* load: each stored chunk read by one rank, sent to the others */
+  int64_t round_bytes; /* read-once: bytes of shared chunks in flight per round; 0: 1 GiB */
   int direct;         /* O_DIRECT data files (bypass the page cache) */
   FILE *log;          /* where log_* strict modes write (NULL: stderr) */
 } rs_ckpt_opt_opts;

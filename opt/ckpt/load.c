@@ -33,6 +33,7 @@ typedef struct need {   /* one stored chunk a process reads */
   int64_t h0, h1;       /* hull of the bytes to read */
   int reader;           /* read-once: the rank that reads it */
   int solo;             /* read-once: one rank needs it, so it is read as in direct mode */
+  int involved;         /* read-once: this process reads, sends or receives it */
   uint8_t *buf;         /* read-once: the whole chunk [h0, h1) */
 } need;
 
@@ -54,6 +55,7 @@ typedef struct ldr {
   uint8_t **buf;
   int64_t bufsize;
   int read_once;
+  int64_t round_bytes;  /* read-once: chunk bytes in flight per round */
   int64_t bytes_read;
 } ldr;
 
@@ -460,7 +462,8 @@ typedef struct span {
 
 typedef struct rctx {
   ldr *L;
-  span *sp; /* per need */
+  span *sp;     /* per need */
+  int64_t base; /* first task of the round */
 } rctx;
 
 
@@ -580,6 +583,10 @@ static rs_status read_task(void *vx, int64_t task, int tid) {
   return st;
 }
 
+static rs_status read_task_at(void *vx, int64_t task, int tid) {
+  return read_task(vx, task + ((rctx *)vx)->base, tid);
+}
+
 static int64_t need_len(const ldr *L, const need *n) {
   return n->mc < 0 ? L->md.o[n->mt].length : L->md.t[n->mt].c[n->mc].length;
 }
@@ -595,6 +602,9 @@ static int cmp_need_bytes(const void *x, const void *y) {
   if (la != lb) return la > lb ? -1 : 1;
   return a - b;
 }
+
+static rs_status read_round(ldr *L, span *sp, int k0, int k1, const int64_t *tfirst, rs_status st,
+                            rs_ckpt_opt_stats *stats);
 
 static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
   rs__ock *c = L->c;
@@ -680,9 +690,8 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
       }
       n->reader = best;
       load[best] += n->h1 - n->h0;
-      int involved = rs__ock_mine(c, best);
-      for (int j = s->first; j < s->end && !involved; ++j) involved = rs__ock_mine(c, L->p[j].r);
-      if (involved && !(n->buf = malloc(n->h1 - n->h0 ? (size_t)(n->h1 - n->h0) : 1))) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      n->involved = rs__ock_mine(c, best);
+      for (int j = s->first; j < s->end && !n->involved; ++j) n->involved = rs__ock_mine(c, L->p[j].r);
     }
     free(load);
     free(order);
@@ -691,8 +700,11 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
   rs__st_header *hdrs = calloc((size_t)L->md.nf + 1, sizeof *hdrs);
   int *hok = calloc((size_t)L->md.nf + 1, sizeof *hok);
   if (!hdrs || !hok) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+  int64_t *tfirst = calloc((size_t)L->nn + 1, sizeof *tfirst);
+  if (!tfirst) st = rs_fail(RS_ERR_NOMEM, "out of memory");
   for (int k = 0; !st && k < L->nn; ++k) {
     need *n = &L->nd[k];
+    tfirst[k] = L->nt;
     if (L->read_once && !rs__ock_mine(c, n->reader)) continue;
     char name[2200];
     if (n->mc < 0) {
@@ -718,8 +730,45 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     for (int t = 0; !st && t < c->nthreads; ++t)
       if (posix_memalign((void **)&L->buf[t], 4096, (size_t)L->bufsize)) st = rs_fail(RS_ERR_NOMEM, "out of memory");
   }
-  rctx x = {L, sp};
-  if (!st) st = rs__pool_run(c->nthreads, L->nt, read_task, &x);
+  if (tfirst) tfirst[L->nn] = L->nt;
+  /* rounds (read-once): at most round_bytes of shared chunks in flight, then exchanged, scattered
+   * and freed; every process cuts the same rounds from the same list. Direct: one round. */
+  int64_t budget = L->round_bytes > 0 ? L->round_bytes : (int64_t)1 << 30;
+  for (int k0 = 0; tfirst && (k0 < L->nn || (k0 == 0 && L->nn == 0));) {
+    int k1 = L->nn;
+    if (L->read_once) {
+      int64_t acc = 0;
+      for (k1 = k0; k1 < L->nn; ++k1) {
+        int64_t b = L->nd[k1].solo ? 0 : L->nd[k1].h1 - L->nd[k1].h0;
+        if (k1 > k0 && acc + b > budget) break;
+        acc += b;
+      }
+      for (int k = k0; !st && k < k1; ++k) {
+        need *n = &L->nd[k];
+        if (!n->solo && n->involved && !(n->buf = malloc(n->h1 - n->h0 ? (size_t)(n->h1 - n->h0) : 1)))
+          st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      }
+    }
+    st = read_round(L, sp, k0, k1, tfirst, st, stats);
+    for (int k = k0; k < k1; ++k) {
+      free(L->nd[k].buf);
+      L->nd[k].buf = NULL;
+    }
+    if (k1 >= L->nn) break;
+    k0 = k1;
+  }
+  free(tfirst);
+  free(sp);
+  return st;
+}
+
+
+/* one round: the reads of needs [k0, k1), then (read-once) the transfers and the scatter */
+static rs_status read_round(ldr *L, span *sp, int k0, int k1, const int64_t *tfirst, rs_status st,
+                            rs_ckpt_opt_stats *stats) {
+  rs__ock *c = L->c;
+  rctx x = {L, sp, tfirst[k0]};
+  if (!st) st = rs__pool_run(c->nthreads, tfirst[k1] - tfirst[k0], read_task_at, &x);
   if (L->read_once) {
     st = rs__ock_agree(c, st);
     /* every reader sends the chunk to each other rank needing it */
@@ -727,7 +776,7 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     void **bufs = NULL;
     int64_t *lens = NULL;
     uint8_t **rbuf = NULL; /* receive buffers (freed below) */
-    for (int k = 0; !st && k < L->nn; ++k) {
+    for (int k = k0; !st && k < k1; ++k) {
       need *n = &L->nd[k];
       const span *s = &sp[k];
       for (int j = s->first; j < s->end && !n->solo; ++j) {
@@ -788,7 +837,7 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     for (int m = 0; m < nm && stats && !st; ++m)
       if (from[m] == c->me || c->local) stats->bytes_sent += lens[m];
     /* scatter: each rank from its own copy of the chunk */
-    for (int k = 0; !st && k < L->nn; ++k) {
+    for (int k = k0; !st && k < k1; ++k) {
       need *n = &L->nd[k];
       const span *s = &sp[k];
       if (n->solo) continue; /* scattered as it was read */
@@ -816,7 +865,6 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     free(bufs);
     free(lens);
   }
-  free(sp);
   return st;
 }
 
@@ -852,6 +900,7 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
   L.w = w;
   L.direct = o && o->direct;
   L.read_once = o && o->read_once;
+  L.round_bytes = o ? o->round_bytes : 0;
   snprintf(L.dir, sizeof L.dir, "%s/step_%lld", root, (long long)step);
   if (!st) {
     char path[4400];
