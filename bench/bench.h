@@ -10,6 +10,10 @@ rs_status rs_bench_main(int argc, char **argv);
  * recorded from PyTorch in the .jsonl.gz files of DIR (bench_pytorch.c). */
 rs_status rs_bench_pytorch(int argc, char **argv);
 
+/* argv[1..]: ckpt [--bytes 2G] [--ranks 1,2,4] [--dir DIR] [--threads T] [--direct] [--json F]:
+ * opt's checkpoint save/load throughput as ratios to sequential I/O of the same bytes
+ * (bench_ckpt.c). Returns an exit code (0, 1 failure, 2 usage). */
+int rs_bench_ckpt_main(int argc, char **argv);
 /* argv[1..]: p2p [plan|move|all] [--max-ranks N] [--reps R] [--layers L] [--csv DIR]: cross-config
  * resharding planning time against rank count, and one move against MPI_Alltoallv (bench_p2p.c). */
 rs_status rs_bench_p2p(int argc, char **argv);

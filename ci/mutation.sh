@@ -12,6 +12,8 @@
 # Prints, per mutant, the number of cases until caught (the JSON report's first_failure_case), then
 # the kill rate and the median number of cases to catch one. Fails if any bug survives.
 # RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset.
+# Then the checkpoint blocks below: ref/ckpt/MUTANTS.md through `reshard ckpt check`, and
+# opt/ckpt/MUTANTS.md through `reshard ckpt check --impl opt` (the ckpt_opt cross property).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
@@ -120,6 +122,42 @@ while IFS='|' read -r _ id file _ _ _; do
   fi
 done < <(grep -E '^\| *4[0-4][0-9] *\|' "$top/opt/p2p/MUTANTS.md")
 # ---- end of the p2p block ----
+# ---- ckpt: planted checkpoint bugs (ids 300-349, ref/ckpt/MUTANTS.md) run through `reshard ckpt check` ----
+if [ -f "$top/ref/ckpt/MUTANTS.md" ]; then
+  for id in $(grep -oE '^\| *3[0-4][0-9] *\|' "$top/ref/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
+    log="$tmp/ckpt$id.log"
+    RS_MUTANT=$id "$bin" ckpt check --seed 11 --cases 2000 --shrink-runs 200 --quiet --regress-dir "$tmp/ckreg$id" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "reshard ckpt replay" "$log"; then
+      caught=$((caught + 1))
+      printf 'mutant %-4s (ckpt) caught: %s\n' "$id" "$(grep -m1 -A1 '^FAIL' "$log" | tail -n 1 | cut -c1-150)"
+    else
+      survived=$((survived + 1))
+      printf 'mutant %-4s (ckpt) SURVIVED (exit %d)\n' "$id" "$rc"
+      tail -n 5 "$log"
+    fi
+  done
+fi
+# ---- end ckpt ----
+# ---- opt checkpoint mutants (opt/ckpt/MUTANTS.md): the ckpt_opt cross property must catch each ----
+if [ -f "$top/opt/ckpt/MUTANTS.md" ]; then
+  for id in $(grep -oE '^\| *[0-9]+ *\|' "$top/opt/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
+    log="$tmp/c$id.log"
+    RS_MUTANT=$id "$bin" ckpt check --impl opt --seed 11 --cases 600 --quiet --regress-dir "$tmp/creg$id" \
+      --scratch "$tmp/cscratch$id" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "reshard ckpt replay" "$log"; then
+      caught=$((caught + 1))
+      printf 'mutant %-4s (ckpt opt) caught: %s\n' "$id" "$(grep -m1 -A1 'FAIL' "$log" | tail -n1 | cut -c1-150)"
+    else
+      survived=$((survived + 1))
+      printf 'mutant %-4s (ckpt opt) SURVIVED (exit %d)\n' "$id" "$rc"
+      tail -n 5 "$log"
+    fi
+  done
+fi
+# ---- end of the opt checkpoint mutants ----
+
 rm -rf "$tmp"
 total=$((caught + survived))
 median=-

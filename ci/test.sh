@@ -72,6 +72,42 @@ if $R p2p --help >/dev/null 2>&1; then
   $R bench p2p plan --max-ranks 4096 --reps 3 --csv "$out"
 fi
 # ---- end of the p2p block ----
+# ---- ckpt: distributed checkpoints (save N ranks / load M ranks, integrity under faults) ----
+# ctest (above and in the ASan build below) already ran ckpt_cli, ckpt_torture (100 SIGKILLs) and
+# test_ckpt_faults (1200 byte flips, 26 hostile checkpoints). Here: the property campaign (20,000
+# cases at the default RS_CASES), a longer torture, and the safetensors interop test.
+CKPT_CASES=$(( CASES / 5 ))
+stage "ckpt: property campaign ($CKPT_CASES cases) beside the torture and the safetensors interop test"
+# the campaign is single-threaded: it runs on one core while the other does the rest
+$R ckpt check --seed 1 --cases "$CKPT_CASES" --quiet --regress-dir "$out/ckpt-regressions" \
+  --junit "$out/ckpt.junit.xml" --json "$out/ckpt.json" >"$out/ckpt-check.log" 2>&1 &
+ckpt_pid=$!
+$R ckpt torture --kills 300 --seed 2
+[ -x build/ckpt-venv/bin/python ] || python3 -m venv build/ckpt-venv
+build/ckpt-venv/bin/python -c "import numpy, safetensors" 2>/dev/null ||
+  build/ckpt-venv/bin/pip install -q numpy safetensors
+bash tests/ckpt_interop.sh "$R" "$top" build/ckpt-venv/bin/python
+ckpt_rc=0
+wait "$ckpt_pid" || ckpt_rc=$?
+cat "$out/ckpt-check.log"
+[ "$ckpt_rc" -eq 0 ] || { echo "ckpt check failed (exit $ckpt_rc)"; exit 1; }
+# ---- end ckpt ----
+
+# ---- opt checkpoints: opt beside ref and the oracle, local and MPI; DCP interop ----
+# ~20 s on 2 idle cores at RS_CASES=100000 (~2 min on this project's shared dev machine under
+# load): `ckpt check --impl both` (ref's campaign, then the
+# ckpt_opt cross property), the cross property over MPI with 4 and 8 processes (each holding only
+# its own state dict), and the CLI/DCP-fixture/bench-smoke script (also a ctest).
+stage "opt checkpoints beside ref: $(( CASES / 50 )) cases"
+$R ckpt check --impl both --seed 21 --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions"
+for np in 4 8; do
+  stage "opt checkpoints over MPI, $np processes"
+  mpirun --oversubscribe -np "$np" $R ckpt check --impl opt --transport mpi --seed 22 \
+    --cases $(( np == 4 ? CASES / 100 : CASES / 500 )) --quiet --regress-dir "$out/regressions"
+done
+stage "opt checkpoints: CLI, PyTorch DCP fixtures, bench smoke"
+bash tests/ckpt_opt.sh "$R" "$top"
+# ---- end of opt checkpoints ----
 
 if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   stage "ASan+UBSan build"
@@ -80,6 +116,8 @@ if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -E mpi)
   (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -R mpi)
   build-asan/reshard check --seed 4 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions"
+  # ckpt under ASan+UBSan: a short checkpoint campaign (its ctest ran above)
+  build-asan/reshard ckpt check --seed 4 --cases $(( CASES / 200 )) --quiet --regress-dir "$out/ckpt-regressions"
 fi
 
 if [ "${RS_SKIP_COV:-0}" != 1 ]; then

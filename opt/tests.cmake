@@ -8,3 +8,4 @@ if(TARGET test_opt_mpi AND RS_OPT_MPIEXEC)
   set_tests_properties(test_opt_mpi_np4 PROPERTIES TIMEOUT 300
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endif()
+include(${CMAKE_SOURCE_DIR}/opt/ckpt/tests.cmake)

@@ -122,7 +122,8 @@ static int kv_equal(const rs_kv *a, int na, const rs_kv *b, int nb) {
   for (int i = 0; i < na; ++i) {
     int found = 0;
     for (int j = 0; j < nb && !found; ++j)
-      found = strcmp(a[i].key, b[j].key) == 0 && a[i].len == b[j].len && memcmp(a[i].val, b[j].val, (size_t)a[i].len) == 0;
+      found = strcmp(a[i].key, b[j].key) == 0 && a[i].len == b[j].len &&
+              (a[i].len == 0 || memcmp(a[i].val, b[j].val, (size_t)a[i].len) == 0);
     if (!found) return 0;
   }
   return 1;

@@ -49,9 +49,15 @@ typedef struct rs_ckpt_campaign_result {
   double seconds;
   int failed;
   int64_t pass[RS_CKPT_PROP_COUNT], fail[RS_CKPT_PROP_COUNT], skip[RS_CKPT_PROP_COUNT];
+  char message[RS_CKPT_PROP_COUNT][1024]; /* the shrunk failure of each failed property */
+  char fixture[RS_CKPT_PROP_COUNT][1024]; /* its regression fixture ("" when not written) */
 } rs_ckpt_campaign_result;
 
 rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_result *r);
+/* CI reports of a campaign: JUnit XML (one testcase per property, failures carry the shrunk
+ * message and the replay command) and JSON (counts per property, failures, seed, timing). */
+rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r);
+rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r);
 /* Replays a regression fixture (property + choice stream); *failed = 1 if it still fails. */
 rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, char *msg, size_t cap);
 /* Removes a directory tree (scratch directories of the properties and tests). */

@@ -159,6 +159,8 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
                          : RS_ERR_NOMEM;
         printf("FAIL %s (case %lld, seed %llu; shrunk in %d runs to %zu draws)\n  %s\n", rs_ckpt_prop_name((rs_ckpt_prop)p),
                (long long)i, (unsigned long long)o->seed, runs, n, msg);
+        snprintf(r->message[p], sizeof r->message[p], "%.1000s", msg);
+        if (!st) snprintf(r->fixture[p], sizeof r->fixture[p], "%.1000s", path);
         if (!st) printf("  replay: reshard ckpt replay %s\n", path);
         else printf("  (fixture not written: %s)\n", rs_last_error());
         fflush(stdout);

@@ -91,7 +91,7 @@ static void free_keys(char **v, int n) {
 static int minus(char **a, int na, char **b, int nb, char **out) {
   int k = 0;
   for (int i = 0; i < na; ++i)
-    if (!bsearch(&a[i], b, (size_t)nb, sizeof *b, cmp_str)) out[k++] = a[i];
+    if (nb == 0 || !bsearch(&a[i], b, (size_t)nb, sizeof *b, cmp_str)) out[k++] = a[i];
   return k;
 }
 
@@ -232,7 +232,10 @@ static rs_outcome prop_reject(rs_ckpt_case *c, rs_choices *ch, char *msg, size_t
   rs_status st = rs_ckpt_validate(&w);
   const char *e = rs_last_error();
   if (st == RS_OK) FAIL("planted %s (%s) was accepted by validation", want, key);
-  if (!strstr(e, want) || !strstr(e, key)) FAIL("planted %s (%s) rejected with the wrong message: %s", want, key, e);
+  /* the message names the kind, the key, and where: the region (tensors), the ranks, the shard */
+  static const char *WHERE[6] = {"region", "region", "rank", "rank", "ranks", "shard"};
+  if (!strstr(e, want) || !strstr(e, key) || !strstr(e, WHERE[kind]))
+    FAIL("planted %s (%s) rejected with the wrong message: %s", want, key, e);
 done:
   rs_ckpt_world_free(&w);
   return out;
@@ -302,11 +305,17 @@ done:
 }
 
 static int file_bytes(const char *path, uint8_t **b, size_t *n) {
+  *b = NULL;
+  *n = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   fseek(f, 0, SEEK_END);
   long l = ftell(f);
   fseek(f, 0, SEEK_SET);
+  if (l < 0) {
+    fclose(f);
+    return 0;
+  }
   *b = malloc((size_t)l + 1);
   *n = *b ? fread(*b, 1, (size_t)l, f) : 0;
   fclose(f);
@@ -381,7 +390,7 @@ static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, c
   for (int i = 0; i < next.nt; ++i) next.t[i].seed += 1000003;
   for (int i = 0; i < next.no; ++i) next.o[i].seed += 1000003;
   rs_outcome out = RS_PASS;
-  int64_t crash_at = 1 + (int64_t)rs_draw(ch, (uint64_t)(14 + 3 * next.world));
+  int64_t crash_at = 1 + (int64_t)rs_draw(ch, (uint64_t)(16 + 3 * next.world)); /* some past the end */
   if (save_spec(&c->a, dir, 1, 256, 0)) {
     snprintf(msg, cap, "save step 1: %s", rs_last_error());
     out = RS_FAIL;
@@ -403,6 +412,8 @@ static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, c
   return out;
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
 static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
   static const int64_t BLOCKS[] = {64, RS_CKPT_BLOCK, 128};
   if (save_spec(&c->a, dir, 1, BLOCKS[rs_draw(ch, 3)], 0)) {
@@ -418,15 +429,15 @@ static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir,
     if (de->d_name[0] != '.' && !strstr(de->d_name, ".tmp")) snprintf(names[n++], sizeof names[0], "%s", de->d_name);
   if (d) closedir(d);
   /* readdir order is the filesystem's: sort so a stream means one flip */
-  qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+  qsort(names, (size_t)n, sizeof names[0], cmp_name);
   if (n == 0) {
     snprintf(msg, cap, "no files in %s", sdir);
     return RS_FAIL;
   }
   char path[4600];
   snprintf(path, sizeof path, "%s/%s", sdir, names[rs_draw(ch, (uint64_t)n)]);
-  uint8_t *b;
-  size_t len;
+  uint8_t *b = NULL;
+  size_t len = 0;
   if (!file_bytes(path, &b, &len) || len == 0) {
     free(b);
     snprintf(msg, cap, "cannot read %s", path);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ckpt_cli.sh - the stable forms of `reshard ckpt`: save, load (against the oracle, every strict
 # mode), verify, inspect [--json], export, check, replay, torture, and their exit codes (0 pass,
-# 1 a difference or an integrity failure, 2 bad input).
+# 1 a difference or an integrity failure, 2 bad input, 3 out of memory).
 # Usage: ckpt_cli.sh path/to/reshard path/to/source-tree
 set -u
 R=${1:?usage: ckpt_cli.sh path/to/reshard SRC}
@@ -28,6 +28,9 @@ expect_out "latest = 10"
 [ -f "$T/root/step_10/metadata.json" ] || fail "no step_10/metadata.json"
 expect_rc 0 "$R" ckpt load "$B" --root "$T/root"
 expect_out "every rank equals the oracle"
+# a committed step is never written over (a crash would tear the checkpoint latest names)
+expect_rc 2 "$R" ckpt save "$B" --root "$T/root" --step 10
+expect_err "already holds a checkpoint"
 expect_rc 0 "$R" ckpt load "$A" --root "$T/root" --step 10 --strict raise_all
 expect_rc 0 "$R" ckpt verify "$T/root"
 expect_out "every digest matches"
@@ -89,6 +92,7 @@ expect_rc 2 "$R" ckpt save "$T/nonexistent.json" --root "$T/x" --step 1
 expect_rc 2 "$R" ckpt save "$A" --root "$T/x" --step 1 --impl fast
 expect_err "--impl"
 expect_rc 2 "$R" ckpt load "$A" --root "$T/empty"
+expect_rc 2 "$R" ckpt load "$A" --root "$T/root" --step 99
 expect_rc 2 "$R" ckpt load "$A" --root "$T/root" --strict sometimes
 expect_err "strict"
 expect_rc 2 "$R" ckpt verify "$T/nonexistent"
@@ -98,11 +102,21 @@ expect_rc 2 "$R" ckpt check --cases 0
 echo '{"world":2,"tensors":[{"key":"w","dtype":"F32","shape":[4],"seed":1,"mesh":[3],"placements":"S0"}]}' >"$T/bad.json"
 expect_rc 2 "$R" ckpt save "$T/bad.json" --root "$T/x" --step 1
 expect_err "mesh"
+# out of memory exits 3 (an 8 GiB tensor under a 1 GB address-space limit; sanitizer builds,
+# which reserve terabytes of shadow memory, cannot run under the limit and skip this)
+echo '{"world":1,"tensors":[{"key":"big","dtype":"F64","shape":[1048576,1024],"seed":1,"mesh":[1],"placements":"R"}]}' >"$T/big.json"
+(ulimit -v 1000000; "$R" ckpt save "$T/big.json" --root "$T/big" --step 1) >"$T/out" 2>"$T/err"; rc=$?
+if ! grep -q Sanitizer "$T/err"; then
+  [ "$rc" = 3 ] || fail "out of memory: exit $rc (want 3): $(head -c 300 "$T/err")"
+  expect_err "out of memory"
+fi
 for c in save load verify inspect export check replay torture; do expect_rc 0 "$R" ckpt $c --help; done
 
 # check, torture and replay of a committed regression fixture
-expect_rc 0 "$R" ckpt check --cases 40 --seed 5 --quiet --regress-dir "$T/reg"
+expect_rc 0 "$R" ckpt check --cases 40 --seed 5 --quiet --regress-dir "$T/reg" --junit "$T/j.xml" --json "$T/j.json"
 expect_out "0 properties failed"
+grep -q '<testsuite name="reshard.ckpt" tests="6" failures="0"' "$T/j.xml" || fail "junit: $(head -c 300 "$T/j.xml")"
+grep -q '"ckpt_load"' "$T/j.json" || fail "json report: $(head -c 300 "$T/j.json")"
 expect_rc 0 "$R" ckpt torture --kills 6 --seed 2 --root "$T/tort"
 expect_out "torn = 0"
 for fx in "$F"/regressions/*.json; do

@@ -26,6 +26,12 @@ if(TARGET reshard)
   add_test(NAME ckpt_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/ckpt_cli.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
   add_test(NAME ckpt_torture COMMAND $<TARGET_FILE:reshard> ckpt torture --kills 100 --seed 1)
 endif()
+# ckpt_interop: data files and the export read by the safetensors Python package; only when
+# -DRS_CKPT_PYTHON=<python with numpy and safetensors> is given (ci/test.sh runs it directly).
+if(TARGET reshard AND RS_CKPT_PYTHON)
+  add_test(NAME ckpt_interop COMMAND bash ${CMAKE_SOURCE_DIR}/tests/ckpt_interop.sh $<TARGET_FILE:reshard>
+           ${CMAKE_SOURCE_DIR} ${RS_CKPT_PYTHON})
+endif()
 
 # ---- cross-config resharding (reshard p2p) ----
 # The example copy-service plug-in (plain C ABI of reshard/copy_service.h), loaded with dlopen.

@@ -15,6 +15,8 @@ static const char *BENCH_HELP =
     "  local    opt on the local transport vs memcpy of the same bytes, 1 MiB .. --max-mib\n"
     "  mpi      opt on the mpi transport vs MPI_Alltoallv (run under mpirun)\n"
     "  pytorch  our planners' time vs PyTorch's recorded time on fixtures/pytorch\n"
+    "  ckpt     checkpoint save/load throughput vs sequential I/O of the same bytes:\n"
+    "           reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--dir DIR] [--threads T] [--direct] [--json F]\n"
     "  p2p [plan|move|all] [--max-ranks N] [--layers L]  cross-config resharding: planning time of a\n"
     "           Megatron template against rank count (64 .. 32768), traffic ratio, max/mean sender load;\n"
     "           move: TP4 PP2 DP2 -> TP8 PP1 DP2 over MPI vs MPI_Alltoallv (mpirun -np 16)\n";
@@ -26,6 +28,7 @@ int cmd_bench(int argc, char **argv) {
       return CLI_OK;
     }
 #ifdef RS_HAVE_BENCH
+  if (argc > 1 && strcmp(argv[1], "ckpt") == 0) return rs_bench_ckpt_main(argc - 1, argv + 1);
   if (rs_bench_main(argc, argv)) return cli_status_error("bench", "");
   return CLI_OK;
 #else

@@ -310,7 +310,11 @@ static rs_status parse_tensors(const cJSON *ts, rs__metadata *m) {
     rs_tensor tt = {t->dtype, t->ndim, {0}};
     memcpy(tt.shape, t->shape, sizeof tt.shape);
     int64_t nb;
-    if ((st = rs_tensor_nbytes(&tt, &nb))) return rs_fail(RS_ERR_OVERFLOW, "metadata %s.shape: %s", what, rs_last_error());
+    if ((st = rs_tensor_nbytes(&tt, &nb))) {
+      char pre[400]; /* rs_fail must not format its own buffer */
+      snprintf(pre, sizeof pre, "metadata %.300s.shape: ", what);
+      return rs_fail_prefix(RS_ERR_OVERFLOW, pre);
+    }
     cJSON_ArrayForEach(co, cs) {
       if (!rs__grow((void **)&t->c, t->nc, &t->capc, sizeof *t->c)) return rs_fail(RS_ERR_NOMEM, "out of memory");
       char cw[1300];
@@ -318,7 +322,7 @@ static rs_status parse_tensors(const cJSON *ts, rs__metadata *m) {
       if ((st = parse_chunk(co, cw, t, m, &t->c[t->nc]))) return st;
       t->nc++;
     }
-    if ((st = rs__md_check_tiling(t))) return rs_fail(RS_ERR_INVALID, "metadata: %s", rs_last_error());
+    if ((st = rs__md_check_tiling(t))) return rs_fail_prefix(st == RS_ERR_NOMEM ? st : RS_ERR_INVALID, "metadata: ");
   }
   return RS_OK;
 }
@@ -425,7 +429,7 @@ rs_status rs__md_parse(const char *bytes, size_t len, rs__metadata *out) {
   cJSON *root;
   rs_status st = rs_json_parse(text, &root);
   free(text);
-  if (st) return rs_fail(RS_ERR_INVALID, "metadata.json: %s", rs_last_error());
+  if (st) return rs_fail_prefix(RS_ERR_INVALID, "metadata.json: ");
   st = cJSON_IsObject(root) ? parse_root(root, out) : rs_fail(RS_ERR_INVALID, "metadata.json: not an object");
   cJSON_Delete(root);
   if (st) rs__md_free(out);

@@ -373,6 +373,8 @@ rs_status rs_sd_apply_factory_merges(rs_state_dict *sd) {
       if (f->kind == RS_FACTORY_GLU) {
         int d = f->glu_dim;
         int part = t->global_offset[d] != f->src.global_offset[d];
+        /* RS_MUTANT 307: the merge puts both halves of a fused GLU tensor into the W half */
+        if (RS_MUTANT(307)) part = 0;
         glu_copy(&f->src, d, part * t->local_shape[d], t->local_shape[d], t->data, 0);
       } else if (t->nbytes) {
         memcpy(f->src.data + f->flat_start * es, t->data, (size_t)t->nbytes);

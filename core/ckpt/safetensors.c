@@ -46,8 +46,11 @@ static rs_status parse_entry(const cJSON *it, rs__st_entry *e) {
     return rs_fail(RS_ERR_INVALID, "safetensors: tensor '%s' lacks dtype, shape or data_offsets", nm);
   if ((st = rs_dtype_parse(dt->valuestring, &e->dtype)))
     return rs_fail(RS_ERR_INVALID, "safetensors: tensor '%s': unknown dtype", nm);
-  if ((st = rs_json_i64_array(sh, "safetensors shape", RS_MAX_DIMS, 0, INT64_MAX, e->shape, &e->ndim)))
-    return rs_fail(RS_ERR_INVALID, "safetensors: tensor '%s': %s", nm, rs_last_error());
+  if ((st = rs_json_i64_array(sh, "safetensors shape", RS_MAX_DIMS, 0, INT64_MAX, e->shape, &e->ndim))) {
+    char pre[300];
+    snprintf(pre, sizeof pre, "safetensors: tensor '%.200s': ", nm);
+    return rs_fail_prefix(RS_ERR_INVALID, pre);
+  }
   int64_t off[2];
   int n;
   if ((st = rs_json_i64_array(of, "safetensors data_offsets", 2, 0, INT64_MAX, off, &n)) || n != 2)
@@ -79,7 +82,7 @@ rs_status rs__st_parse(const char *json, size_t len, int64_t file_size, rs__st_h
   cJSON *root;
   rs_status st = rs_json_parse(text, &root);
   free(text);
-  if (st) return rs_fail(RS_ERR_INVALID, "safetensors header: %s", rs_last_error());
+  if (st) return rs_fail_prefix(RS_ERR_INVALID, "safetensors header: ");
   if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return rs_fail(RS_ERR_INVALID, "safetensors: the header is not a JSON object");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/checked.h"
+#include "core/mutant.h"
 #include "core/ckpt/internal.h"
 
 typedef struct ref {
@@ -275,7 +276,8 @@ static rs_status validate_tensors(const rs_ckpt_world *w, ref *r, int n) {
     const rs_sh_tensor *a = r[i].t;
     for (; j < n && strcmp(r[j].t->key, a->key) == 0 && !st; ++j) {
       const rs_sh_tensor *b = r[j].t;
-      if (b->dtype != a->dtype)
+      /* RS_MUTANT 306: a dtype disagreement between same-size dtypes (F32 vs I32) passes */
+      if (b->dtype != a->dtype && !(RS_MUTANT(306) && rs_dtype_size(b->dtype) == rs_dtype_size(a->dtype)))
         st = rs_fail(RS_ERR_INVALID, "key '%s': dtype disagreement: rank %d has %s, rank %d has %s", a->key,
                      r[i].rank, rs_dtype_name(a->dtype), r[j].rank, rs_dtype_name(b->dtype));
       else if (b->ndim != a->ndim ||

@@ -212,7 +212,8 @@ void rs_ckpt_report_free(rs_ckpt_report *r);
 
 /* ---- the reference save and load (ref/ckpt) ---- */
 typedef struct rs_ckpt_io_opts {
-  int64_t crash_at;   /* > 0: simulate a power loss at the crash_at-th I/O operation */
+  int64_t crash_at;   /* > 0: simulate a power loss at the crash_at-th I/O operation (past the
+                       * last one: right after the save completed) */
   int64_t kill_at;    /* > 0: SIGKILL this process at the kill_at-th I/O operation */
   FILE *log;          /* where log_* strict modes write (NULL: stderr) */
   int64_t block;      /* digest block size of a save: a power of two in [64, 2^30]; 0: 1 MiB */

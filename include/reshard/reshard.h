@@ -9,4 +9,9 @@
 #include "reshard/case.h"
 #include "reshard/ref.h"
 #include "reshard/oracle.h"
+#include "reshard/ckpt.h"
+#include "reshard/p2p.h"
+#include "reshard/copy_service.h"
+#include "reshard/tp.h"
+/* opt (its own library, rs_opt): reshard/opt.h, reshard/ckpt_opt.h */
 #endif

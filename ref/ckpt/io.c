@@ -34,8 +34,10 @@ void rs__io_free(rs__io *io) {
 rs_status rs__read_file(const char *path, uint8_t **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  /* O_NOFOLLOW: a symbolic link planted in a checkpoint must not lead a read outside it */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW);
+  if (fd < 0)
+    return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, errno == ELOOP ? "a symbolic link" : strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     close(fd);
@@ -67,7 +69,7 @@ static void put_file(const char *path, const void *buf, size_t len) {
   fclose(f);
 }
 
-static void power_loss(rs__io *io) {
+void rs__io_power_loss(rs__io *io) {
   for (int i = io->nrec - 1; i >= 0; --i) {
     rs__io_rec *r = &io->rec[i];
     if (r->type == 1) {
@@ -103,7 +105,7 @@ static rs_status tick(rs__io *io) {
   io->ops++;
   if (io->kill_at > 0 && io->ops == io->kill_at) raise(SIGKILL);
   if (io->crash_at > 0 && io->ops == io->crash_at) {
-    power_loss(io);
+    rs__io_power_loss(io);
     io->crashed = 1;
     return rs_fail(RS_ERR_IO, "simulated crash at I/O operation %lld", (long long)io->crash_at);
   }

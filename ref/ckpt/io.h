@@ -33,6 +33,8 @@ rs_status rs__io_write_file(rs__io *io, const char *path, const void *buf, size_
 rs_status rs__io_fsync(rs__io *io, const char *path);
 rs_status rs__io_rename(rs__io *io, const char *from, const char *to);
 rs_status rs__io_fsync_dir(rs__io *io, const char *dir);
+/* A power loss now: what was not made durable is lost (see above). */
+void rs__io_power_loss(rs__io *io);
 
 /* Whole file into memory (binary safe). */
 rs_status rs__read_file(const char *path, uint8_t **buf, size_t *len);

@@ -81,7 +81,7 @@ rs_status rs_ckpt_resolve_dir(const char *dir, char **stepdir) {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int in_sorted(char **v, int n, const char *k) {
-  return bsearch(&k, v, (size_t)n, sizeof *v, cmp_str) != NULL;
+  return n > 0 && bsearch(&k, v, (size_t)n, sizeof *v, cmp_str) != NULL;
 }
 
 /* Sorted distinct keys requested by any rank (tensor keys, object unique keys). */

@@ -14,6 +14,10 @@
 
 rs_status rs__reader_open(rs__reader *r, const char *stepdir) {
   memset(r, 0, sizeof *r);
+  struct stat sb;
+  if (lstat(stepdir, &sb) == 0 && S_ISLNK(sb.st_mode))
+    return rs_fail(RS_ERR_INVALID, "%s: the step directory is a symbolic link (refused: it could lead outside the root)",
+                   stepdir);
   r->dir = rs__strdup(stepdir);
   if (!r->dir) return rs_fail(RS_ERR_NOMEM, "out of memory");
   char path[4200];
@@ -59,8 +63,10 @@ rs_status rs__reader_read(rs__reader *r, int file, int64_t off, int64_t len, con
   if (len == 0) return RS_OK;
   char path[4400];
   snprintf(path, sizeof path, "%s/%s", r->dir, f->name);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return rs_fail(RS_ERR_IO, "file %s (key '%s'): cannot open (%s)", f->name, key, strerror(errno));
+  int fd = open(path, O_RDONLY | O_NOFOLLOW); /* never through a planted symbolic link */
+  if (fd < 0)
+    return rs_fail(RS_ERR_IO, "file %s (key '%s'): cannot open (%s)", f->name, key,
+                   errno == ELOOP ? "a symbolic link" : strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != f->size) {
     close(fd);
@@ -117,7 +123,11 @@ rs_status rs__reader_header(rs__reader *r, int file, const rs__st_header **out) 
   st = rs__reader_read(r, file, 8, (int64_t)hl, "(safetensors header)", (uint8_t *)h);
   if (!st) st = rs__st_parse(h, hl, f->size, &r->hdr[file]);
   free(h);
-  if (st) return rs_fail(RS_ERR_IO, "file %s: %s", f->name, rs_last_error());
+  if (st) {
+    char pre[400];
+    snprintf(pre, sizeof pre, "file %s: ", f->name);
+    return rs_fail_prefix(RS_ERR_IO, pre);
+  }
   r->hdr_ok[file] = 1;
   *out = &r->hdr[file];
   return RS_OK;

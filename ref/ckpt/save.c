@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 #include "core/ckpt/internal.h"
 #include "core/mutant.h"
@@ -189,6 +190,8 @@ static rs_status commit_file(rs__io *io, const char *dir, const char *name, cons
   rs_status st = rs__io_write_file(io, tmp, bytes, len);
   if (!st) st = rs__io_fsync(io, tmp);
   if (!st) st = rs__io_rename(io, tmp, dst);
+  /* RS_MUTANT 309: metadata.json's rename is never made durable (no directory fsync) */
+  if (RS_MUTANT(309) && strcmp(name, "metadata.json") == 0) return st;
   if (!st) st = rs__io_fsync_dir(io, dir);
   return st;
 }
@@ -212,6 +215,16 @@ rs_status rs_ref_ckpt_save(rs_ckpt_world *w, const char *root, int64_t step,
                            const rs_ckpt_io_opts *iop, int64_t *ops) {
   if (step < 0) return rs_fail(RS_ERR_INVALID, "step: %lld (must be >= 0)", (long long)step);
   if (strlen(root) > 4000) return rs_fail(RS_ERR_INVALID, "root: path too long");
+  {
+    /* data files are rewritten in place: over a committed step (which `latest` may name) a crash
+     * would tear it, so, as Megatron's save refuses a non-empty directory, refuse it */
+    char md[4200];
+    struct stat sb;
+    snprintf(md, sizeof md, "%s/step_%lld/metadata.json", root, (long long)step);
+    if (lstat(md, &sb) == 0)
+      return rs_fail(RS_ERR_INVALID, "%s/step_%lld already holds a checkpoint: saving over it could tear it "
+                     "(remove it or save another step)", root, (long long)step);
+  }
   rs_status st = RS_OK;
   for (int r = 0; r < w->n && !st; ++r) st = rs_sd_apply_factories(&w->sd[r]);
   if (!st) st = rs_ckpt_validate(w);
@@ -242,8 +255,8 @@ rs_status rs_ref_ckpt_save(rs_ckpt_world *w, const char *root, int64_t step,
   /* RS_MUTANT 303: metadata and latest are committed before the data files are synced */
   if (!st && !RS_MUTANT(303)) st = sync_data(&s, &io);
   if (!st) {
-    qsort(s.md.t, (size_t)s.md.nt, sizeof *s.md.t, cmp_md_tensor);
-    qsort(s.md.o, (size_t)s.md.no, sizeof *s.md.o, cmp_md_object);
+    if (s.md.nt) qsort(s.md.t, (size_t)s.md.nt, sizeof *s.md.t, cmp_md_tensor);
+    if (s.md.no) qsort(s.md.o, (size_t)s.md.no, sizeof *s.md.o, cmp_md_object);
     const rs_state_dict *r0 = &w->sd[0];
     for (int i = 0; i < r0->ncommon && !st; ++i)
       st = rs_sd_add_kv(&s.md.common, &s.md.ncommon, &s.md.capc, r0->common[i].key, r0->common[i].val,
@@ -259,6 +272,12 @@ rs_status rs_ref_ckpt_save(rs_ckpt_world *w, const char *root, int64_t step,
     st = commit_file(&io, root, "latest", latest, (size_t)n);
   }
   if (!st && RS_MUTANT(303)) st = sync_data(&s, &io);
+  /* crash_at past the last operation: the power fails right after the save returned, which
+   * loses whatever the commit protocol did not make durable */
+  if (!st && io.crash_at > io.ops) {
+    rs__io_power_loss(&io);
+    st = rs_fail(RS_ERR_IO, "simulated crash after the save completed (%lld I/O operations)", (long long)io.ops);
+  }
   free(mdb);
   if (ops) *ops = io.ops;
   for (int i = 0; i < s.npaths; ++i) free(s.paths[i]);

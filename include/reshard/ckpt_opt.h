@@ -1,0 +1,54 @@
+/* ckpt_opt.h - opt's checkpoint save and load (opt/ckpt): the same on-disk format and commit
+ * protocol as the reference (reshard/ckpt.h), made parallel the way Megatron-Core's fully-parallel
+ * strategies are. Save: the writer of every replicated chunk is chosen among its replicas so that
+ * bytes are balanced across ranks; each rank writes its own file with large aligned pwrites from a
+ * pool of I/O threads, xxh3 block digests computed on the staged bytes as they are written. Load:
+ * each rank preads only the digest blocks its requests touch (direct), or every stored chunk is
+ * read once by one rank and sent over the transport to every rank that needs it (read-once).
+ * Worlds: "local" (every rank in this process), "local-device" (tensor data in CUDA memory, staged
+ * through host buffers) and "mpi" (one process per rank; a process's rs_ckpt_world holds only its
+ * own state dict at index rs_world_rank, the others' metadata is gathered over the transport). */
+#ifndef RESHARD_CKPT_OPT_H
+#define RESHARD_CKPT_OPT_H
+
+#include "reshard/ckpt.h"
+#include "reshard/opt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rs_ckpt_opt_opts {
+  int io_threads;     /* I/O threads per process; 0: 4 */
+  int64_t segment;    /* bytes per pwrite/pread (a power of two >= 4096); 0: 8 MiB */
+  int64_t block;      /* digest block of a save (as rs_ckpt_io_opts.block); 0: 1 MiB */
+  int read_once;      /* load: each stored chunk read by one rank, sent to the others */
+  int64_t round_bytes; /* read-once: bytes of shared chunks in flight per round; 0: 1 GiB */
+  int direct;         /* O_DIRECT data files (bypass the page cache) */
+  FILE *log;          /* where log_* strict modes write (NULL: stderr) */
+} rs_ckpt_opt_opts;
+
+typedef struct rs_ckpt_opt_stats {
+  int64_t bytes_written;  /* by this process */
+  int64_t bytes_read;     /* by this process, from data files */
+  int64_t bytes_sent;     /* read-once: bytes this process sent over the transport */
+  int64_t max_rank_bytes; /* save: the largest byte count one rank wrote (balance) */
+  int files;              /* data files written (save) */
+} rs_ckpt_opt_stats;
+
+/* Saves under root/step_<step>/ and commits `latest` (data fsynced, metadata.json by rename and
+ * directory fsync, then latest), exactly as rs_ref_ckpt_save does. world NULL: local. */
+rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, int64_t step,
+                           const rs_ckpt_opt_opts *o, rs_ckpt_opt_stats *stats);
+/* Loads as rs_ref_ckpt_load (step < 0: latest; strict handling and report the same). */
+rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, int64_t step,
+                           rs_strict strict, const rs_ckpt_opt_opts *o, rs_ckpt_report *rep,
+                           rs_ckpt_opt_stats *stats);
+
+/* Rank 0's len bytes to every process of the world (nothing to do on a local world). */
+rs_status rs_opt_world_bcast(rs_world *world, void *buf, int64_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,45 @@
+/* internal.h - what the files of opt/ckpt share: the I/O thread pool, the view of every rank's
+ * state dict a process works from (its own, plus the others' metadata gathered over the
+ * transport under MPI), the agreement on errors, and host/device copies. */
+#ifndef RS_OPT_CKPT_INTERNAL_H
+#define RS_OPT_CKPT_INTERNAL_H
+
+#include "comm/comm.h"
+#include "core/ckpt/internal.h"
+#include "reshard/ckpt_opt.h"
+
+/* ---- pool: fn(ctx, task) for task in [0, ntasks) on nthreads threads; the first error wins and
+ * is re-raised (message included) on the calling thread. */
+typedef rs_status (*rs__pool_fn)(void *ctx, int64_t task, int tid);
+rs_status rs__pool_run(int nthreads, int64_t ntasks, rs__pool_fn fn, void *ctx);
+
+/* ---- the ranks a process works with ---- */
+typedef struct rs__ock {
+  rs_world *world;    /* NULL: local */
+  int me, n;          /* this process's rank (0 when local), world ranks */
+  int local;          /* every rank lives in this process */
+  int device;         /* tensor data is CUDA memory */
+  rs_comm *comm;
+  rs_ckpt_world all;  /* every rank's state dict: data only where mine() */
+  rs_state_dict *shadow; /* owned, MPI: the others' metadata */
+  int nthreads;
+  int64_t segment;
+} rs__ock;
+
+rs_status rs__ock_init(rs__ock *c, rs_world *world, rs_ckpt_world *w, const rs_ckpt_opt_opts *o);
+static inline int rs__ock_mine(const rs__ock *c, int r) { return c->local || r == c->me; }
+/* Gathers the metadata of every rank's state dict (after factories) into c->all. */
+rs_status rs__ock_gather(rs__ock *c, rs_ckpt_world *w);
+void rs__ock_free(rs__ock *c);
+/* Every rank learns whether any failed: a rank that did not fail gets RS_ERR_IO "another rank
+ * failed"; a failing rank keeps its own status and message. */
+rs_status rs__ock_agree(rs__ock *c, rs_status st);
+/* Rank `from` sends each listed buffer to `to` (one message per ordered pair and call). */
+rs_status rs__ock_exchange(rs__ock *c, int nmsg, const int *from, const int *to, void *const *buf,
+                           const int64_t *len);
+
+/* host <- tensor data and tensor data <- host (CUDA copies when device) */
+rs_status rs__ock_copy_in(const rs__ock *c, void *host, const void *src, int64_t n);
+rs_status rs__ock_copy_out(const rs__ock *c, void *dst, const void *host, int64_t n);
+
+#endif

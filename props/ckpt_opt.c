@@ -1,0 +1,507 @@
+/* ckpt_opt.c - the cross property of opt's checkpoints and its campaign. One case: A saved by ref
+ * loads in opt as B (direct or read-once, drawn) equal to the oracle with the reference's strict
+ * report and status; A saved by opt verifies, exports byte-identically to ref's checkpoint of A,
+ * and loads as B both in ref and in opt (the other read mode), equal to the oracle. Under MPI
+ * a case with N <= P ranks runs on P processes (ranks N.. hold empty state dicts), each process
+ * holding only its own state dict; ref runs on rank 0 only and every verdict is agreed. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "core/ckpt/internal.h"
+#include "core/json.h"
+#include "core/values.h"
+#include "props/ckpt_opt.h"
+
+#define MSG_CAP 1024
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* world of spec s with n >= s->world ranks; under MPI only `me` keeps its state dict */
+static rs_status build_padded(const rs_state_spec *s, rs_fill fill, int n, int me, rs_ckpt_world *w) {
+  rs_status st = rs_state_spec_build(s, fill, w);
+  if (st) return st;
+  if (n > w->n) {
+    rs_state_dict *sd = realloc(w->sd, sizeof *sd * (size_t)n);
+    if (!sd) return rs_fail(RS_ERR_NOMEM, "out of memory");
+    w->sd = sd;
+    for (int r = w->n; r < n; ++r) {
+      memset(&sd[r], 0, sizeof sd[r]);
+      sd[r].rank = r;
+    }
+    w->n = n;
+  }
+  if (me >= 0)
+    for (int r = 0; r < w->n; ++r)
+      if (r != me) {
+        rs_state_dict_free(&w->sd[r]);
+        memset(&w->sd[r], 0, sizeof w->sd[r]);
+        w->sd[r].rank = r;
+      }
+  return RS_OK;
+}
+
+static int file_bytes(const char *path, uint8_t **b, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  fseek(f, 0, SEEK_END);
+  long l = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  *b = malloc((size_t)l + 1);
+  *n = *b ? fread(*b, 1, (size_t)l, f) : 0;
+  fclose(f);
+  return *b != NULL;
+}
+
+static int same_list(char **a, int na, char **b, int nb) {
+  if (na != nb) return 0;
+  for (int i = 0; i < na; ++i)
+    if (strcmp(a[i], b[i]) != 0) return 0;
+  return 1;
+}
+
+
+/* A byte that opt's load must read: the first (direct) or the last (read-once) byte of some
+ * request's intersection with a stored chunk - inside what either mode reads, whether the chunk
+ * is read whole for several ranks or only its requested hull for one. Returns 0 when B requests
+ * nothing stored. */
+static int pick_byte(const char *root, const rs_state_spec *b, int read_once, char *file, size_t cap, int64_t *at) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/step_2/metadata.json", root);
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  rs__metadata md;
+  if (!file_bytes(path, &bytes, &n)) return 0;
+  int found = 0;
+  if (rs__md_parse((const char *)bytes, n, &md) == RS_OK) {
+    rs_ckpt_world w;
+    if (rs_state_spec_build(b, RS_FILL_INITIAL, &w) == RS_OK) {
+      for (int r = 0; r < w.n && !found; ++r) {
+        rs_sd_apply_factories(&w.sd[r]);
+        for (int i = 0; i < w.sd[r].nt && !found; ++i) {
+          const rs_sh_tensor *t = &w.sd[r].t[i];
+          int mi = rs__md_find_tensor(&md, t->key);
+          if (mi < 0 || md.t[mi].dtype != t->dtype || t->has_flat || t->nbytes == 0) continue;
+          for (int c = 0; c < md.t[mi].nc && !found; ++c) {
+            const rs__chunk *ch = &md.t[mi].c[c];
+            int64_t io[RS_MAX_DIMS], is[RS_MAX_DIMS], rel[RS_MAX_DIMS];
+            if (ch->has_flat || ch->length == 0 ||
+                !rs__box_intersect(t->ndim, t->global_offset, t->local_shape, ch->off, ch->size, io, is))
+              continue;
+            for (int d = 0; d < t->ndim; ++d) rel[d] = io[d] - ch->off[d] + (read_once ? is[d] - 1 : 0);
+            int es = rs_dtype_size(t->dtype);
+            *at = ch->byte_off + rs__flat_index(t->ndim, ch->size, rel) * es + (read_once ? es - 1 : 0);
+            snprintf(file, cap, "%s/step_2/%s", root, md.f[ch->file].name);
+            found = 1;
+          }
+        }
+      }
+      rs_ckpt_world_free(&w);
+    }
+    rs__md_free(&md);
+  }
+  free(bytes);
+  return found;
+}
+
+static int flip(const char *file, int64_t at) {
+  FILE *f = fopen(file, "r+b");
+  if (!f) return 0;
+  int ok = fseek(f, at, SEEK_SET) == 0;
+  int c = ok ? fgetc(f) : EOF;
+  ok = c != EOF && fseek(f, at, SEEK_SET) == 0 && fputc(c ^ 0x20, f) != EOF;
+  fclose(f);
+  return ok;
+}
+
+typedef struct ctx ctx;
+static rs_outcome agree(ctx *x, rs_outcome out, char *msg, size_t cap);
+
+/* one flipped byte that a load reads: opt's load (direct, then read-once) must refuse it */
+static rs_outcome corrupt_check(ctx *x, rs_ckpt_case *c, const char *root, char *msg, size_t cap);
+struct ctx {
+  rs_world *world;
+  int P, me, mpi;
+  rs_ckpt_opt_opts oo;
+};
+
+/* opt load of B from root into a fresh world, compared with the oracle (this process's ranks)
+ * and, when ref_st/ref_rep are given, with the reference's status and report */
+static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int read_once, const rs_ckpt_report *ref_rep,
+                                 int check_status, int ref_failed, char *msg, size_t cap) {
+  rs_ckpt_world got = {0, NULL}, exp = {0, NULL};
+  rs_ckpt_report rep;
+  memset(&rep, 0, sizeof rep);
+  rs_outcome out = RS_PASS;
+  rs_state_spec saved;
+  memset(&saved, 0, sizeof saved);
+  int n = x->mpi ? x->P : c->b.world;
+  if (build_padded(&c->b, RS_FILL_INITIAL, n, x->mpi ? x->me : -1, &got)) {
+    snprintf(msg, cap, "build B: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  FILE *devnull = fopen("/dev/null", "w");
+  rs_ckpt_opt_opts oo = x->oo;
+  oo.read_once = read_once;
+  oo.log = devnull;
+  rs_status st = rs_opt_ckpt_load(x->world, &got, root, -1, c->strict, &oo, &rep, NULL);
+  if (devnull) fclose(devnull);
+  const char *mode = read_once ? "read-once" : "direct";
+  if (check_status) {
+    if ((st != RS_OK) != ref_failed) {
+      snprintf(msg, cap, "opt load (%s, strict %s) %s where ref %s: %s", mode, rs_strict_name(c->strict),
+               st ? "failed" : "succeeded", ref_failed ? "failed" : "succeeded", st ? rs_last_error() : "");
+      out = RS_FAIL;
+      goto done;
+    }
+    if (ref_rep && (!same_list(rep.unexpected, rep.nunexpected, ref_rep->unexpected, ref_rep->nunexpected) ||
+                    !same_list(rep.missing, rep.nmissing, ref_rep->missing, ref_rep->nmissing))) {
+      snprintf(msg, cap, "opt load (%s, strict %s): report differs from ref's (unexpected %d vs %d, missing %d vs %d)",
+               mode, rs_strict_name(c->strict), rep.nunexpected, ref_rep->nunexpected, rep.nmissing, ref_rep->nmissing);
+      out = RS_FAIL;
+      goto done;
+    }
+    if (ref_failed) goto done;
+  } else if (st) {
+    snprintf(msg, cap, "opt load (%s) of opt's checkpoint failed: %s", mode, rs_last_error());
+    out = RS_FAIL;
+    goto done;
+  }
+  /* expected: the oracle on the load spec, keys the checkpoint lacks keep their initial bytes */
+  rs_ckpt_world e1 = {0, NULL};
+  if (rs_oracle_ckpt_expected(&c->a, &c->b, &e1)) {
+    snprintf(msg, cap, "oracle: %s", rs_last_error());
+    out = RS_FAIL;
+    goto done;
+  }
+  exp = e1;
+  if (n > exp.n) {
+    /* padded ranks hold nothing but get the checkpoint's common entries, like every rank */
+    rs_state_dict *sd = realloc(exp.sd, sizeof *sd * (size_t)n);
+    if (!sd) {
+      snprintf(msg, cap, "out of memory");
+      out = RS_FAIL;
+      goto done;
+    }
+    exp.sd = sd;
+    for (int r = exp.n; r < n; ++r) {
+      memset(&sd[r], 0, sizeof sd[r]);
+      sd[r].rank = r;
+      for (int i = 0; i < sd[0].ncommon; ++i)
+        rs_sd_add_kv(&sd[r].common, &sd[r].ncommon, &sd[r].capc, sd[0].common[i].key, sd[0].common[i].val,
+                     sd[0].common[i].len);
+    }
+    exp.n = n;
+  }
+  if (x->mpi)
+    for (int r = 0; r < exp.n; ++r)
+      if (r != x->me) {
+        rs_state_dict_free(&exp.sd[r]);
+        memset(&exp.sd[r], 0, sizeof exp.sd[r]);
+        exp.sd[r].rank = r;
+      }
+  char m2[800];
+  if (rs_oracle_ckpt_compare(&exp, &got, m2, sizeof m2)) {
+    snprintf(msg, cap, "opt load (%s) != oracle: %s", mode, m2);
+    out = RS_FAIL;
+  }
+done:
+  rs_state_spec_free(&saved);
+  rs_ckpt_report_free(&rep);
+  rs_ckpt_world_free(&got);
+  rs_ckpt_world_free(&exp);
+  return out;
+}
+
+/* ref load of B from root on the whole B world (rank 0 only under MPI) == oracle */
+static rs_outcome ref_load_check(rs_ckpt_case *c, const char *root, rs_ckpt_report *rep, int *failed, int compare,
+                                 char *msg, size_t cap) {
+  rs_ckpt_world got = {0, NULL}, exp = {0, NULL};
+  rs_outcome out = RS_PASS;
+  memset(rep, 0, sizeof *rep);
+  if (rs_state_spec_build(&c->b, RS_FILL_INITIAL, &got)) {
+    snprintf(msg, cap, "build B: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  FILE *devnull = fopen("/dev/null", "w");
+  rs_ckpt_io_opts io = {0, 0, devnull, 0};
+  rs_status st = rs_ref_ckpt_load(&got, root, -1, c->strict, &io, rep);
+  if (devnull) fclose(devnull);
+  *failed = st != RS_OK;
+  if (compare && st) {
+    snprintf(msg, cap, "ref load of opt's checkpoint failed: %s", rs_last_error());
+    out = RS_FAIL;
+  } else if (compare) {
+    char m2[800];
+    if (rs_oracle_ckpt_expected(&c->a, &c->b, &exp)) {
+      snprintf(msg, cap, "oracle: %s", rs_last_error());
+      out = RS_FAIL;
+    } else if (rs_oracle_ckpt_compare(&exp, &got, m2, sizeof m2)) {
+      snprintf(msg, cap, "ref load of opt's checkpoint != oracle: %s", m2);
+      out = RS_FAIL;
+    }
+  }
+  rs_ckpt_world_free(&got);
+  rs_ckpt_world_free(&exp);
+  return out;
+}
+
+/* every process agrees: any failure fails the case; the first failing rank's message is kept
+ * on that rank (rank 0 prints its own or a pointer to the others) */
+static rs_outcome agree(ctx *x, rs_outcome out, char *msg, size_t cap) {
+  if (!x->mpi) return out;
+  int f = out == RS_FAIL, s = out == RS_SKIP;
+  rs_world_agree(x->world, &f);
+  rs_world_agree(x->world, &s);
+  if (f && out != RS_FAIL) snprintf(msg, cap, "another rank failed (its message is on its own output)");
+  return f ? RS_FAIL : s ? RS_SKIP : RS_PASS;
+}
+
+static rs_outcome corrupt_check(ctx *x, rs_ckpt_case *c, const char *root, char *msg, size_t cap) {
+  rs_outcome out = RS_PASS;
+  for (int ro = 0; ro < 2 && out == RS_PASS; ++ro) {
+    char file[4400] = "";
+    int64_t at = 0;
+    int have = 0;
+    if (x->me == 0) have = pick_byte(root, &c->b, ro, file, sizeof file, &at) && flip(file, at);
+    if (x->mpi) rs_opt_world_bcast(x->world, &have, sizeof have);
+    if (!have) return RS_PASS;
+    rs_ckpt_world got = {0, NULL};
+    int n = x->mpi ? x->P : c->b.world;
+    rs_status st = build_padded(&c->b, RS_FILL_INITIAL, n, x->mpi ? x->me : -1, &got);
+    rs_ckpt_opt_opts oo = x->oo;
+    oo.read_once = ro;
+    FILE *devnull = fopen("/dev/null", "w");
+    oo.log = devnull;
+    if (!st) st = rs_opt_ckpt_load(x->world, &got, root, -1, c->strict, &oo, NULL, NULL);
+    if (devnull) fclose(devnull);
+    rs_ckpt_world_free(&got);
+    if (st == RS_OK) {
+      snprintf(msg, cap, "opt load (%s) accepted a checkpoint with a flipped byte at %s:%lld", ro ? "read-once" : "direct",
+               file, (long long)at);
+      out = RS_FAIL;
+    }
+    if (x->me == 0) flip(file, at);
+    out = agree(x, out, msg, cap);
+  }
+  return out;
+}
+
+rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap) {
+  ctx x;
+  memset(&x, 0, sizeof x);
+  x.world = world;
+  x.mpi = !rs_world_is_local(world);
+  x.P = rs_world_size(world);
+  x.me = rs_world_rank(world);
+  rs_ckpt_case c;
+  rs_outcome out = RS_PASS;
+  if (rs_gen_ckpt_case(ch, &c)) {
+    snprintf(msg, cap, "generator: %s", rs_last_error());
+    return agree(&x, RS_FAIL, msg, cap);
+  }
+  static const int64_t BLOCKS[] = {RS_CKPT_BLOCK, 64, 4096};
+  static const int64_t SEGS[] = {4096, 8192, (int64_t)1 << 20};
+  int64_t block = BLOCKS[rs_draw(ch, 3)];
+  x.oo.io_threads = 1 + (int)rs_draw(ch, 3);
+  x.oo.segment = SEGS[rs_draw(ch, 3)];
+  x.oo.block = block;
+  int ro = (int)rs_draw(ch, 2);
+  static const int64_t ROUNDS[] = {0, 1, 4096};
+  x.oo.round_bytes = ROUNDS[rs_draw(ch, 3)];
+  char rr[4200], ro_[4200], e1[4300], e2[4300];
+  snprintf(rr, sizeof rr, "%s/ref", dir);
+  snprintf(ro_, sizeof ro_, "%s/opt", dir);
+  snprintf(e1, sizeof e1, "%s/ref.safetensors", dir);
+  snprintf(e2, sizeof e2, "%s/opt.safetensors", dir);
+  if (x.mpi && (c.a.world > x.P || c.b.world > x.P)) {
+    snprintf(msg, cap, "case needs %d/%d ranks, the world has %d", c.a.world, c.b.world, x.P);
+    rs_ckpt_case_free(&c);
+    return RS_SKIP;
+  }
+  rs_ckpt_report ref_rep;
+  memset(&ref_rep, 0, sizeof ref_rep);
+  int ref_failed = 0;
+  /* 1. ref saves A (rank 0), opt loads B */
+  if (x.me == 0) {
+    rs_ckpt_rmtree(dir);
+    mkdir(dir, 0777);
+    rs_ckpt_world aw;
+    rs_status st = rs_state_spec_build(&c.a, RS_FILL_VALUES, &aw);
+    rs_ckpt_io_opts io = {0, 0, NULL, block};
+    if (!st) {
+      st = rs_ref_ckpt_save(&aw, rr, 1, &io, NULL);
+      rs_ckpt_world_free(&aw);
+    }
+    if (st) {
+      snprintf(msg, cap, "ref save A: %s", rs_last_error());
+      out = RS_FAIL;
+    }
+    if (!out) ref_load_check(&c, rr, &ref_rep, &ref_failed, 0, msg, cap);
+  }
+  /* everyone learns whether ref's load failed (the expected status of opt's) */
+  if (x.mpi) {
+    int rf = ref_failed;
+    rs_opt_world_bcast(world, &rf, sizeof rf);
+    ref_failed = rf;
+    /* the report lists matter on rank 0 only; the others compare with an empty report */
+  }
+  if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
+  /* the report lists are compared on rank 0, the status everywhere */
+  out = opt_load_check(&x, &c, rr, ro, x.me == 0 ? &ref_rep : NULL, 1, ref_failed, msg, cap);
+  if ((out = agree(&x, out, msg, cap)) != RS_PASS || ref_failed) goto done;
+  /* 2. opt saves A: verify, export == ref's export, ref load == oracle, opt load (other mode) */
+  {
+    rs_ckpt_world aw = {0, NULL};
+    rs_status st = build_padded(&c.a, RS_FILL_VALUES, x.mpi ? x.P : c.a.world, x.mpi ? x.me : -1, &aw);
+    if (!st) st = rs_opt_ckpt_save(world, &aw, ro_, 2, &x.oo, NULL);
+    rs_ckpt_world_free(&aw);
+    if (st) {
+      snprintf(msg, cap, "opt save A: %s", rs_last_error());
+      out = RS_FAIL;
+    }
+  }
+  if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
+  if (x.me == 0) {
+    uint8_t *b1 = NULL, *b2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    if (rs_ckpt_verify(ro_, NULL)) {
+      snprintf(msg, cap, "verify of opt's checkpoint: %s", rs_last_error());
+      out = RS_FAIL;
+    } else if (rs_ckpt_export(rr, e1) || rs_ckpt_export(ro_, e2)) {
+      snprintf(msg, cap, "export: %s", rs_last_error());
+      out = RS_FAIL;
+    } else if (!file_bytes(e1, &b1, &n1) || !file_bytes(e2, &b2, &n2) || n1 != n2 || memcmp(b1, b2, n1)) {
+      snprintf(msg, cap, "export of opt's checkpoint differs from ref's (%zu vs %zu bytes)", n2, n1);
+      out = RS_FAIL;
+    } else {
+      rs_ckpt_report rep2;
+      int f2 = 0;
+      out = ref_load_check(&c, ro_, &rep2, &f2, 1, msg, cap);
+      rs_ckpt_report_free(&rep2);
+    }
+    free(b1);
+    free(b2);
+  }
+  if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
+  out = opt_load_check(&x, &c, ro_, !ro, NULL, 0, 0, msg, cap);
+  if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
+  out = corrupt_check(&x, &c, ro_, msg, cap);
+done:
+  rs_ckpt_report_free(&ref_rep);
+  rs_ckpt_case_free(&c);
+  return out;
+}
+
+typedef struct pred_ctx {
+  rs_world *world;
+  const char *dir;
+  char *msg;
+} pred_ctx;
+
+static int still_fails(void *vx, rs_choices *ch) {
+  pred_ctx *x = vx;
+  return rs_ckpt_opt_prop_run(x->world, ch, x->dir, x->msg, MSG_CAP) == RS_FAIL;
+}
+
+static void write_fixture(const char *dir, const uint64_t *v, size_t n, const char *msg, char *path, size_t cap) {
+  mkdir(dir, 0777);
+  uint64_t h = XXH3_64bits(v, n * sizeof *v);
+  snprintf(path, cap, "%s/ckpt_opt-%016llx.json", dir, (unsigned long long)h);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    path[0] = 0;
+    return;
+  }
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "property", "ckpt_opt");
+  cJSON_AddStringToObject(root, "message", msg);
+  cJSON *a = cJSON_AddArrayToObject(root, "choices");
+  for (size_t i = 0; i < n; ++i) {
+    char b[32];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)v[i]);
+    cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
+  }
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (text) fprintf(f, "%s\n", text);
+  free(text);
+  fclose(f);
+}
+
+rs_status rs_ckpt_opt_replay(const uint64_t *v, size_t n, const char *scratch, int *failed, char *msg, size_t cap) {
+  rs_choices ch;
+  rs_status st = rs_choices_replay(&ch, v, n);
+  if (st) return st;
+  *failed = rs_ckpt_opt_prop_run(NULL, &ch, scratch, msg, cap) == RS_FAIL;
+  rs_choices_free(&ch);
+  return RS_OK;
+}
+
+rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, rs_ckpt_opt_campaign_result *r) {
+  memset(r, 0, sizeof *r);
+  int me = rs_world_rank(world);
+  char scratch[4200];
+  long tag = (long)getpid();
+  rs_opt_world_bcast(world, &tag, sizeof tag); /* one scratch directory for every process */
+  if (o->scratch) snprintf(scratch, sizeof scratch, "%s", o->scratch);
+  else
+    snprintf(scratch, sizeof scratch, "%s/reshard-ckpt-opt-%ld", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", tag);
+  char msg[MSG_CAP];
+  double t0 = now();
+  for (int64_t i = 0;; ++i) {
+    int stop = o->cases > 0 ? i >= o->cases : now() - t0 >= o->seconds;
+    if (o->cases <= 0 && !rs_world_is_local(world)) {
+      rs_opt_world_bcast(world, &stop, sizeof stop); /* rank 0's clock decides */
+    }
+    if (stop) break;
+    uint64_t seed = rs_hash3(o->seed, 0x636b7074, (uint64_t)i);
+    rs_choices ch;
+    rs_choices_seed(&ch, seed);
+    rs_outcome out = rs_ckpt_opt_prop_run(world, &ch, scratch, msg, sizeof msg);
+    r->cases = i + 1;
+    if (out == RS_PASS) r->pass++;
+    else if (out == RS_SKIP) r->skip++;
+    else {
+      r->fail++;
+      size_t n = ch.n;
+      uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+      int runs = 0;
+      char first[MSG_CAP];
+      snprintf(first, sizeof first, "%s", msg);
+      pred_ctx x = {world, scratch, msg};
+      if (v) {
+        memcpy(v, ch.v, n * sizeof *v);
+        runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs > 0 ? o->shrink_runs : 500);
+        rs_choices rc;
+        if (rs_choices_replay(&rc, v, n) == RS_OK) {
+          if (!still_fails(&x, &rc)) snprintf(msg, sizeof msg, "%s", first);
+          rs_choices_free(&rc);
+        }
+      }
+      char path[4400] = "";
+      if (v && me == 0) write_fixture(o->regress_dir ? o->regress_dir : "fixtures/ckpt/regressions", v, n, msg, path, sizeof path);
+      if (me == 0 || !strstr(msg, "another rank")) {
+        printf("FAIL ckpt_opt%s (case %lld, seed %llu; shrunk in %d runs to %zu draws)\n  %s\n",
+               rs_world_is_local(world) ? "" : " [rank]", (long long)i, (unsigned long long)o->seed, runs, n, msg);
+        if (path[0]) printf("  replay: reshard ckpt replay %s\n", path);
+        fflush(stdout);
+      }
+      free(v);
+      rs_choices_free(&ch);
+      break;
+    }
+    rs_choices_free(&ch);
+  }
+  r->seconds = now() - t0;
+  if (!o->scratch && me == 0) rs_ckpt_rmtree(scratch);
+  return RS_OK;
+}

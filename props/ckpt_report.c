@@ -1,0 +1,83 @@
+/* ckpt_report.c - JUnit XML and JSON reports of `reshard ckpt check`, for CI pipelines that gate
+ * on it (the same shapes as the redistribute campaign's reports in props/report.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "core/json.h"
+#include "props/ckpt.h"
+
+static void xml_escape(FILE *f, const char *s) {
+  for (; *s; ++s) switch (*s) {
+      case '<': fputs("&lt;", f); break;
+      case '>': fputs("&gt;", f); break;
+      case '&': fputs("&amp;", f); break;
+      case '"': fputs("&quot;", f); break;
+      case '\n': fputs("&#10;", f); break;
+      default:
+        if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
+    }
+}
+
+rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r) {
+  FILE *f = fopen(path, "w");
+  if (!f) return rs_fail(RS_ERR_IO, "--junit: cannot write %s: %s", path, strerror(errno));
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fprintf(f, "<testsuite name=\"reshard.ckpt\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", RS_CKPT_PROP_COUNT,
+          r->failed, r->seconds);
+  fprintf(f, "  <properties><property name=\"seed\" value=\"%llu\"/><property name=\"cases\" value=\"%lld\"/></properties>\n",
+          (unsigned long long)o->seed, (long long)r->cases);
+  for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
+    fprintf(f, "  <testcase classname=\"reshard.ckpt\" name=\"%s\">", rs_ckpt_prop_name((rs_ckpt_prop)p));
+    if (r->fail[p]) {
+      fprintf(f, "\n    <failure message=\"");
+      xml_escape(f, r->message[p]);
+      fprintf(f, "\">replay: reshard ckpt replay ");
+      xml_escape(f, r->fixture[p]);
+      fprintf(f, "</failure>\n  ");
+    } else if (r->pass[p] == 0) {
+      fprintf(f, "<skipped/>");
+    }
+    fprintf(f, "</testcase>\n");
+  }
+  fprintf(f, "</testsuite>\n");
+  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--junit: cannot write %s", path);
+  return RS_OK;
+}
+
+rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r) {
+  cJSON *root = cJSON_CreateObject(), *props = cJSON_CreateObject(), *fails = cJSON_CreateArray();
+  char b[32];
+  snprintf(b, sizeof b, "%llu", (unsigned long long)o->seed);
+  cJSON_AddRawToObject(root, "seed", b);
+  snprintf(b, sizeof b, "%lld", (long long)r->cases);
+  cJSON_AddRawToObject(root, "cases", b);
+  cJSON_AddNumberToObject(root, "seconds", r->seconds);
+  cJSON_AddNumberToObject(root, "failed", r->failed);
+  for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
+    cJSON *s = cJSON_CreateObject();
+    snprintf(b, sizeof b, "%lld", (long long)r->pass[p]);
+    cJSON_AddRawToObject(s, "pass", b);
+    snprintf(b, sizeof b, "%lld", (long long)r->skip[p]);
+    cJSON_AddRawToObject(s, "skip", b);
+    snprintf(b, sizeof b, "%lld", (long long)r->fail[p]);
+    cJSON_AddRawToObject(s, "fail", b);
+    cJSON_AddItemToObject(props, rs_ckpt_prop_name((rs_ckpt_prop)p), s);
+    if (r->fail[p]) {
+      cJSON *x = cJSON_CreateObject();
+      cJSON_AddStringToObject(x, "property", rs_ckpt_prop_name((rs_ckpt_prop)p));
+      cJSON_AddStringToObject(x, "message", r->message[p]);
+      cJSON_AddStringToObject(x, "fixture", r->fixture[p]);
+      cJSON_AddItemToArray(fails, x);
+    }
+  }
+  cJSON_AddItemToObject(root, "properties", props);
+  cJSON_AddItemToObject(root, "failures", fails);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return rs_fail(RS_ERR_NOMEM, "--json: out of memory");
+  FILE *f = fopen(path, "w");
+  int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+  if (f && fclose(f) != 0) ok = 0;
+  cJSON_free(text);
+  return ok ? RS_OK : rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
+}

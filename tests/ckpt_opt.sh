@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# ckpt_opt.sh RESHARD SRC - opt's checkpoints through the CLI: an opt save of a Megatron-like state
+# spec loads in ref and in opt (direct and read-once) on another layout; PyTorch's safetensors DCP
+# checkpoint (fixtures/ckpt-dcp/hf, written by HuggingFaceStorageWriter on 3 gloo ranks) imports
+# and loads equal to the oracle, and a flipped byte in it is refused; the benchmark's smoke size.
+set -euo pipefail
+R=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fx=$src/fixtures/ckpt
+"$R" ckpt save "$fx/megatron_tp2_dp2.json" --root "$tmp/o" --step 5 --impl opt --threads 3 --segment 4096 --block 256
+"$R" ckpt verify "$tmp/o"
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" >/dev/null
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt >/dev/null
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt --read-once >/dev/null
+"$R" ckpt save "$fx/megatron_tp4.json" --root "$tmp/r" --step 1
+"$R" ckpt load "$fx/megatron_tp2_dp2.json" --root "$tmp/r" --impl opt --read-once >/dev/null
+# PyTorch DCP (safetensors) -> reshard
+"$R" ckpt import "$src/fixtures/ckpt-dcp/hf" --root "$tmp/hf" --step 0
+"$R" ckpt verify "$tmp/hf" >/dev/null
+"$R" ckpt load "$src/fixtures/ckpt-dcp/hf_load_spec.json" --root "$tmp/hf"
+"$R" ckpt load "$src/fixtures/ckpt-dcp/hf_load_spec.json" --root "$tmp/hf" --impl opt --read-once >/dev/null
+cp -r "$src/fixtures/ckpt-dcp/hf" "$tmp/hfbad"
+f=$(ls "$tmp/hfbad"/*.safetensors | head -1)
+sz=$(stat -c %s "$f")
+printf '\x7f' | dd of="$f" bs=1 seek=$((sz - 1)) conv=notrunc status=none
+"$R" ckpt import "$tmp/hfbad" --root "$tmp/hfb" --step 0 >/dev/null
+if "$R" ckpt load "$src/fixtures/ckpt-dcp/hf_load_spec.json" --root "$tmp/hfb" >/dev/null 2>&1; then
+  echo "a changed byte of PyTorch's checkpoint still loaded equal to the oracle" >&2
+  exit 1
+fi
+# usage errors exit 2, a missing checkpoint exits 1
+expect() {
+  local want=$1; shift
+  set +e; "$@" >/dev/null 2>&1; local rc=$?; set -e
+  if [ "$rc" -ne "$want" ]; then echo "expected exit $want, got $rc: $*" >&2; exit 1; fi
+}
+spec=$fx/megatron_tp4.json
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl fast
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --threads 0
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --segment 1000
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport carrier-pigeon
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport local-device
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --impl opt
+expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl ref --transport mpi
+expect 2 "$R" ckpt load "$spec" --impl opt
+expect 2 "$R" ckpt load "$spec" --root "$tmp/o" --impl opt --strict sometimes
+expect 1 "$R" ckpt load "$spec" --root "$tmp/nothing" --impl opt
+expect 2 "$R" ckpt check --impl opt --cases 0
+expect 2 "$R" ckpt check --impl opt --cases 3 --seconds 1
+expect 2 "$R" ckpt import "$tmp/nothing" --root "$tmp/y" --step 0
+expect 0 "$R" ckpt check --impl both --seconds 0.3 --shrink-runs 10 --junit "$tmp/j.xml" --json "$tmp/j.json"
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt --strict return_all --threads 1 --segment 4096 >/dev/null
+# saved shrunk failures of the ckpt_opt property replay as passes
+for f in "$src"/fixtures/ckpt-opt/regressions/*.json; do "$R" ckpt replay "$f" >/dev/null; done
+# the benchmark at a smoke size
+"$R" bench ckpt --bytes 4M --ranks 1,2 --dir "$tmp/bench" --threads 2
+echo "ckpt_opt: ok"

@@ -1,0 +1,364 @@
+/* cmd_ckpt_opt.c - `reshard ckpt save|load|check` with --impl opt (or both) and --transport
+ * local|mpi: opt's parallel save and load (opt/ckpt), every process of an MPI world holding only
+ * its own rank's state dict, and the campaign that holds opt to ref and the oracle. Exit codes as
+ * the rest of `reshard ckpt`: 0 pass, 1 a difference or an integrity failure, 2 bad input. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+#include "cmd_ckpt_opt.h"
+#include "core/json.h"
+#include "props/ckpt_opt.h"
+#include "reshard/ckpt_opt.h"
+
+int ckpt_opt_wanted(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!strcmp(argv[i], "--impl") && strcmp(argv[i + 1], "ref")) return 1;
+    if (!strcmp(argv[i], "--transport") && strcmp(argv[i + 1], "local")) return 1;
+  }
+  return 0;
+}
+
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int check_impl(const char *C, const char *impl, int allow_both) {
+  if (!strcmp(impl, "opt") || (allow_both && !strcmp(impl, "both"))) return CLI_OK;
+  if (!strcmp(impl, "ref")) return cli_usage_error(C, "--impl ref runs in one process: drop --transport");
+  return cli_usage_error(C, "--impl: '%s', expected ref, opt%s", impl, allow_both ? " or both" : "");
+}
+
+static int start_world(const char *C, const char *tr, rs_world **w) {
+  if (strcmp(tr, "local") && strcmp(tr, "mpi") && strcmp(tr, "local-device"))
+    return cli_usage_error(C, "--transport: '%s', expected local, local-device or mpi", tr);
+  if (!strcmp(tr, "local-device"))
+    return cli_usage_error(C, "--transport local-device: the device path of opt checkpoints is compiled but not "
+                              "wired into the CLI yet");
+  if (rs_world_init(tr, NULL, NULL, w)) return cli_status_error(C, "");
+  return CLI_OK;
+}
+
+/* this process keeps only its own state dict (MPI) */
+static void keep_mine(rs_world *world, rs_ckpt_world *w) {
+  if (rs_world_is_local(world)) return;
+  int me = rs_world_rank(world);
+  for (int r = 0; r < w->n; ++r)
+    if (r != me) {
+      rs_state_dict_free(&w->sd[r]);
+      memset(&w->sd[r], 0, sizeof w->sd[r]);
+      w->sd[r].rank = r;
+    }
+}
+
+static int parse_opts(const char *C, const char *thr, const char *seg, const char *blk, rs_ckpt_opt_opts *o) {
+  long long v;
+  if (thr) {
+    if (cli_int(thr, 1, 64, &v)) return cli_usage_error(C, "--threads: expected 1..64");
+    o->io_threads = (int)v;
+  }
+  if (seg) {
+    if (cli_int(seg, 4096, 1 << 30, &v) || (v & (v - 1))) return cli_usage_error(C, "--segment: a power of two in [4096, 2^30]");
+    o->segment = v;
+  }
+  if (blk) {
+    if (cli_int(blk, 64, 1 << 30, &v)) return cli_usage_error(C, "--block: expected 64..2^30");
+    o->block = v;
+  }
+  return CLI_OK;
+}
+
+int cmd_ckpt_opt_save(int argc, char **argv) {
+  const char *C = "ckpt save", *spec = NULL, *root = NULL, *stepv = NULL, *impl = "opt", *tr = "local", *blk = NULL,
+             *thr = NULL, *seg = NULL, *v;
+  int r, direct = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (cli_flag(argv, i, "--direct")) {
+      direct = 1;
+      continue;
+    }
+    CLI_OPT(C, "--root", root);
+    CLI_OPT(C, "--step", stepv);
+    CLI_OPT(C, "--impl", impl);
+    CLI_OPT(C, "--transport", tr);
+    CLI_OPT(C, "--block", blk);
+    CLI_OPT(C, "--threads", thr);
+    CLI_OPT(C, "--segment", seg);
+    if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
+    if (spec) return cli_usage_error(C, "one STATE.json only");
+    spec = argv[i];
+  }
+  long long step;
+  if (!spec || !root || !stepv) return cli_usage_error(C, "needs STATE.json --root DIR --step N");
+  if (cli_int(stepv, 0, INT64_MAX, &step)) return cli_usage_error(C, "--step: expected an integer >= 0");
+  if ((r = check_impl(C, impl, 0))) return r;
+  rs_ckpt_opt_opts o;
+  memset(&o, 0, sizeof o);
+  o.direct = direct;
+  if ((r = parse_opts(C, thr, seg, blk, &o))) return r;
+  rs_world *world = NULL;
+  if ((r = start_world(C, tr, &world))) return r;
+  rs_state_spec s;
+  rs_ckpt_world w = {0, NULL};
+  int rc = CLI_OK;
+  if (rs_state_spec_from_file(spec, &s)) {
+    rs_world_finalize(world);
+    return cli_status_error(C, "");
+  }
+  if (rs_state_spec_build(&s, RS_FILL_VALUES, &w)) {
+    rc = cli_status_error(C, "");
+  } else {
+    keep_mine(world, &w);
+    rs_ckpt_opt_stats stats;
+    double t0 = mono();
+    rs_status st = rs_opt_ckpt_save(world, &w, root, step, &o, &stats);
+    double dt = mono() - t0;
+    if (st) {
+      fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+      rc = st == RS_ERR_INVALID ? CLI_USAGE : CLI_FAIL;
+    } else if (rs_world_rank(world) == 0) {
+      printf("saved %s/step_%lld (opt, %s, %d ranks; largest rank file %lld bytes; %.3f s); latest = %lld\n", root, step,
+             rs_world_transport(world), w.n, (long long)stats.max_rank_bytes, dt, step);
+    }
+  }
+  rs_ckpt_world_free(&w);
+  rs_state_spec_free(&s);
+  rs_world_finalize(world);
+  return rc;
+}
+
+int cmd_ckpt_opt_load(int argc, char **argv) {
+  const char *C = "ckpt load", *spec = NULL, *root = NULL, *stepv = NULL, *impl = "opt", *tr = "local", *sm = NULL,
+             *thr = NULL, *seg = NULL, *v;
+  int r, direct = 0, read_once = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (cli_flag(argv, i, "--direct")) {
+      direct = 1;
+      continue;
+    }
+    if (cli_flag(argv, i, "--read-once")) {
+      read_once = 1;
+      continue;
+    }
+    CLI_OPT(C, "--root", root);
+    CLI_OPT(C, "--step", stepv);
+    CLI_OPT(C, "--impl", impl);
+    CLI_OPT(C, "--transport", tr);
+    CLI_OPT(C, "--strict", sm);
+    CLI_OPT(C, "--threads", thr);
+    CLI_OPT(C, "--segment", seg);
+    if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
+    if (spec) return cli_usage_error(C, "one STATE.json only");
+    spec = argv[i];
+  }
+  long long step = -1;
+  if (!spec || !root) return cli_usage_error(C, "needs STATE.json --root DIR");
+  if (stepv && cli_int(stepv, 0, INT64_MAX, &step)) return cli_usage_error(C, "--step: expected an integer >= 0");
+  if ((r = check_impl(C, impl, 0))) return r;
+  rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
+  if (sm && rs_strict_parse(sm, &mode)) return cli_status_error(C, "--");
+  rs_ckpt_opt_opts o;
+  memset(&o, 0, sizeof o);
+  o.direct = direct;
+  o.read_once = read_once;
+  o.log = stderr;
+  if ((r = parse_opts(C, thr, seg, NULL, &o))) return r;
+  rs_world *world = NULL;
+  if ((r = start_world(C, tr, &world))) return r;
+  int me = rs_world_rank(world), rc = CLI_OK;
+  rs_state_spec s, saved;
+  if (rs_state_spec_from_file(spec, &s)) {
+    rs_world_finalize(world);
+    return cli_status_error(C, "");
+  }
+  if (rs_ref_ckpt_catalog(root, step, &s, &saved)) {
+    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+    rs_state_spec_free(&s);
+    rs_world_finalize(world);
+    return CLI_FAIL;
+  }
+  rs_ckpt_world got = {0, NULL}, exp = {0, NULL};
+  rs_ckpt_report rep;
+  memset(&rep, 0, sizeof rep);
+  char msg[1024];
+  if (rs_state_spec_build(&s, RS_FILL_INITIAL, &got)) {
+    rc = cli_status_error(C, "");
+    goto out;
+  }
+  keep_mine(world, &got);
+  rs_ckpt_opt_stats stats;
+  double t0 = mono();
+  rs_status st = rs_opt_ckpt_load(world, &got, root, step, mode, &o, &rep, &stats);
+  double dt = mono() - t0;
+  if (me == 0) {
+    if (rep.nunexpected || mode == RS_STRICT_RETURN_UNEXPECTED || mode == RS_STRICT_RETURN_ALL) {
+      printf("unexpected keys (%d):", rep.nunexpected);
+      for (int i = 0; i < rep.nunexpected; ++i) printf(" %s", rep.unexpected[i]);
+      printf("\n");
+    }
+    if (rep.nmissing || mode == RS_STRICT_RETURN_ALL) {
+      printf("missing keys (%d):", rep.nmissing);
+      for (int i = 0; i < rep.nmissing; ++i) printf(" %s", rep.missing[i]);
+      printf("\n");
+    }
+  }
+  int bad = 0;
+  if (st) {
+    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+    bad = 1;
+  } else if (rs_oracle_ckpt_expected(&saved, &s, &exp)) {
+    fprintf(stderr, "reshard %s: oracle: %s\n", C, rs_last_error());
+    bad = 2;
+  } else {
+    keep_mine(world, &exp);
+    if (rs_oracle_ckpt_compare(&exp, &got, msg, sizeof msg)) {
+      fprintf(stderr, "reshard %s: differs from the oracle: %s\n", C, msg);
+      bad = 1;
+    }
+  }
+  int flag = bad != 0;
+  rs_world_agree(world, &flag);
+  if (bad == 2) rc = CLI_USAGE;
+  else if (flag) rc = CLI_FAIL;
+  else if (me == 0)
+    printf("ok: %d ranks (opt, %s, %s), %lld bytes read by rank 0's process in %.3f s, every rank equals the oracle\n",
+           s.world, rs_world_transport(world), read_once ? "read-once" : "direct", (long long)stats.bytes_read, dt);
+out:
+  rs_ckpt_report_free(&rep);
+  rs_ckpt_world_free(&got);
+  rs_ckpt_world_free(&exp);
+  rs_state_spec_free(&s);
+  rs_state_spec_free(&saved);
+  rs_world_finalize(world);
+  return rc;
+}
+
+int cmd_ckpt_opt_check(int argc, char **argv) {
+  const char *C = "ckpt check", *impl = "opt", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL,
+             *junit = NULL, *jsonp = NULL, *v;
+  rs_ckpt_campaign o;
+  memset(&o, 0, sizeof o);
+  o.seed = 1;
+  int r;
+  for (int i = 1; i < argc; ++i) {
+    if (cli_flag(argv, i, "--quiet")) {
+      o.quiet = 1;
+      continue;
+    }
+    CLI_OPT(C, "--seed", seedv);
+    CLI_OPT(C, "--cases", casesv);
+    CLI_OPT(C, "--seconds", secv);
+    CLI_OPT(C, "--impl", impl);
+    CLI_OPT(C, "--transport", tr);
+    CLI_OPT(C, "--regress-dir", o.regress_dir);
+    CLI_OPT(C, "--scratch", o.scratch);
+    CLI_OPT(C, "--shrink-runs", shrv);
+    CLI_OPT(C, "--junit", junit);
+    CLI_OPT(C, "--json", jsonp);
+    return cli_usage_error(C, "unknown argument '%s'", argv[i]);
+  }
+  unsigned long long u;
+  long long n;
+  if (seedv) {
+    if (cli_u64(seedv, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+    o.seed = u;
+  }
+  if (shrv) {
+    if (cli_int(shrv, 1, 1000000, &n)) return cli_usage_error(C, "--shrink-runs: expected a positive integer");
+    o.shrink_runs = (int)n;
+  }
+  if (casesv && secv) return cli_usage_error(C, "--cases and --seconds exclude each other");
+  o.cases = 2000;
+  if (casesv) {
+    if (cli_int(casesv, 1, INT64_MAX, &n)) return cli_usage_error(C, "--cases: expected a positive integer");
+    o.cases = n;
+  }
+  if (secv) {
+    char *e;
+    o.seconds = strtod(secv, &e);
+    if (*e || o.seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
+    o.cases = 0;
+  }
+  if ((r = check_impl(C, impl, 1))) return r;
+  rs_world *world = NULL;
+  if ((r = start_world(C, tr, &world))) return r;
+  int me = rs_world_rank(world), failed = 0;
+  if (!strcmp(impl, "both") && rs_world_is_local(world)) {
+    /* the reference's own campaign first, then opt beside it */
+    rs_ckpt_campaign_result res;
+    rs_ckpt_campaign_run(&o, &res);
+    int64_t pass = 0, skip = 0;
+    for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
+      pass += res.pass[p];
+      skip += res.skip[p];
+      if (!o.quiet || res.fail[p])
+        printf("  %-14s pass %lld  skip %lld  fail %lld\n", rs_ckpt_prop_name((rs_ckpt_prop)p), (long long)res.pass[p],
+               (long long)res.skip[p], (long long)res.fail[p]);
+    }
+    printf("ckpt check: %lld cases (seed %llu, impl ref) in %.1fs: %lld property runs passed, %lld skipped, %d properties failed\n",
+           (long long)res.cases, (unsigned long long)o.seed, res.seconds, (long long)pass, (long long)skip, res.failed);
+    failed |= res.failed != 0;
+    /* the reports hold the reference's properties; ckpt_opt's verdict is the exit code */
+    if (junit && rs_ckpt_report_junit(junit, &o, &res)) return cli_status_error(C, "");
+    if (jsonp && rs_ckpt_report_json(jsonp, &o, &res)) return cli_status_error(C, "");
+  }
+  rs_ckpt_opt_campaign_result res;
+  rs_ckpt_opt_campaign_run(world, &o, &res);
+  if (me == 0)
+    printf("ckpt check: %lld cases (seed %llu, impl opt beside ref, %s, %d process%s) in %.1fs: ckpt_opt pass %lld  skip %lld  fail %lld\n",
+           (long long)res.cases, (unsigned long long)o.seed, rs_world_transport(world), rs_world_size(world),
+           rs_world_size(world) > 1 ? "es" : "", res.seconds, (long long)res.pass, (long long)res.skip, (long long)res.fail);
+  failed |= res.fail != 0;
+  rs_world_finalize(world);
+  return failed ? CLI_FAIL : CLI_OK;
+}
+
+int ckpt_opt_replay_file(const char *path) {
+  char *text = rs_read_text(path);
+  if (!text) return -1;
+  cJSON *root;
+  if (rs_json_parse(text, &root)) {
+    free(text);
+    return -1;
+  }
+  free(text);
+  const cJSON *pn = cJSON_GetObjectItemCaseSensitive(root, "property"), *cs = cJSON_GetObjectItemCaseSensitive(root, "choices");
+  if (!cJSON_IsString(pn) || strcmp(pn->valuestring, "ckpt_opt") || !cJSON_IsArray(cs)) {
+    cJSON_Delete(root);
+    return -1;
+  }
+  size_t n = 0;
+  uint64_t *vv = malloc(sizeof *vv * ((size_t)cJSON_GetArraySize(cs) + 1));
+  const cJSON *it;
+  int bad = !vv;
+  if (vv) cJSON_ArrayForEach(it, cs) {
+      if (rs_json_u64(it, "choices[]", &vv[n])) {
+        bad = 1;
+        break;
+      }
+      n++;
+    }
+  cJSON_Delete(root);
+  if (bad) {
+    free(vv);
+    return cli_status_error("ckpt replay", "");
+  }
+  char scratch[256], msg[1024];
+  snprintf(scratch, sizeof scratch, "%s/reshard-ckpt-opt-replay-%d", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",
+           (int)getpid());
+  int failed = 0;
+  rs_status st = rs_ckpt_opt_replay(vv, n, scratch, &failed, msg, sizeof msg);
+  rs_ckpt_rmtree(scratch);
+  free(vv);
+  if (st) return cli_status_error("ckpt replay", "");
+  if (failed) {
+    printf("FAIL %s: %s\n", path, msg);
+    return CLI_FAIL;
+  }
+  printf("pass %s\n", path);
+  return CLI_OK;
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""bench_dcp.py - PyTorch DCP (torch.distributed.checkpoint) saving and loading the tensors of
+`reshard bench ckpt` with the same rank counts, on a gloo world of CPU processes, so that
+reshard's figures can be given as a ratio to DCP measured on the same disk.
+
+The state dict is the one bench/bench_ckpt.c builds: 16 F32 matrices [rows, 4096] sharded along
+dim 0 (DTensor Shard(0) on a 1-d CPU DeviceMesh) and 8 replicated [4096] norms (Replicate). Save
+uses FileSystemWriter(sync_files=True, thread_count=--threads) and is timed from a barrier to a
+barrier; before the load every file of the checkpoint is fdatasync'ed and evicted from the page
+cache with posix_fadvise(DONTNEED) (what bench_ckpt.c does for reshard's files), and the load into
+zeroed DTensors of the same layout is timed the same way and checked with torch.equal.
+
+  /work/venv/bin/python tools/pytorch/bench_dcp.py --bytes 2G --ranks 1,2,4 --dir DIR \\
+      [--threads 4] [--reshard-json reshard.json] [--json dcp.json]
+
+With --reshard-json (written by `reshard bench ckpt --json`), the ratio reshard/DCP of save and
+load throughput is printed per rank count. With --reshard BIN instead, `BIN bench ckpt` runs for
+each rank count right before DCP does (same bytes, same directory, interleaved in one run), and
+its table rows are printed too.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+
+def parse_bytes(s):
+    m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(s[:-1]) * m[s[-1].upper()]) if s[-1].upper() in m else int(s)
+
+
+def drop_cache(path):
+    for d, _, files in os.walk(path):
+        for f in files:
+            fd = os.open(os.path.join(d, f), os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def worker(rank, world, args, port, out):
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Replicate, Shard
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.set_num_threads(1)
+    mesh = init_device_mesh("cpu", (world,))
+    nw = 16
+    rows = max(4, args.bytes // nw // (4096 * 4) // 4 * 4)
+    g = torch.Generator().manual_seed(1234 + rank)
+
+    def make(fill):
+        sd = {}
+        for i in range(nw):
+            # torch.chunk semantics: ceil(rows / world) rows per rank, the last ones may get fewer
+            per = -(-rows // world)
+            lo, hi = min(rows, rank * per), min(rows, (rank + 1) * per)
+            t = torch.rand((hi - lo, 4096), generator=g) if fill else torch.zeros((hi - lo, 4096))
+            sd[f"decoder.layers.{i}.mlp.linear_fc1.weight"] = DTensor.from_local(
+                t, mesh, [Shard(0)], run_check=False, shape=torch.Size((rows, 4096)),
+                stride=(4096, 1))
+        for i in range(8):
+            t = torch.full((4096,), float(i)) if fill else torch.zeros(4096)
+            sd[f"decoder.layers.{i}.input_layernorm.weight"] = DTensor.from_local(
+                t, mesh, [Replicate()], run_check=False)
+        return sd
+
+    sd = make(True)
+    path = os.path.join(args.dir, f"dcp_{world}")
+    if rank == 0:
+        shutil.rmtree(path, ignore_errors=True)
+    dist.barrier()
+    t0 = time.perf_counter()
+    dcp.save(sd, storage_writer=dcp.FileSystemWriter(path, sync_files=True, thread_count=args.threads))
+    dist.barrier()
+    ts = time.perf_counter() - t0
+    if rank == 0:
+        drop_cache(path)
+    dist.barrier()
+    dst = make(False)
+    dist.barrier()
+    t0 = time.perf_counter()
+    dcp.load(dst, storage_reader=dcp.FileSystemReader(path))
+    dist.barrier()
+    tl = time.perf_counter() - t0
+    ok = all(torch.equal(sd[k].to_local(), dst[k].to_local()) for k in sd)
+    okt = torch.tensor([1 if ok else 0])
+    dist.all_reduce(okt, op=dist.ReduceOp.MIN)
+    if rank == 0:
+        total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        payload = nw * rows * 4096 * 4 + 8 * 4096 * 4
+        with open(out, "w") as f:
+            json.dump({"ranks": world, "bytes": payload, "files_bytes": total, "save_s": ts, "load_s": tl,
+                       "equal": bool(okt.item())}, f)
+        shutil.rmtree(path, ignore_errors=True)
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bytes", default="2G")
+    ap.add_argument("--ranks", default="1,2,4")
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--reshard-json")
+    ap.add_argument("--reshard", help="reshard binary: run `bench ckpt` for each rank count, interleaved")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    args.bytes = parse_bytes(args.bytes)
+    os.makedirs(args.dir, exist_ok=True)
+    import torch
+    import torch.multiprocessing as mp
+
+    reshard = {}
+    if args.reshard:
+        print("reshard bench ckpt columns: ranks seq_w save save/seq seq_r load load/seq read-once ro/seq check")
+    if args.reshard_json:
+        with open(args.reshard_json) as f:
+            for r in json.load(f)["runs"]:
+                reshard[r["ranks"]] = r
+    print(f"PyTorch {torch.__version__} DCP, FileSystemWriter(thread_count={args.threads}, sync_files=True), gloo, "
+          f"{args.bytes / (1 << 30):.2f} GiB, page cache dropped per file before the load")
+    print(f"{'ranks':>5} {'save MB/s':>10} {'load MB/s':>10} {'equal':>6}"
+          + (f" {'reshard/DCP save':>17} {'reshard/DCP load':>17}" if reshard or args.reshard else ""))
+    runs = []
+    for i, world in enumerate(int(x) for x in args.ranks.split(",")):
+        if args.reshard:
+            import subprocess
+            rj = os.path.join(args.dir, f"reshard_{world}.json")
+            p = subprocess.run([args.reshard, "bench", "ckpt", "--bytes", str(args.bytes), "--ranks", str(world),
+                                "--dir", os.path.join(args.dir, "rs"), "--threads", str(args.threads), "--json", rj],
+                               capture_output=True, text=True, check=True)
+            print("  reshard: " + p.stdout.strip().splitlines()[-1], flush=True)
+            with open(rj) as f:
+                reshard[world] = json.load(f)["runs"][0]
+            os.remove(rj)
+        out = os.path.join(args.dir, f"dcp_{world}.json")
+        mp.start_processes(worker, args=(world, args, 29500 + os.getpid() % 1000 + i, out), nprocs=world,
+                           start_method="fork", join=True)
+        with open(out) as f:
+            r = json.load(f)
+        os.remove(out)
+        runs.append(r)
+        mb = r["bytes"] / 1e6
+        line = f"{world:5d} {mb / r['save_s']:10.0f} {mb / r['load_s']:10.0f} {str(r['equal']):>6}"
+        if world in reshard:
+            rs = reshard[world]
+            line += f" {r['save_s'] / rs['save_s']:16.2f}x {r['load_s'] / rs['load_s']:16.2f}x"
+        print(line, flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"runs": runs}, f)
+    return 0 if all(r["equal"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
