@@ -171,7 +171,9 @@ static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
       break;
     }
     case RS_F16: {
-      int ehi = 13 - ceil_log2(c->mesh.nranks), elo = ehi - 8; /* nranks * 2^(ehi+1) <= 2^14 */
+      /* nranks * 2^(ehi+1) <= 2^14; mutant 218 adds the rank count's log instead of taking it off
+       * (on 4+ ranks sums overflow, on 8+ the top binade is Inf) */
+      int ehi = RS_MUTANT(218) ? 13 + ceil_log2(c->mesh.nranks) : 13 - ceil_log2(c->mesh.nranks), elo = ehi - 8;
       uint32_t e = (uint32_t)(elo + (int)((h2 >> 8) % (uint64_t)(ehi - elo + 1)) + 15);
       uint16_t b = (uint16_t)(zero ? neg << 15 : neg << 15 | e << 10 | (h & 0x3FFu));
       memcpy(out, &b, 2);

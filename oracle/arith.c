@@ -64,7 +64,15 @@ double rs__oracle_bf16_to_double(uint16_t b) {
 double rs__oracle_f16_to_double(uint16_t h) {
   int ex = (h >> 10) & 0x1F, man = h & 0x3FF;
   double s = (h & 0x8000) ? -1.0 : 1.0;
-  if (ex == 0x1F) return man ? NAN : s * INFINITY;
+  if (ex == 0x1F && man) {
+    /* a NaN keeps its sign and payload at the top of the mantissa, where F32 keeps it, so a sum
+     * with a NaN operand comes back with the payload core's F32 arithmetic gives it */
+    uint64_t b = (uint64_t)(h & 0x8000) << 48 | 0x7FF0000000000000ull | (uint64_t)man << 42;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+  }
+  if (ex == 0x1F) return s * INFINITY;
   if (ex == 0) return s * ldexp((double)man, -24);
   return s * ldexp((double)(man + 1024), ex - 25);
 }

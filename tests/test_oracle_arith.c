@@ -124,6 +124,8 @@ static void test_arith(void) {
   op_case(RS_F16, RS_SUM, 0x7BFF, 0x7BFF, 0x7C00, "F16 overflow to Inf");
   op_case(RS_F16, RS_SUM, 0x0001, 0x0001, 0x0002, "F16 subnormals add exactly");
   op_case(RS_F16, RS_SUM, 0x8001, 0x0001, 0x0000, "F16 x + -x = +0");
+  op_case(RS_F16, RS_SUM, 0x7D01, 0x3C00, 0x7F01, "F16 signalling NaN + 1: quieted, payload kept");
+  op_case(RS_F16, RS_SUM, 0x3C00, 0xFE05, 0xFE05, "F16 1 + negative NaN: the NaN's sign and payload");
   op_case(RS_F32, RS_SUM, 0x3F800000, 0x33800000, 0x3F800000, "F32 1 + 2^-24: tie, even is 1");
   op_case(RS_F32, RS_SUM, 0x3F800001, 0x33800000, 0x3F800002, "F32 tie, even is up");
   op_case(RS_F64, RS_SUM, 0x3FF0000000000000ull, 0x3CA0000000000000ull, 0x3FF0000000000000ull, "F64 1 + 2^-53: tie");
