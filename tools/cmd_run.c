@@ -191,6 +191,12 @@ int cmd_run(int argc, char **argv) {
     printf("FAIL: oracle: %s\n", rs_last_error());
     goto done;
   }
+  {
+    static const char *const VALUES[] = {"bits", "exact", "order"};
+    char evtext[512];
+    rs_events_format(&ev, evtext, sizeof evtext);
+    printf("values: %s; events: %s\n", (unsigned)c->values < 3 ? VALUES[c->values] : "?", evtext);
+  }
   printf("%6s  %-18s %-18s %s\n", "rank", "local_shape", "global_offset", "xxh3");
   for (int pos = 0; pos < c->mesh.nranks; pos++) {
     int64_t coord[RS_MAX_MESH_DIMS] = {0}, shp[RS_MAX_DIMS], off[RS_MAX_DIMS];
