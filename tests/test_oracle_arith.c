@@ -137,6 +137,14 @@ static void test_arith(void) {
   op_case(RS_BF16, RS_MIN, 0x7FC1, 0x3F80, 0x7FC0, "BF16 min(NaN, 1): through F32, back as 0x7FC0");
   op_case(RS_F16, RS_MAX, 0xC000, 0x8001, 0x8001, "F16 max(-2, -2^-24)");
   op_case(RS_BF16, RS_MIN, 0x0001, 0x8001, 0x8001, "BF16 min of subnormals");
+  op_case(RS_BF16, RS_MAX, 0xBF80, 0x8000, 0x8000, "BF16 max(-1, -0) = -0");
+  op_case(RS_BF16, RS_MAX, 0x0000, 0x8000, 0x0000, "BF16 max(+0, -0) keeps +0");
+  op_case(RS_F16, RS_MIN, 0x0000, 0x8000, 0x0000, "F16 min(+0, -0) keeps +0 (no sign preference)");
+  op_case(RS_F16, RS_MIN, 0x7BFF, 0xFBFF, 0xFBFF, "F16 min(max, -max)");
+  op_case(RS_F64, RS_MIN, 0x0000000000000001ull, 0x8000000000000001ull, 0x8000000000000001ull, "F64 min of subnormals");
+  op_case(RS_F64, RS_MAX, 0x7FEFFFFFFFFFFFFFull, 0x7FF0000000000000ull, 0x7FF0000000000000ull, "F64 max(max, Inf)");
+  op_case(RS_F64, RS_MAX, 0x7FF8000000000123ull, 0x3FF0000000000000ull, 0x7FF8000000000123ull, "F64 max(NaN, 1) keeps the NaN payload");
+  op_case(RS_F32, RS_MAX, 0xFF800000, 0xFF7FFFFF, 0xFF7FFFFF, "F32 max(-Inf, -max)");
   /* integers: wrap, signed and unsigned min/max at the extremes of every width */
   op_case(RS_I8, RS_SUM, 0x64, 0x64, 0xC8, "I8 100 + 100 wraps to -56");
   op_case(RS_I8, RS_SUM, 0x80, 0xFF, 0x7F, "I8 -128 + -1 wraps to 127");
@@ -198,6 +206,19 @@ static void test_coords(void) {
   rs_mesh_coord(&m, 4, a);
   rs__oracle_coord(&m, 4, b);
   CHECK(a[0] == 2 && a[1] == 0 && b[0] == 2 && b[1] == 0);
+  /* a rank's coordinate is its position in the mesh's rank list, unravelled: 2x2 over [3,1,0,2]
+   * puts rank 0 at position 2 = (1,0) and rank 3 at position 0 = (0,0) */
+  int64_t sz22[2] = {2, 2};
+  int32_t ranks[4] = {3, 1, 0, 2};
+  CHECK(rs_mesh_init(&m, 2, sz22, ranks) == RS_OK);
+  CHECK_EQ_I(rs_mesh_pos_of_rank(&m, 0), 2);
+  CHECK_EQ_I(rs_mesh_pos_of_rank(&m, 3), 0);
+  rs_mesh_coord(&m, rs_mesh_pos_of_rank(&m, 0), a);
+  rs__oracle_coord(&m, rs_mesh_pos_of_rank(&m, 0), b);
+  CHECK(a[0] == 1 && a[1] == 0 && b[0] == 1 && b[1] == 0);
+  rs_mesh_coord(&m, rs_mesh_pos_of_rank(&m, 2), a);
+  rs__oracle_coord(&m, rs_mesh_pos_of_rank(&m, 2), b);
+  CHECK(a[0] == 1 && a[1] == 1 && b[0] == 1 && b[1] == 1);
 }
 
 /* SPEC 4 by hand: 6 over 4 = 2,2,2,0; 5 over 4 = 2,2,1,0; 13 over (4 then 2). */
