@@ -1,4 +1,4 @@
-/* test_order_campaign.c - a short order-heavy campaign (SPEC 5, 8): 3,000 generated cases whose
+/* test_order_campaign.c - a short order-heavy campaign (SPEC 5, 8): 1,500 generated cases whose
  * Partial cases all carry `order` values, every property run - ref's plans against the oracle
  * given each plan's events, opt's own schedule against the oracle's canonical events, opt running
  * ref's plans, the value checks. RS_ORDER_CASES overrides the count. */
@@ -14,7 +14,7 @@ int main(void) {
   rs_campaign_opts o;
   rs_campaign_opts_default(&o);
   const char *n = getenv("RS_ORDER_CASES");
-  o.cases = n ? atoll(n) : 3000;
+  o.cases = n ? atoll(n) : 1500;
   o.seed = 21;
   o.quiet = 1;
   o.print = 0; /* no fixtures written from a unit test; failures are counted below */
