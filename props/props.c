@@ -626,6 +626,67 @@ static int is_finite_elem(rs_dtype t, const unsigned char *p, int64_t i) {
   }
 }
 
+/* Integer order values (SPEC 8: "sums cannot overflow the dtype"): the same reduction of the
+ * pieces (the src Partial dims in ascending order, left folds, avg truncated once per dim) in 64-bit
+ * arithmetic must stay inside the dtype at every step; a wrapped sum is deterministic, so ref, opt
+ * and the oracle would all agree on it and only this sees it. I64 (bounded at 2^40 / ranks) is
+ * not checked. */
+static rs_outcome int_order_fits(const rs_case *c, int64_t numel, char *msg, size_t cap) {
+  int64_t lo, hi;
+  switch (c->tensor.dtype) {
+    case RS_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case RS_U8: lo = 0, hi = UINT8_MAX; break;
+    case RS_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case RS_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: return RS_PASS;
+  }
+  int pd[RS_MAX_MESH_DIMS], np = 0;
+  int64_t stride[RS_MAX_MESH_DIMS], nstate = 1;
+  for (int m = 0; m < c->mesh.ndim; m++)
+    if (c->src.p[m].kind == RS_PARTIAL && c->mesh.size[m] > 1) {
+      pd[np] = m;
+      stride[np++] = nstate;
+      nstate *= c->mesh.size[m];
+    }
+  if (np == 0) return RS_PASS;
+  int64_t *v = malloc(sizeof *v * (size_t)nstate);
+  if (!v) return fail_st(msg, cap, "values", rs_fail(RS_ERR_NOMEM, "values: out of memory"));
+  int bits = rs_dtype_size(c->tensor.dtype) * 8;
+  rs_outcome o = RS_PASS;
+  for (int64_t idx = 0; idx < numel && o == RS_PASS; idx++) {
+    for (int64_t a = 0; a < nstate; a++) {
+      int64_t coord[RS_MAX_MESH_DIMS] = {0};
+      for (int j = 0; j < np; j++) coord[pd[j]] = (a / stride[j]) % c->mesh.size[pd[j]];
+      unsigned char b[8] = {0};
+      rs_value_piece(c, coord, idx, b);
+      uint64_t u = rs_elem_bits(c->tensor.dtype, b, 0), top = (uint64_t)1 << (bits - 1);
+      v[a] = c->tensor.dtype == RS_U8 ? (int64_t)u : (int64_t)((u ^ top) - top);
+    }
+    for (int j = 0; j < np && o == RS_PASS; j++) {
+      int64_t n = c->mesh.size[pd[j]];
+      int op = c->src.p[pd[j]].op;
+      for (int64_t a = 0; a < nstate && o == RS_PASS; a++) {
+        if ((a / stride[j]) % n != 0) continue;
+        int64_t acc = v[a];
+        for (int64_t k = 1; k < n; k++) {
+          int64_t x = v[a + k * stride[j]];
+          acc = op == RS_MIN ? (x < acc ? x : acc) : op == RS_MAX ? (x > acc ? x : acc) : acc + x;
+          if (acc < lo || acc > hi) {
+            o = say(RS_FAIL, msg, cap, "values: integer order values overflow %s at flat index %lld: a partial "
+                    "%s over mesh dim %d reaches %lld", rs_dtype_name(c->tensor.dtype), (long long)idx,
+                    op == RS_AVG ? "avg sum" : "sum", pd[j], (long long)acc);
+            break;
+          }
+        }
+        if (op == RS_AVG) acc /= n;
+        v[a] = acc;
+      }
+    }
+  }
+  free(v);
+  return o;
+}
+
 /* SPEC 8 on every case: each rank's source is the generator's piece over its box (any value mode);
  * sources of a non-empty tensor are not all zero; with Partial sources, the pieces reduced with the
  * case's events up to every mesh dim replicated give the logical tensor (exact values), or finite
@@ -666,7 +727,8 @@ static rs_outcome prop_values(const rs_prop_env *env, const rs_case *c, char *ms
       int es = rs_dtype_size(c->tensor.dtype);
       unsigned char g[8];
       const unsigned char *r0 = s.exp.r[0].data;
-      for (int64_t i = 0; i < numel; i++) {
+      if (c->values == RS_VALUES_ORDER) o = int_order_fits(c, numel, msg, cap);
+      for (int64_t i = 0; i < numel && o == RS_PASS; i++) {
         if (c->values == RS_VALUES_ORDER) {
           if (is_finite_elem(c->tensor.dtype, r0, i)) continue;
           o = say(RS_FAIL, msg, cap, "values: the order-value pieces reduce to 0x%llx (not finite) at flat index "
