@@ -570,10 +570,6 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
 
 /* ---- 8. the test values themselves (SPEC 8) ---- */
 
-/* (a) exact and order sources of a non-empty tensor are never all zero bytes (a degenerate source
- * hides every reduction bug); (b) exact pieces reduce, with the canonical reductions of src's
- * Partial dims, to the logical tensor rs_value_global defines (pieces that wrapped or rounded
- * would not). */
 /* Every rank's source local is the values generator's piece at the rank's coordinate over the rank's
  * src box, both worked out with the oracle's own coordinate and box code (rs_make_source uses
  * core's): a core mesh or box bug, or a source builder that reads the wrong piece, shows here. */
