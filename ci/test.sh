@@ -54,6 +54,37 @@ order_impl=ref
 $R check --impl opt --seed 2 --cases 10 --quiet >/dev/null 2>&1 && order_impl=opt
 $R check --impl "$order_impl" --order-share 100 --seed 8 --cases $(( CASES / 10 )) --quiet \
   --json "$out/order.json" --regress-dir "$out/regressions"
+# ---- end of the values and reduction order block ----
+
+# ---- cross-config resharding (reshard p2p, docs/p2p.md): release build, about 1 minute on 2 cores (56 s measured) ----
+# ref and opt property campaigns in one process, then opt over MPI with one process per rank,
+# collocated (src and dst on the same ranks) and non-collocated (disjoint where the ranks allow), at
+# 4 and 8 processes; every process holds only its own parameters. The planning benchmark prints the
+# 4,096-rank figure (target < 100 ms). Failures are shrunk and saved under $out/regressions/p2p.
+if $R p2p --help >/dev/null 2>&1; then
+  stage "p2p: ref vs oracle, $(( CASES / 4 )) cases"
+  $R p2p check --impl ref --seed 41 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions/p2p" \
+    --junit "$out/p2p-ref.junit.xml" --json "$out/p2p-ref.json"
+  stage "p2p: opt vs oracle (plans, traffic == lower bound, MXFP8), $CASES cases"
+  $R p2p check --impl opt --seed 42 --cases "$CASES" --quiet --regress-dir "$out/regressions/p2p" \
+    --junit "$out/p2p-opt.junit.xml" --json "$out/p2p-opt.json"
+  for np in 4 8; do
+    for col in yes no; do
+      stage "p2p: opt over MPI, $np processes, collocated=$col"
+      mpirun --oversubscribe -np "$np" $R p2p check --impl opt --transport mpi --collocate "$col" \
+        --seed $(( 43 + np )) --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions/p2p" \
+        --junit "$out/p2p-mpi$np-$col.junit.xml"
+    done
+  done
+  stage "p2p: hand-made models over MPI, one process per rank of the model's world"
+  for f in fixtures/p2p/*.json; do
+    np=$($R p2p layout "$f" --config src --json | grep -oE '"world":[0-9]+' | grep -oE '[0-9]+')
+    mpirun --oversubscribe -np "$np" $R p2p run "$f" --impl opt --transport mpi --quiet
+  done
+  stage "p2p: planning benchmark up to 4,096 ranks"
+  $R bench p2p plan --max-ranks 4096 --reps 3 --csv "$out"
+fi
+# ---- end of the p2p block ----
 
 if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   stage "ASan+UBSan build"
@@ -77,4 +108,17 @@ if [ "${RS_SKIP_COV:-0}" != 1 ]; then
   stage "line coverage (unit tests, campaigns, fixtures, mutation runs)"
   bash ci/coverage.sh build-cov
 fi
+# ---- tp: tensor-parallel styles (docs/tp.md) ----
+# The PyTorch conformance corpus (test_tp_fixtures) and the CLI forms (tp_cli) run in every ctest,
+# the TP planted bugs in ci/mutation.sh's TP block (both on the coverage build, before coverage.sh);
+# here the campaign: sharded forward (ref and opt) == unsharded bit for bit, layouts and
+# collectives as PyTorch's styles name them, CASES cases (100,000 by default, ~7 s on an idle
+# core), then CASES/10 on the sanitizer build when it exists (~4 s). Under 1 minute in all.
+stage "tp styles: ref and opt, $CASES cases"
+$R tp check --impl both --seed 1 --cases "$CASES" --quiet --regress-dir "$out/regressions/tp" \
+  --junit "$out/tp.junit.xml" --json "$out/tp.json"
+if [ -x build-asan/reshard ]; then
+  build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions/tp"
+fi
+
 stage "all tests passed"

@@ -1,8 +1,8 @@
 /* dtype.c - dtype names, sizes and the round-to-nearest-even conversions of SPEC 1. */
 #include <math.h>
 #include <string.h>
-#include "reshard/dtype.h"
 #include "core/mutant.h"
+#include "reshard/dtype.h"
 
 static const char *const rs_dtype_names[RS_DTYPE_COUNT] = {
     "F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "I64", "I32", "I16", "I8", "U8", "BOOL"};
@@ -65,6 +65,8 @@ static uint32_t round_to_small(float a, int mbits, int bias, uint32_t maxbits, i
   uint64_t q = (uint64_t)fl;
   /* Mutant 210: ties round away from zero (F16/F8) instead of to even. */
   if (rem > 0.5 || (rem == 0.5 && ((q & 1) || RS_MUTANT(210)))) q++;
+  /* Mutant 276: F16 values in [1024, 2048) lose their last mantissa bit (odd integers there). */
+  if (RS_MUTANT(276) && mbits == 10 && exp_unb == 10) q &= ~1ull;
   (void)m;
   /* value = q * 2^qexp; encode */
   uint32_t bits;

@@ -103,7 +103,7 @@ static void test_text_and_steps(void) {
   rs_step bad = {0, rs_pl_shard(0), rs_pl_replicate()};
   rs_sharding copy = s;
   CHECK(rs_sharding_apply_step(&copy, &bad, 2) == RS_ERR_ILLEGAL);
-  rs_plan p = {2, {{1, rs_pl_shard(0), rs_pl_replicate()}, {0, rs_pl_shard(0), rs_pl_replicate()}}};
+  rs_plan p = {2, {{1, rs_pl_shard(0), rs_pl_replicate()}, {0, rs_pl_shard(0), rs_pl_replicate()}}, RS_ENUM_SEED};
   CHECK(rs_plan_trace(NULL, &s, 2, &p, buf, sizeof buf) == RS_OK);
   CHECK(strcmp(buf, "S(0)[0]S(0)[1]->S(0)R->RR") == 0);
   rs_step sp = {0, rs_pl_shard(0), rs_pl_partial(RS_SUM)};

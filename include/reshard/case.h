@@ -23,6 +23,7 @@ typedef struct rs_case {
   rs_value_mode values;
   rs_planner_kind planner;
   rs_cost_model cost;
+  rs_enumeration enumeration; /* the planner's transition set (JSON "enumeration", default seed) */
 } rs_case;
 
 /* Validate everything (mesh, tensor byte size, both shardings, partial-op mixing, value mode).

@@ -1,4 +1,4 @@
-/* comm.h - the copy service every transport implements (the shape of seed 000's CopyService):
+/* comm.h - the copy service every transport implements (Megatron-Core's CopyService shape):
  * submit_send(views, peer, task), submit_recv(views, peer, task), run(). A send and a receive match
  * when they name the same (sender, receiver, task); their views must hold the same byte count, and
  * bytes travel in row-major order of the views, one after the other. Views stay owned by the caller
@@ -28,6 +28,14 @@ struct rs_comm {
   int device; /* views point to device memory */
 };
 
+/* ---- byte counting (count.c): wraps whatever transport serves a mesh ---- */
+rs_status rs__comm_count_create(rs_comm **out);
+/* Forward to `inner` from now on (the world points it at the comm of the current mesh). */
+void rs__comm_count_wrap(rs_comm *counter, rs_comm *inner);
+void rs__comm_count_reset(rs_comm *counter);
+/* The tally: one entry per (from, to) pair that posted anything; *out is malloc'd. */
+rs_status rs__comm_count_pairs(const rs_comm *counter, rs_posted **out, int64_t *n);
+
 /* In-process matcher: every rank lives in this process. device selects CUDA copies. */
 rs_status rs_comm_local_create(int device, rs_comm **out);
 
@@ -47,5 +55,8 @@ rs_status rs_nccl_world_create(int rank, int size, rs_nccl_world **out);
 void rs_nccl_world_destroy(rs_nccl_world *w);
 /* A comm over the communicator of mesh m (split once per rank list and cached). */
 rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **out);
+/* The communicator over every process of the world (ranks 0..size-1, no rs_mesh and so no
+ * RS_MAX_RANKS cap): cross-config resharding's copy service. */
+rs_status rs_comm_nccl_all(rs_nccl_world *w, rs_comm **out);
 
 #endif

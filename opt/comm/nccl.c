@@ -221,28 +221,29 @@ static void n_destroy(rs_comm *b) {
 
 static const rs_comm_ops nccl_ops = {"nccl", n_send, n_recv, n_run, n_destroy};
 
-rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **out) {
+/* The communicator over world ranks ranks[0..n) (position i = ranks[i]), cached per rank list;
+ * pos is this process's position, -1 outside. Collective over the world for a new list. */
+static rs_status comm_for_ranks(rs_nccl_world *w, int32_t n, const int32_t *ranks, int pos, rs_comm **out) {
   for (int64_t i = 0; i < w->nmesh; ++i) {
     nccl_comm *c = w->mesh[i];
-    if (c->nranks == m->nranks && !memcmp(c->ranks, m->ranks, sizeof(int32_t) * (size_t)m->nranks)) {
+    if (c->nranks == n && !memcmp(c->ranks, ranks, sizeof(int32_t) * (size_t)n)) {
       *out = &c->base;
       return RS_OK;
     }
   }
-  for (int32_t i = 0; i < m->nranks; ++i)
-    if (m->ranks[i] >= w->size)
-      return rs_fail(RS_ERR_INVALID, "mesh.ranks: rank %d but the NCCL world has %d ranks", m->ranks[i], w->size);
+  for (int32_t i = 0; i < n; ++i)
+    if (ranks[i] >= w->size)
+      return rs_fail(RS_ERR_INVALID, "mesh.ranks: rank %d but the NCCL world has %d ranks", ranks[i], w->size);
   nccl_comm *c = calloc(1, sizeof *c);
-  if (!c || !(c->ranks = malloc(sizeof(int32_t) * (size_t)m->nranks))) {
+  if (!c || !(c->ranks = malloc(sizeof(int32_t) * (size_t)(n ? n : 1)))) {
     free(c);
     return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
   }
   c->base.ops = &nccl_ops;
   c->base.device = 1;
-  c->nranks = m->nranks;
+  c->nranks = n;
   c->me = w->rank;
-  memcpy(c->ranks, m->ranks, sizeof(int32_t) * (size_t)m->nranks);
-  int pos = rs_mesh_pos_of_rank(m, w->rank);
+  memcpy(c->ranks, ranks, sizeof(int32_t) * (size_t)n);
   /* collective over the world communicator: every process calls it for every new mesh */
   rs_status st = nccl_err(ncclCommSplit(w->world, pos >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, pos >= 0 ? pos : 0,
                                         &c->comm, NULL), "ncclCommSplit");
@@ -266,6 +267,19 @@ rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **ou
   return RS_OK;
 }
 
+rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **out) {
+  return comm_for_ranks(w, m->nranks, m->ranks, rs_mesh_pos_of_rank(m, w->rank), out);
+}
+
+rs_status rs_comm_nccl_all(rs_nccl_world *w, rs_comm **out) {
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(w->size ? w->size : 1));
+  if (!ids) return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
+  for (int32_t i = 0; i < w->size; ++i) ids[i] = i;
+  rs_status st = comm_for_ranks(w, w->size, ids, w->rank, out);
+  free(ids);
+  return st;
+}
+
 #else /* no NCCL in this build */
 
 int rs_nccl_available(void) { return 0; }
@@ -279,6 +293,11 @@ void rs_nccl_world_destroy(rs_nccl_world *w) { (void)w; }
 rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **out) {
   (void)w;
   (void)m;
+  *out = NULL;
+  return rs_fail(RS_ERR_UNSUPPORTED, "transport: this build has no NCCL");
+}
+rs_status rs_comm_nccl_all(rs_nccl_world *w, rs_comm **out) {
+  (void)w;
   *out = NULL;
   return rs_fail(RS_ERR_UNSUPPORTED, "transport: this build has no NCCL");
 }

@@ -1,4 +1,4 @@
-"""rs_model.py - the parts of SPEC.md the recorder needs, in Python: the case JSON, torch.chunk
+"""rs_model.py - the parts of the contract the recorder needs, in Python: the case JSON, torch.chunk
 boxes (SPEC 4) and the deterministic test values (SPEC 8, the same formulas as core/values.c,
 bit for bit), so that PyTorch is fed exactly the source tensors ref builds with rs_make_source.
 

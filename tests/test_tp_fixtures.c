@@ -1,0 +1,444 @@
+/* test_tp_fixtures.c - reshard's TP styles against what PyTorch's torch.distributed.tensor.parallel
+ * did on the same cases (fixtures/tp/ (JSON lines, gzip), recorded by tools/pytorch/record_tp.py), with no
+ * torch needed: for every case PyTorch ran, reshard's ref and opt forwards must give the same
+ * parameter placements and local parameter shapes, the same output kind (DTensor or local tensor),
+ * placement, global and local shapes, the same xxh3 digest of every rank's local output, and the
+ * same number of each collective. A case PyTorch refused must be one of the documented deviations
+ * (docs/tp.md), told apart here from the case itself, not from PyTorch's message:
+ *   uneven_local - a style turned an unevenly split local tensor into a DTensor (PyTorch's
+ *                  DTensor.from_local(run_check=False) assumes even shards; reshard knows the shape);
+ *   empty_vocab  - a RowwiseParallel Embedding with a rank holding no rows of the vocabulary;
+ *   flatten      - a SequenceParallel Linear sharded on a batch/sequence dim of size 1 or split
+ *                  unevenly, which F.linear's flatten to 2-d cannot fold;
+ * and reshard must still pass every property on it. Also runs the hand-made cases of fixtures/tp/curated
+ * and the saved shrunk failures of fixtures/tp/regressions (`reshard tp check` writes them there).
+ * RS_TP_FIXTURES_VERBOSE=1 prints every difference instead of the first 20. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "check.h"
+#include "core/json.h"
+#include "props/tp.h"
+#include "reshard/tp.h"
+#ifdef RS_HAVE_OPT
+#include "reshard/opt.h"
+#endif
+
+static int verbose, shown;
+static void *opt;
+
+typedef struct counts {
+  int cases, ran, agree, short_dim, refused, uneven, empty_vocab, flatten, unexplained, differ, curated;
+} counts;
+
+static void report(const char *where, const char *fmt, const char *a, const char *b) {
+  rs_test_failures++;
+  if (!verbose && shown >= 20) return;
+  shown++;
+  fprintf(stderr, "%s: ", where);
+  fprintf(stderr, fmt, a, b);
+  fprintf(stderr, "\n");
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int list_dir(const char *dir, const char *suffix, char ***out) {
+  DIR *d = opendir(dir);
+  *out = NULL;
+  if (!d) return 0;
+  int n = 0, cap = 0;
+  struct dirent *e;
+  size_t sl = strlen(suffix);
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l <= sl || strcmp(e->d_name + l - sl, suffix)) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      *out = realloc(*out, (size_t)cap * sizeof **out);
+    }
+    (*out)[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  if (n) qsort(*out, (size_t)n, sizeof **out, cmp_str);
+  return n;
+}
+
+/* torch.chunk (SPEC 4): the size of piece i of len over n. */
+static int64_t chunk(int64_t len, int64_t n, int64_t i) {
+  int64_t c = (len + n - 1) / n, start = c * i;
+  if (start >= len) return 0;
+  return (len < start + c ? len : start + c) - start;
+}
+
+/* ---- the two documented reasons PyTorch refuses a case reshard defines ---- */
+
+static int uneven(int64_t len, int64_t n) { return n > 1 && len % n != 0; }
+
+/* The activation entering module i: [batch, seq, features] (ids: [batch, seq]). */
+static int64_t act_dim(const rs_tp_case *c, int i, int d) {
+  if (d == 0) return c->batch;
+  if (d == 1) return c->seq;
+  return c->mod[i].in;
+}
+
+static int has_uneven_local(const rs_tp_case *c, const rs_tp_result *r) {
+  int64_t n = c->mesh.size[c->tp_dim];
+  rs_placement cur = c->input_layout;
+  int local = 1;
+  for (int i = 0; i < c->nmod; i++) {
+    const rs_tp_style *s = &c->mod[i].style;
+    int nd = c->mod[i].kind == RS_TP_EMBEDDING ? 2 : 3;
+    int d = cur.kind == RS_SHARD ? (cur.dim < 0 ? cur.dim + nd : cur.dim) : -1;
+    int from_local = local && s->kind != RS_TP_REPLICATE && s->kind != RS_TP_PREPARE_OUTPUT;
+    if (from_local && d >= 0 && uneven(act_dim(c, i, d), n)) return 1;
+    if (s->kind == RS_TP_PREPARE_OUTPUT) { /* the module's local output is wrapped */
+      rs_placement o = s->output_layout;
+      int od = o.kind == RS_SHARD ? (o.dim < 0 ? o.dim + 3 : o.dim) : -1;
+      int64_t len = od == 2 ? c->mod[i].out : od >= 0 ? act_dim(c, i, od) : 0;
+      if (od >= 0 && uneven(len, n)) return 1;
+    }
+    cur = r->mod_out_tp[i];
+    local = r->mod_out_local[i];
+  }
+  return 0;
+}
+
+/* PyTorch's op strategies never shard a dim shorter than the mesh dim (is_tensor_shardable in
+ * torch/distributed/tensor/_ops/utils.py): where a style's DTensor compute meets such a dim, DTensor
+ * gathers first and counts other collectives than the style names; the values stay the same. */
+static int has_short_dim(const rs_tp_case *c) {
+  int64_t n = c->mesh.size[c->tp_dim];
+  if (n <= 1) return 0;
+  for (int i = 0; i < c->nmod; i++) {
+    const rs_tp_module *m = &c->mod[i];
+    switch (m->style.kind) {
+    case RS_TP_COLWISE: /* Linear weight/bias S(0) (out), Embedding S(1) (dim) */
+      if (m->out < n) return 1;
+      break;
+    case RS_TP_ROWWISE: /* Linear weight S(1) and the input S(-1) (in), Embedding S(0) (vocab) */
+      if (m->in < n) return 1;
+      break;
+    case RS_TP_SEQUENCE: {
+      int d = m->style.sequence_dim;
+      int64_t len = d == 0 ? c->batch : d == 1 ? c->seq : m->in;
+      if (len < n) return 1;
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  return 0;
+}
+
+/* F.linear flattens [batch, seq, in] to 2-d, and DTensor's view rules refuse to fold a sharded dim
+ * of size 1 away ("would remove or reshape sharded dimension") or to flatten an unevenly sharded
+ * one ("Cannot flatten unevenly sharded tensor"): a SequenceParallel Linear whose sequence_dim
+ * (batch or sequence) has size 1 or is not divisible by the TP size. */
+static int has_unflattenable(const rs_tp_case *c) {
+  int64_t n = c->mesh.size[c->tp_dim];
+  for (int i = 0; i < c->nmod; i++) {
+    const rs_tp_module *m = &c->mod[i];
+    int d = m->style.sequence_dim;
+    int64_t len = d == 0 ? c->batch : c->seq;
+    if (m->kind == RS_TP_LINEAR && m->style.kind == RS_TP_SEQUENCE && (d == 0 || d == 1) &&
+        (len == 1 || uneven(len, n)))
+      return 1;
+  }
+  return 0;
+}
+
+static int has_empty_vocab(const rs_tp_case *c) {
+  int64_t n = c->mesh.size[c->tp_dim];
+  for (int i = 0; i < c->nmod; i++)
+    if (c->mod[i].kind == RS_TP_EMBEDDING && c->mod[i].style.kind == RS_TP_ROWWISE &&
+        chunk(c->mod[i].in, n, n - 1) == 0)
+      return 1;
+  return 0;
+}
+
+/* ---- comparing one recorded case ---- */
+
+static const char *str_of(const cJSON *o, const char *key) {
+  const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static void fmt_pl(rs_placement p, char *b) { rs_format_placement(p, b, 32); }
+
+/* a [n][k] array of ints equal to the given shapes */
+static int shapes_equal(const cJSON *arr, int nranks, const int64_t (*want)[3], int k) {
+  if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != nranks) return 0;
+  for (int r = 0; r < nranks; r++) {
+    int64_t v[8];
+    int n = 0;
+    if (rs_json_i64_array(cJSON_GetArrayItem(arr, r), "shape", 8, 0, INT64_MAX, v, &n) || n != k) return 0;
+    for (int d = 0; d < k; d++)
+      if (v[d] != want[r][d]) return 0;
+  }
+  return 1;
+}
+
+static void compare(const rs_tp_case *c, const rs_tp_result *r, const cJSON *pt, const char *impl,
+                    const char *where, int with_comm, int *bad, int *comm_diff) {
+  char w[300], a[64], b[64];
+  int n = c->mesh.nranks;
+  int64_t (*shp)[3] = calloc((size_t)n, sizeof *shp);
+  /* parameters */
+  const cJSON *params = cJSON_GetObjectItemCaseSensitive(pt, "params");
+  for (int i = 0; i < c->nmod && shp; i++) {
+    const cJSON *pm = cJSON_GetArrayItem(params, i);
+    const rs_tp_module *m = &c->mod[i];
+    for (int k = 0; k < (m->bias ? 2 : 1); k++) {
+      const char *key = k ? "bias" : "weight", *got = str_of(pm, key);
+      snprintf(w, sizeof w, "%s [%s] %s.%s", where, impl, m->path, key);
+      rs_placement want = r->param_tp[i][k];
+      /* a parameter no style distributed is a plain tensor in PyTorch, R in reshard's result */
+      int styled = m->style.kind == RS_TP_COLWISE || m->style.kind == RS_TP_ROWWISE || m->style.kind == RS_TP_SEQUENCE;
+      fmt_pl(want, a);
+      if (!got || (styled ? strcmp(got, a) != 0 : strcmp(got, "plain") != 0 || want.kind != RS_REPLICATE)) {
+        report(w, "PyTorch placed it %s, reshard %s", got ? got : "(missing)", styled ? a : "R (plain)");
+        (*bad)++;
+        continue;
+      }
+      if (!styled) continue;
+      char lk[32];
+      snprintf(lk, sizeof lk, "%s_local_shapes", key);
+      int nd = k ? 1 : m->kind == RS_TP_NORM ? 1 : 2;
+      int64_t g[2] = {m->kind == RS_TP_NORM || k ? m->out : m->kind == RS_TP_EMBEDDING ? m->in : m->out,
+                      m->kind == RS_TP_EMBEDDING ? m->out : m->in};
+      for (int q = 0; q < n; q++) {
+        int64_t coord[RS_MAX_MESH_DIMS];
+        rs_mesh_coord(&c->mesh, q, coord);
+        shp[q][0] = g[0];
+        shp[q][1] = g[1];
+        if (want.kind == RS_SHARD) shp[q][want.dim] = chunk(g[want.dim], c->mesh.size[c->tp_dim], coord[c->tp_dim]);
+      }
+      if (!shapes_equal(cJSON_GetObjectItemCaseSensitive(pm, lk), n, (const int64_t(*)[3])shp, nd)) {
+        report(w, "local shapes differ from PyTorch's%s%s", "", "");
+        (*bad)++;
+      }
+    }
+  }
+  /* output */
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(pt, "output");
+  snprintf(w, sizeof w, "%s [%s] output", where, impl);
+  int dt = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "dtensor"));
+  if (dt == r->out_is_local) {
+    report(w, "PyTorch returns %s, reshard %s", dt ? "a DTensor" : "a local tensor",
+           r->out_is_local ? "a local tensor" : "a DTensor");
+    (*bad)++;
+  }
+  if (dt) {
+    fmt_pl(r->out_layout.p[c->tp_dim], a);
+    const char *got = str_of(o, "placement");
+    if (!got || strcmp(got, a)) {
+      report(w, "PyTorch's placement %s, reshard's %s", got ? got : "(missing)", a);
+      (*bad)++;
+    }
+    int64_t gs[3] = {0, 0, 0};
+    int k = 0;
+    if (rs_json_i64_array(cJSON_GetObjectItemCaseSensitive(o, "shape"), "shape", 3, 0, INT64_MAX, gs, &k) ||
+        k != 3 || gs[0] != r->out_tensor.shape[0] || gs[1] != r->out_tensor.shape[1] ||
+        gs[2] != r->out_tensor.shape[2]) {
+      report(w, "global shape differs from PyTorch's%s%s", "", "");
+      (*bad)++;
+    }
+  }
+  for (int q = 0; q < n && shp; q++)
+    for (int d = 0; d < 3; d++) shp[q][d] = r->out.r[q].shape[d];
+  if (shp && !shapes_equal(cJSON_GetObjectItemCaseSensitive(o, "local_shapes"), n, (const int64_t(*)[3])shp, 3)) {
+    report(w, "local shapes differ from PyTorch's%s%s", "", "");
+    (*bad)++;
+  }
+  const cJSON *dg = cJSON_GetObjectItemCaseSensitive(o, "digests");
+  for (int q = 0; q < n; q++) {
+    const cJSON *it = cJSON_GetArrayItem(dg, q);
+    snprintf(a, sizeof a, "%016llx", (unsigned long long)rs_local_digest(&r->out.r[q]));
+    if (!cJSON_IsString(it) || strcmp(it->valuestring, a)) {
+      snprintf(b, sizeof b, "rank %d", q);
+      report(w, "%s: digest differs from PyTorch's (reshard %s)", b, a);
+      (*bad)++;
+      break;
+    }
+  }
+  /* collectives over the forward; where PyTorch's strategies may gather a short dim (with_comm 0)
+   * a difference is counted in *comm_diff, not reported */
+  int *sink = bad, quiet = 0;
+  if (!with_comm) {
+    sink = comm_diff;
+    quiet = 1;
+  }
+  const cJSON *cm = cJSON_GetObjectItemCaseSensitive(pt, "comm");
+  for (int k = 0; k < RS_COLL_COUNT; k++) {
+    const char *name = rs_collective_name((rs_collective)k);
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(cm, name);
+    int64_t want = 0;
+    if (it && rs_json_i64(it, name, 0, INT64_MAX, &want)) want = -1;
+    if (want != r->comm[k]) {
+      snprintf(w, sizeof w, "%s [%s] comm", where, impl);
+      snprintf(a, sizeof a, "%lld", (long long)want);
+      snprintf(b, sizeof b, "%s %lld", name, (long long)r->comm[k]);
+      if (!quiet) report(w, "PyTorch issued %s, reshard %s", a, b);
+      (*sink)++;
+    }
+  }
+  /* a collective PyTorch issued that reshard does not count at all */
+  for (const cJSON *it = cm ? cm->child : NULL; it; it = it->next) {
+    int known = 0;
+    for (int k = 0; k < RS_COLL_COUNT; k++) known |= strcmp(it->string, rs_collective_name((rs_collective)k)) == 0;
+    if (!known) {
+      if (!quiet) report(where, "PyTorch issued %s, which reshard does not count%s", it->string, "");
+      (*sink)++;
+    }
+  }
+  free(shp);
+}
+
+static void check_line(counts *k, const char *line, const char *where) {
+  rs_tp_case *c = malloc(sizeof *c);
+  cJSON *root = NULL;
+  k->cases++;
+  if (!c || rs_json_parse(line, &root) != RS_OK || rs_tp_case_from_json(line, c) != RS_OK) {
+    report(where, "unreadable: %s%s", rs_last_error(), "");
+    free(c);
+    cJSON_Delete(root);
+    return;
+  }
+  const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pytorch");
+  const char *err = str_of(pt, "error");
+  rs_tp_result r[2];
+  int impls[2] = {1, opt ? 1 : 0}, ok[2] = {0, 0};
+  for (int j = 0; j < 2; j++) {
+    if (!impls[j]) continue;
+    rs_status st = j == 0 ? rs_tp_ref_forward(c, &r[j]) : rs_tp_opt_forward(opt, NULL, c, &r[j]);
+    ok[j] = st == RS_OK;
+    if (!ok[j]) {
+      if (err) report(where, "reshard refuses it (%s), PyTorch too (%s)", rs_last_error(), err);
+      else report(where, "PyTorch ran it, reshard refuses it: %s%s", rs_last_error(), "");
+    }
+  }
+  if (ok[0]) {
+    if (err) {
+      int u = has_uneven_local(c, &r[0]), e = has_empty_vocab(c), s1 = has_unflattenable(c);
+      if (u) k->uneven++;
+      else if (e) k->empty_vocab++;
+      else if (s1) k->flatten++;
+      else {
+        k->unexplained++;
+        report(where, "PyTorch refused it (%s), and it is no documented deviation%s", err, "");
+      }
+      k->refused++;
+      char msg[1024];
+      if (rs_tp_prop_run(c, RS_TP_REF | (opt ? RS_TP_OPT : 0), opt, NULL, msg, sizeof msg) != RS_PASS)
+        report(where, "reshard's own properties fail: %s%s", msg, "");
+    } else {
+      int bad = 0, cdiff = 0, shortd = has_short_dim(c);
+      compare(c, &r[0], pt, "ref", where, !shortd, &bad, &cdiff);
+      if (ok[1]) compare(c, &r[1], pt, "opt", where, !shortd, &bad, &cdiff);
+      k->ran++;
+      if (bad) k->differ++;
+      else if (shortd && cdiff) k->short_dim++;
+      else k->agree++;
+    }
+  }
+  for (int j = 0; j < 2; j++)
+    if (ok[j]) rs_tp_result_free(&r[j]);
+  cJSON_Delete(root);
+  free(c);
+}
+
+static void run_recorded(counts *k, const char *top) {
+  char dir[1024], path[2048];
+  snprintf(dir, sizeof dir, "%s/fixtures/tp", top);
+  char **names;
+  int n = list_dir(dir, ".jsonl.gz", &names);
+  size_t cap = 1 << 16;
+  char *line = malloc(cap);
+  for (int i = 0; i < n && line; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) {
+      report(names[i], "cannot open %s%s", path, "");
+      free(names[i]);
+      continue;
+    }
+    for (int lineno = 1;; lineno++) {
+      size_t len = 0;
+      int eof = 0;
+      line[0] = 0;
+      for (;;) { /* a whole line, however long */
+        if (!gzgets(gz, line + len, (int)(cap - len))) {
+          eof = 1;
+          break;
+        }
+        len += strlen(line + len);
+        if (len && line[len - 1] == '\n') break;
+        if (len + 1 >= cap) {
+          char *bigger = realloc(line, cap * 2);
+          if (!bigger) break;
+          line = bigger;
+          cap *= 2;
+        }
+      }
+      if (len == 0 && eof) break;
+      char where[300];
+      snprintf(where, sizeof where, "%s:%d", names[i], lineno);
+      check_line(k, line, where);
+      if (eof) break;
+    }
+    gzclose(gz);
+    free(names[i]);
+  }
+  free(line);
+  free(names);
+}
+
+/* hand-made cases (fixtures/tp/curated) and saved shrunk failures (fixtures/tp/regressions) */
+static void run_cases(counts *k, const char *top, const char *sub) {
+  char dir[1024], path[2048];
+  snprintf(dir, sizeof dir, "%s/fixtures/tp/%s", top, sub);
+  char **names;
+  int n = list_dir(dir, ".json", &names);
+  rs_tp_case *c = malloc(sizeof *c);
+  for (int i = 0; i < n && c; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    char msg[1024];
+    if (rs_tp_case_from_file(path, c) != RS_OK) report(names[i], "unreadable: %s%s", rs_last_error(), "");
+    else if (rs_tp_prop_run(c, RS_TP_REF | (opt ? RS_TP_OPT : 0), opt, NULL, msg, sizeof msg) != RS_PASS)
+      report(names[i], "%s%s", msg, "");
+    else k->curated++;
+    free(names[i]);
+  }
+  free(c);
+  free(names);
+}
+
+int main(int argc, char **argv) {
+  const char *top = argc > 1 ? argv[1] : ".";
+  verbose = getenv("RS_TP_FIXTURES_VERBOSE") != NULL;
+#ifdef RS_HAVE_OPT
+  CHECK(rs_opt_create((rs_opt **)&opt) == RS_OK);
+#endif
+  counts k;
+  memset(&k, 0, sizeof k);
+  run_recorded(&k, top);
+  run_cases(&k, top, "curated");
+  int curated = k.curated;
+  run_cases(&k, top, "regressions");
+  printf("tp fixtures: %d recorded cases (%s): PyTorch ran %d: everything agrees in %d, everything but "
+         "the collectives (PyTorch gathered a dim shorter than the TP size) in %d, differ in %d; PyTorch refused %d "
+         "(uneven local input %d, empty vocabulary shard %d, a sharded dim F.linear cannot flatten %d, unexplained %d); %d curated cases and %d saved "
+         "regressions pass\n",
+         k.cases, opt ? "ref and opt" : "ref", k.ran, k.agree, k.short_dim, k.differ, k.refused, k.uneven,
+         k.empty_vocab, k.flatten, k.unexplained, curated, k.curated - curated);
+  /* the corpus must be there: an empty fixtures/tp would pass every check above */
+  CHECK(k.agree >= 300);
+  CHECK(curated >= 3);
+#ifdef RS_HAVE_OPT
+  if (opt) rs_opt_destroy((rs_opt *)opt);
+#endif
+  TEST_DONE();
+}
