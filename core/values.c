@@ -140,7 +140,9 @@ static int64_t order_int_bound(const rs_case *c) {
     case RS_U8: mx = UINT8_MAX; break;
     default: return 0;
   }
-  return order_minmax_only(c) ? mx : mx / c->mesh.nranks;
+  /* Mutant 220: sums get the whole range too, so sums of the pieces wrap (deterministically:
+   * ref, opt and the oracle agree; only the values property's 64-bit fold sees it) */
+  return order_minmax_only(c) || RS_MUTANT(220) ? mx : mx / c->mesh.nranks;
 }
 
 static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
@@ -171,7 +173,9 @@ static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
       break;
     }
     case RS_F16: {
-      int ehi = 13 - ceil_log2(c->mesh.nranks), elo = ehi - 8; /* nranks * 2^(ehi+1) <= 2^14 */
+      /* nranks * 2^(ehi+1) <= 2^14; mutant 218 adds the rank count's log instead of taking it off
+       * (on 4+ ranks sums overflow, on 8+ the top binade is Inf) */
+      int ehi = RS_MUTANT(218) ? 13 + ceil_log2(c->mesh.nranks) : 13 - ceil_log2(c->mesh.nranks), elo = ehi - 8;
       uint32_t e = (uint32_t)(elo + (int)((h2 >> 8) % (uint64_t)(ehi - elo + 1)) + 15);
       uint16_t b = (uint16_t)(zero ? neg << 15 : neg << 15 | e << 10 | (h & 0x3FFu));
       memcpy(out, &b, 2);

@@ -64,7 +64,15 @@ double rs__oracle_bf16_to_double(uint16_t b) {
 double rs__oracle_f16_to_double(uint16_t h) {
   int ex = (h >> 10) & 0x1F, man = h & 0x3FF;
   double s = (h & 0x8000) ? -1.0 : 1.0;
-  if (ex == 0x1F) return man ? NAN : s * INFINITY;
+  if (ex == 0x1F && man) {
+    /* a NaN keeps its sign and payload at the top of the mantissa, where F32 keeps it, so a sum
+     * with a NaN operand comes back with the payload core's F32 arithmetic gives it */
+    uint64_t b = (uint64_t)(h & 0x8000) << 48 | 0x7FF0000000000000ull | (uint64_t)man << 42;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+  }
+  if (ex == 0x1F) return s * INFINITY;
   if (ex == 0) return s * ldexp((double)man, -24);
   return s * ldexp((double)(man + 1024), ex - 25);
 }
@@ -122,8 +130,19 @@ void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x) {
   if (rs_dtype_is_float(t)) {
     double a = load_fp(t, acc), b = load_fp(t, x);
     if (op == RS_MIN || op == RS_MAX) {
-      /* the fold keeps its accumulator unless x is strictly better (so +0/-0 ties keep the first) */
+      /* the fold keeps its accumulator unless x is strictly better (so +0/-0 ties keep the first,
+       * and a NaN accumulator stays) */
       if (op == RS_MIN ? b < a : b > a) memcpy(acc, x, (size_t)es);
+      /* F16/BF16: the op ran in F32 and was rounded back; only a NaN changes on the way (BF16 to
+       * 0x7FC0, SPEC 1; F16 quieted, sign and low payload bits kept) */
+      uint16_t h;
+      if (t == RS_BF16 && (memcpy(&h, acc, 2), (h & 0x7F80) == 0x7F80 && (h & 0x7F))) {
+        h = 0x7FC0;
+        memcpy(acc, &h, 2);
+      } else if (t == RS_F16 && (memcpy(&h, acc, 2), (h & 0x7C00) == 0x7C00 && (h & 0x3FF))) {
+        h = (uint16_t)((h & 0x8000) | 0x7E00 | (h & 0x1FF));
+        memcpy(acc, &h, 2);
+      }
       return;
     }
     store_fp(t, acc, a + b);

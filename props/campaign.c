@@ -210,6 +210,12 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     }
   }
   r->cases = i;
+  /* SPEC 5 is only tested by order values: a generator that stops drawing them must fail the run */
+  if (r->partial_cases >= RS_ORDER_MIN_PARTIAL && r->order_cases * 500 < r->partial_cases * 3 * o->gen.order_share) {
+    r->order_share_low = 1;
+    r->failed++;
+    if (!r->first_failure_case) r->first_failure_case = r->cases;
+  }
   check_features(o, r);
   r->seconds = rs_now() - t0;
   r->cpu_seconds = (double)(clock() - c0) / CLOCKS_PER_SEC;

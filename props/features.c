@@ -150,8 +150,9 @@ int rs__feature_required(const rs_gen_opts *o, int f) {
     case F_RANKS_PERMUTED: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_PERMUTED);
     case F_RANKS_SPARSE: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_SPARSE);
     case F_VALUES_BITS: return o->partial != RS_GEN_PARTIAL_OFTEN;
-    case F_VALUES_EXACT: return partial;
-    case F_VALUES_ORDER: return partial && have_order_values();
+    /* --order-share 100 puts every Partial case on order values, 0 none */
+    case F_VALUES_EXACT: return partial && o->order_share < 100;
+    case F_VALUES_ORDER: return partial && have_order_values() && o->order_share > 0;
     case F_GRAPH_BOUNDED: return 0; /* how often the graph properties were bounded: a figure, not a goal */
     default:
       return f >= F_DTYPE0 && f < F_COUNT && dtype_allowed(o, (rs_dtype)(f - F_DTYPE0));

@@ -220,7 +220,8 @@ static void gen_tail(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   c->values = rs_case_default_values(c);
   /* SPEC 8: a large share of Partial cases carry ordinary values, which pin SPEC 5's order (draw 0,
    * the shrinker's simplest choice, keeps exact values) */
-  if (c->values == RS_VALUES_EXACT && (int)rs_draw(ch, 100) >= 100 - o->order_share)
+  /* Mutant 217: the share is drawn but ignored, so every Partial case keeps exact values. */
+  if (c->values == RS_VALUES_EXACT && (int)rs_draw(ch, 100) >= 100 - o->order_share && !RS_MUTANT(217))
     c->values = RS_VALUES_ORDER;
   strcpy(c->name, "generated");
 }

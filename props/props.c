@@ -9,6 +9,7 @@
 #include "props/props.h"
 #include "reshard/ref.h"
 #include "core/values.h"
+#include "oracle/arith.h"
 #include "memo.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
@@ -697,20 +698,135 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
 
 /* ---- 8. the test values themselves (SPEC 8) ---- */
 
-/* (a) exact and order sources of a non-empty tensor are never all zero bytes (a degenerate source
- * hides every reduction bug); (b) exact pieces reduce, with the canonical reductions of src's
- * Partial dims, to the logical tensor rs_value_global defines (pieces that wrapped or rounded
- * would not). */
+/* Every rank's source local is the values generator's piece at the rank's coordinate over the rank's
+ * src box, both worked out with the oracle's own coordinate and box code (rs_make_source uses
+ * core's): a core mesh or box bug, or a source builder that reads the wrong piece, shows here. */
+static rs_outcome source_matches(const rs_case *c, const rs_locals *in, char *msg, size_t cap) {
+  int es = rs_dtype_size(c->tensor.dtype), nd = c->tensor.ndim;
+  unsigned char g[8];
+  if (in->n != c->mesh.nranks)
+    return say(RS_FAIL, msg, cap, "values: %d source locals for %d ranks", in->n, (int)c->mesh.nranks);
+  for (int pos = 0; pos < in->n; pos++) {
+    int64_t coord[RS_MAX_MESH_DIMS] = {0}, start[RS_MAX_DIMS], size[RS_MAX_DIMS], idx[RS_MAX_DIMS] = {0};
+    rs__oracle_coord(&c->mesh, pos, coord);
+    rs__oracle_box(&c->mesh, &c->src, &c->tensor, coord, start, size);
+    const rs_local *l = &in->r[pos];
+    int64_t numel = 1;
+    int shape_ok = l->ndim == nd;
+    for (int d = 0; d < nd; d++) {
+      numel *= size[d];
+      shape_ok = shape_ok && l->shape[d] == size[d];
+    }
+    if (!shape_ok || l->nbytes != numel * es)
+      return say(RS_FAIL, msg, cap, "values: rank position %d holds a source of %lld bytes, its src box %lld elements",
+                 pos, (long long)l->nbytes, (long long)numel);
+    const unsigned char *p = l->data;
+    for (int64_t k = 0; k < numel; k++) {
+      int64_t flat = 0;
+      for (int d = 0; d < nd; d++) flat = flat * c->tensor.shape[d] + start[d] + idx[d];
+      rs_value_piece(c, coord, flat, g);
+      if (memcmp(g, p + k * es, (size_t)es) != 0)
+        return say(RS_FAIL, msg, cap,
+                   "values: rank position %d holds 0x%llx at global flat index %lld, the values generator's "
+                   "piece for its coordinate is 0x%llx", pos, (unsigned long long)rs_elem_bits(c->tensor.dtype, p, k),
+                   (long long)flat, (unsigned long long)rs_elem_bits(c->tensor.dtype, g, 0));
+      for (int d = nd - 1; d >= 0; d--) {
+        if (++idx[d] < size[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  return RS_PASS;
+}
+
+static int is_finite_elem(rs_dtype t, const unsigned char *p, int64_t i) {
+  uint64_t b = rs_elem_bits(t, p, i);
+  switch (t) {
+    case RS_F64: return ((b >> 52) & 0x7FF) != 0x7FF;
+    case RS_F32: return ((b >> 23) & 0xFF) != 0xFF;
+    case RS_F16: return ((b >> 10) & 0x1F) != 0x1F;
+    case RS_BF16: return ((b >> 7) & 0xFF) != 0xFF;
+    default: return 1;
+  }
+}
+
+/* Integer order values (SPEC 8: "sums cannot overflow the dtype"): the same reduction of the
+ * pieces (the src Partial dims in ascending order, left folds, avg truncated once per dim) in 64-bit
+ * arithmetic must stay inside the dtype at every step; a wrapped sum is deterministic, so ref, opt
+ * and the oracle would all agree on it and only this sees it. I64 (bounded at 2^40 / ranks) is
+ * not checked. */
+static rs_outcome int_order_fits(const rs_case *c, int64_t numel, char *msg, size_t cap) {
+  int64_t lo, hi;
+  switch (c->tensor.dtype) {
+    case RS_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case RS_U8: lo = 0, hi = UINT8_MAX; break;
+    case RS_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case RS_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: return RS_PASS;
+  }
+  int pd[RS_MAX_MESH_DIMS], np = 0;
+  int64_t stride[RS_MAX_MESH_DIMS], nstate = 1;
+  for (int m = 0; m < c->mesh.ndim; m++)
+    if (c->src.p[m].kind == RS_PARTIAL && c->mesh.size[m] > 1) {
+      pd[np] = m;
+      stride[np++] = nstate;
+      nstate *= c->mesh.size[m];
+    }
+  if (np == 0) return RS_PASS;
+  int64_t *v = malloc(sizeof *v * (size_t)nstate);
+  if (!v) return fail_st(msg, cap, "values", rs_fail(RS_ERR_NOMEM, "values: out of memory"));
+  int bits = rs_dtype_size(c->tensor.dtype) * 8;
+  rs_outcome o = RS_PASS;
+  for (int64_t idx = 0; idx < numel && o == RS_PASS; idx++) {
+    for (int64_t a = 0; a < nstate; a++) {
+      int64_t coord[RS_MAX_MESH_DIMS] = {0};
+      for (int j = 0; j < np; j++) coord[pd[j]] = (a / stride[j]) % c->mesh.size[pd[j]];
+      unsigned char b[8] = {0};
+      rs_value_piece(c, coord, idx, b);
+      uint64_t u = rs_elem_bits(c->tensor.dtype, b, 0), top = (uint64_t)1 << (bits - 1);
+      v[a] = c->tensor.dtype == RS_U8 ? (int64_t)u : (int64_t)((u ^ top) - top);
+    }
+    for (int j = 0; j < np && o == RS_PASS; j++) {
+      int64_t n = c->mesh.size[pd[j]];
+      int op = c->src.p[pd[j]].op;
+      for (int64_t a = 0; a < nstate && o == RS_PASS; a++) {
+        if ((a / stride[j]) % n != 0) continue;
+        int64_t acc = v[a];
+        for (int64_t k = 1; k < n; k++) {
+          int64_t x = v[a + k * stride[j]];
+          acc = op == RS_MIN ? (x < acc ? x : acc) : op == RS_MAX ? (x > acc ? x : acc) : acc + x;
+          if (acc < lo || acc > hi) {
+            o = say(RS_FAIL, msg, cap, "values: integer order values overflow %s at flat index %lld: a partial "
+                    "%s over mesh dim %d reaches %lld", rs_dtype_name(c->tensor.dtype), (long long)idx,
+                    op == RS_AVG ? "avg sum" : "sum", pd[j], (long long)acc);
+            break;
+          }
+        }
+        if (op == RS_AVG) acc /= n;
+        v[a] = acc;
+      }
+    }
+  }
+  free(v);
+  return o;
+}
+
+/* SPEC 8 on every case: each rank's source is the generator's piece over its box (any value mode);
+ * sources of a non-empty tensor are not all zero; with Partial sources, the pieces reduced with the
+ * case's events up to every mesh dim replicated give the logical tensor (exact values), or finite
+ * numbers (order values: the ranges must not overflow). */
 static rs_outcome prop_values(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
-  if (c->values == RS_VALUES_BITS || !rs_dtype_reducible(c->tensor.dtype))
-    return say(RS_SKIP, msg, cap, "bits values");
   int64_t numel = 1;
   for (int d = 0; d < c->tensor.ndim; d++) numel *= c->tensor.shape[d];
   scratch s = {0};
   const rs_locals *in;
   rs_status st = rs_memo_source(env->memo, c, &s.in, &in);
   if (st) return fail_st(msg, cap, "rs_make_source", st);
-  rs_outcome o = RS_PASS;
+  rs_outcome o = source_matches(c, in, msg, cap);
+  if (o != RS_PASS || c->values == RS_VALUES_BITS || !rs_dtype_reducible(c->tensor.dtype)) {
+    scratch_free(&s);
+    return o;
+  }
   int nonzero = 0;
   for (int pos = 0; pos < in->n && !nonzero; pos++) {
     const unsigned char *b = in->r[pos].data;
@@ -723,7 +839,7 @@ static rs_outcome prop_values(const rs_prop_env *env, const rs_case *c, char *ms
   if (numel > 0 && !nonzero) {
     o = say(RS_FAIL, msg, cap, "values: all %lld source elements of every rank are zero (%s values, %s)",
             (long long)numel, c->values == RS_VALUES_EXACT ? "exact" : "order", rs_dtype_name(c->tensor.dtype));
-  } else if (c->values == RS_VALUES_EXACT && rs_sharding_has_partial(&c->src) && numel > 0) {
+  } else if (rs_sharding_has_partial(&c->src) && numel > 0) {
     rs_sharding whole;
     memset(&whole, 0, sizeof whole);
     whole.mesh_ndim = c->mesh.ndim; /* every mesh dim Replicate: each rank holds the reduced tensor */
@@ -735,7 +851,15 @@ static rs_outcome prop_values(const rs_prop_env *env, const rs_case *c, char *ms
       int es = rs_dtype_size(c->tensor.dtype);
       unsigned char g[8];
       const unsigned char *r0 = s.exp.r[0].data;
-      for (int64_t i = 0; i < numel; i++) {
+      if (c->values == RS_VALUES_ORDER) o = int_order_fits(c, numel, msg, cap);
+      for (int64_t i = 0; i < numel && o == RS_PASS; i++) {
+        if (c->values == RS_VALUES_ORDER) {
+          if (is_finite_elem(c->tensor.dtype, r0, i)) continue;
+          o = say(RS_FAIL, msg, cap, "values: the order-value pieces reduce to 0x%llx (not finite) at flat index "
+                  "%lld (%s): the value range overflows", (unsigned long long)rs_elem_bits(c->tensor.dtype, r0, i),
+                  (long long)i, rs_dtype_name(c->tensor.dtype));
+          break;
+        }
         rs_value_global(c, i, g);
         if (memcmp(g, r0 + i * es, (size_t)es) != 0) {
           o = say(RS_FAIL, msg, cap,

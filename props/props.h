@@ -171,6 +171,9 @@ typedef struct rs_campaign_result {
   int64_t cases;
   int64_t partial_cases, order_cases; /* valid cases with a Partial in src or dst; of them `order` */
   int64_t redraws;      /* cases drawn again because the dtype could not hold exact values */
+  /* set when the campaign made RS_ORDER_MIN_PARTIAL+ Partial cases and fewer than 3/5 of the asked
+   * order share (default 50%: a floor of 30%) carried order values; counted in `failed` */
+  int order_share_low;
   double seconds;       /* wall clock */
   double cpu_seconds;   /* this process's CPU time (the rate on a shared machine) */
   int failed;           /* properties that failed, plus 1 when feature coverage failed */
@@ -181,6 +184,7 @@ typedef struct rs_campaign_result {
   int features_missing; /* required features with a zero count (checked from RS_FEATURE_MIN_CASES) */
 } rs_campaign_result;
 
+#define RS_ORDER_MIN_PARTIAL 200
 void rs_campaign_opts_default(rs_campaign_opts *o);
 /* Runs the campaign; returns RS_OK whether or not properties failed (see r->failed). */
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r);

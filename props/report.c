@@ -80,6 +80,9 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
             "could not hold exact values)\n", (long long)r->order_cases, (long long)r->partial_cases,
             r->partial_cases ? 100.0 * (double)r->order_cases / (double)r->partial_cases : 0.0,
             (long long)r->redraws);
+  if (r->order_share_low)
+    fprintf(f, "FAIL feature coverage: order values on %lld of %lld Partial cases, below 3/5 of the %d%% "
+            "asked (--order-share)\n", (long long)r->order_cases, (long long)r->partial_cases, o->gen.order_share);
 }
 
 static void xml_escape(FILE *f, const char *s) {
@@ -135,6 +138,7 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   cJSON_AddNumberToObject(root, "partial_cases", (double)r->partial_cases);
   cJSON_AddNumberToObject(root, "order_cases", (double)r->order_cases);
   cJSON_AddNumberToObject(root, "redrawn_cases", (double)r->redraws);
+  cJSON_AddBoolToObject(root, "order_share_low", r->order_share_low);
   cJSON_AddNumberToObject(root, "seconds", r->seconds);
   cJSON_AddNumberToObject(root, "cases_per_second", r->seconds > 0 ? (double)r->cases / r->seconds : 0);
   cJSON_AddNumberToObject(root, "cpu_seconds", r->cpu_seconds);

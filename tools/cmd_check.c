@@ -14,13 +14,15 @@ static const char *HELP_CHECK =
     "usage: reshard check [--seed S] [--cases N | --seconds T] [--planner greedy|graph|both]\n"
     "                     [--impl ref|opt] [--transport local|mpi] [--max-ranks N]\n"
     "                     [--max-mesh-dims K] [--max-tensor-dims K] [--max-failures N]\n"
-    "                     [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
+    "                     [--order-share P] [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
     "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
     "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
     "and printed with the command that replays it. Exit 0 pass, 1 a property failed (or, from\n"
     "2000 cases on, a generator feature was never produced: see the feature table).\n"
     "--max-failures N stops after N failing properties (the JSON report's first_failure_case\n"
     "says after how many cases the first one failed).\n"
+    "--order-share P: percent of Partial cases drawn with `order` values (default 50); the run\n"
+    "fails when fewer than 3/5 of that share got them (from 200 Partial cases on).\n"
     "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n";
 
 static const char *HELP_REPLAY =
@@ -108,6 +110,9 @@ int cmd_check(int argc, char **argv) {
     } else if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--transport: missing value");
       transport = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--order-share", &v)) != 0) {
+      if (r < 0 || cli_int(v, 0, 100, &n)) return cli_usage_error(C, "--order-share: expected 0..100 (percent)");
+      o.gen.order_share = (int)n;
     } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
       o.gen.max_ranks = (int)n;

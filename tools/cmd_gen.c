@@ -8,8 +8,9 @@
 #include "core/values.h"
 
 static const char *HELP =
-    "usage: reshard gen --seed S --cases N [--max-ranks N] [--max-mesh-dims K]\n"
-    "Prints N generated cases, one JSON object per line (case i is case i of reshard check).\n";
+    "usage: reshard gen --seed S --cases N [--max-ranks N] [--max-mesh-dims K] [--order-share P]\n"
+    "Prints N generated cases, one JSON object per line (case i is case i of reshard check with\n"
+    "the same options).\n";
 
 int cmd_gen(int argc, char **argv) {
   const char *C = "gen", *v;
@@ -30,6 +31,9 @@ int cmd_gen(int argc, char **argv) {
     } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
       g.max_ranks = (int)n;
+    } else if ((r = cli_opt(argc, argv, &i, "--order-share", &v)) != 0) {
+      if (r < 0 || cli_int(v, 0, 100, &n)) return cli_usage_error(C, "--order-share: expected 0..100 (percent)");
+      g.order_share = (int)n;
     } else if ((r = cli_opt(argc, argv, &i, "--max-mesh-dims", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, 4, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..4");
       g.max_mesh_dims = (int)n;

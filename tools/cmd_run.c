@@ -260,7 +260,11 @@ int cmd_run(int argc, char **argv) {
       fail = failmsg;
     }
   }
-  if (!fail && (st = rs_oracle_expected(c, &c->dst, &exp)) != RS_OK) {
+  /* SPEC 5: ref's result is its plan's event sequence, opt's own schedule the canonical one */
+  rs_events ev;
+  if (use_opt || !have_plan) rs_events_canonical(&c->mesh, &c->src, &c->dst, &ev);
+  else rs_events_from_plan(&c->mesh, p, &ev);
+  if (!fail && (st = rs_oracle_expected_events(c, &c->dst, &ev, &exp)) != RS_OK) {
     snprintf(failmsg, sizeof failmsg, "oracle: %s", rs_last_error());
     fail = failmsg;
   }
@@ -275,6 +279,12 @@ int cmd_run(int argc, char **argv) {
       if (rc == CLI_NOMEM) fprintf(stderr, "reshard run: out of memory: %s\n", fail);
     }
     goto done;
+  }
+  if (!doc) {
+    static const char *const VALUES[] = {"bits", "exact", "order"};
+    char evtext[512];
+    rs_events_format(&ev, evtext, sizeof evtext);
+    printf("values: %s; events: %s\n", (unsigned)c->values < 3 ? VALUES[c->values] : "?", evtext);
   }
   cJSON *ranks = doc ? cJSON_AddArrayToObject(doc, "ranks") : NULL;
   if (!doc) printf("%6s  %-18s %-18s %s\n", "rank", "local_shape", "global_offset", "xxh3");
@@ -304,6 +314,11 @@ int cmd_run(int argc, char **argv) {
   if (have_exp) check_expected(&ex, c, &out, p, have_plan, trace, &mism);
   rc = mism.n ? CLI_FAIL : CLI_OK;
   if (doc) {
+    static const char *const VALUES[] = {"bits", "exact", "order"};
+    char evtext[512];
+    rs_events_format(&ev, evtext, sizeof evtext);
+    cJSON_AddStringToObject(doc, "values", (unsigned)c->values < 3 ? VALUES[c->values] : "?");
+    cJSON_AddStringToObject(doc, "events", evtext); /* SPEC 5: what the result was held to */
     cJSON_AddNumberToObject(doc, "oracle_ranks_differ", bad);
     cJSON_AddBoolToObject(doc, "expected_checked", have_exp);
     cJSON_AddItemToObject(doc, "mismatches", mism.arr);

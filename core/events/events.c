@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "reshard/events.h"
+#include "core/mutant.h"
 
 static const char *const OP_NAMES[] = {"sum", "avg", "min", "max"};
 
@@ -39,7 +40,9 @@ rs_status rs_events_canonical(const rs_mesh *m, const rs_sharding *src, const rs
   memset(out, 0, sizeof *out);
   if (src->mesh_ndim != dst->mesh_ndim)
     return rs_fail(RS_ERR_INVALID, "events: src has %d mesh dims, dst %d", src->mesh_ndim, dst->mesh_ndim);
-  for (int md = 0; md < src->mesh_ndim; ++md) {
+  for (int k = 0; k < src->mesh_ndim; ++k) {
+    /* Mutant 219: reductions in descending mesh dim order (opt's schedule ascends: they disagree) */
+    int md = RS_MUTANT(219) ? src->mesh_ndim - 1 - k : k;
     rs_placement a = src->p[md], b = dst->p[md];
     if (a.kind == RS_PARTIAL && !(b.kind == RS_PARTIAL && b.op == a.op) && !moves_nothing(m, md))
       push(out, RS_EVENT_REDUCE, md, a.op);

@@ -536,10 +536,13 @@ rs_status rs_sched_compile(const rs_mesh *m, const rs_tensor *t, const rs_shardi
   s->esize = c.es;
   s->nranks = n;
   s->dtype = t->dtype;
-  int64_t ps = 1;
-  for (int i = c.nm - 1; i >= 0; --i) {
-    c.pstride[i] = ps;
-    ps *= m->size[i];
+  /* position strides from core's one definition of SPEC 2 (rs_mesh_pos is linear in the
+   * coordinates), so the positions computed here and the coordinates of rs_mesh_coord below cannot
+   * disagree (a disagreement sent pieces into buffers sized for other ranks) */
+  for (int i = 0; i < c.nm; ++i) {
+    int64_t unit[RS_MAX_MESH_DIMS] = {0};
+    unit[i] = 1;
+    c.pstride[i] = rs_mesh_pos(m, unit);
   }
   c.coord = malloc(sizeof(int64_t) * (size_t)n * (size_t)(c.nm ? c.nm : 1));
   c.stile = malloc(sizeof(int32_t) * (size_t)n * (size_t)(c.nd ? c.nd : 1));
