@@ -44,7 +44,7 @@ for f in "$top"/*/MUTANTS.md; do
       RS_MUTANT=$id "$tests/$runner" "$top" >"$log" 2>&1 </dev/null
       rc=$?
       if [ $rc -ne 0 ]; then verdict=caught; n="-"; else verdict=SURVIVED; n="-"; fi
-      what="$runner failed: $(grep -m1 -E 'CHECK failed|FAIL' "$log" | cut -c1-90)"
+      what="$runner failed: $(grep -m1 -E 'CHECK failed|FAIL|expected' "$log" | cut -c1-90)"
     else
       RS_MUTANT=$id "$bin" check --impl "$impl" --seed 11 --cases "$max" --max-failures 1 --quiet \
         --regress-dir "$tmp/reg$id" --junit "$tmp/m$id.xml" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null

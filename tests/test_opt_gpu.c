@@ -15,7 +15,7 @@
 
 /* Every process draws the same case (props' generator, same stream). max_ranks bounds the mesh;
  * on a distributed world mesh ranks are drawn from the world's. */
-static int draw(rs_case *c, int max_ranks, int world, int it) {
+static int gen_case(rs_case *c, int max_ranks, int world, int it) {
   rs_gen_opts o;
   rs_gen_opts_default(&o);
   o.max_ranks = max_ranks;
@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
   int ran = 0, bad_total = 0;
   for (int it = 0; ran < cases && it < cases * 4; ++it) {
     rs_case c;
-    if (!draw(&c, max_ranks, dist ? max_ranks : 0, it)) continue;
+    if (!gen_case(&c, max_ranks, dist ? max_ranks : 0, it)) continue;
     rs_locals in = {0, NULL}, exp = {0, NULL}, got = {0, NULL}, cpu = {0, NULL};
     int bad = rs_make_source(&c, &in) != RS_OK || rs_oracle_expected(&c, &c.dst, &exp) != RS_OK;
     rs_status sh = bad ? RS_OK : rs_opt_redistribute(oh, host, &c, &in, &cpu, NULL);

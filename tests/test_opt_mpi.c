@@ -12,7 +12,7 @@
 
 /* A case every process draws identically (props' generator, same stream everywhere): mesh ranks
  * are any subset of the world, in any order. */
-static int draw(rs_case *c, int world, int it) {
+static int gen_case(rs_case *c, int world, int it) {
   rs_gen_opts o;
   rs_gen_opts_default(&o);
   o.world_size = world;
@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
   int ran = 0, bad_total = 0;
   for (int it = 0; it < 400; ++it) {
     rs_case c;
-    if (!draw(&c, size, it)) continue;
+    if (!gen_case(&c, size, it)) continue;
     rs_locals in = {0, NULL}, exp = {0, NULL}, out = {0, NULL};
     int bad = rs_make_source(&c, &in) != RS_OK || rs_oracle_expected(&c, &c.dst, &exp) != RS_OK;
     rs_world_posted_reset(w);
