@@ -146,7 +146,13 @@ int rs__feature_required(const rs_gen_opts *o, int f) {
     case F_MESH_6D: return o->max_mesh_dims >= 6;
     case F_TENSOR_5D_PLUS: return o->max_tensor_dims >= 5;
     case F_TENSOR_8D: return o->max_tensor_dims >= 8;
-    case F_NUMEL_BIG: return o->max_numel > BIG_NUMEL && o->max_work > BIG_NUMEL;
+    case F_NUMEL_BIG: {
+      /* required where ordinary draws reach it: every dim up to 16 (most draws are; bigger dims
+       * are rare), so 4+ tensor dims, unless the element bounds rule it out */
+      int64_t reach = 1, typ = o->max_dim > 0 && o->max_dim < 16 ? o->max_dim : 16;
+      for (int d = 0; d < o->max_tensor_dims && reach <= BIG_NUMEL; d++) reach *= typ;
+      return o->max_numel > BIG_NUMEL && o->max_work > BIG_NUMEL && reach > BIG_NUMEL;
+    }
     case F_RANKS_PERMUTED: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_PERMUTED);
     case F_RANKS_SPARSE: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_SPARSE);
     case F_VALUES_BITS: return o->partial != RS_GEN_PARTIAL_OFTEN;

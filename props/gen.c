@@ -126,7 +126,8 @@ static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs
     int64_t numel = 1;
     int big = 0;
     for (int d = 0; d < t->ndim; d++) {
-      numel *= t->shape[d];
+      /* saturate above cap: --max-dim may allow 8 dims whose product overflows int64 */
+      numel = t->shape[d] && numel > cap / t->shape[d] ? cap + 1 : numel * t->shape[d];
       if (t->shape[d] > t->shape[big]) big = d;
     }
     if (numel <= cap) break;

@@ -10,3 +10,8 @@ if(TARGET reshard)
   add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
 endif()
+# cli_gen: the generator's options on the CLI (gen and check) narrow what is generated, coverage
+# is judged against the options, bad values exit 2.
+if(TARGET reshard)
+  add_test(NAME cli_gen COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_gen.sh $<TARGET_FILE:reshard>)
+endif()

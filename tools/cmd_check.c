@@ -11,8 +11,8 @@
 
 static const char *HELP_CHECK =
     "usage: reshard check [--seed S] [--cases N | --seconds T] [--planner greedy|graph|both]\n"
-    "                     [--impl ref|opt] [--transport local|mpi] [--max-ranks N]\n"
-    "                     [--max-mesh-dims K] [--max-tensor-dims K] [--max-failures N]\n"
+    "                     [--impl ref|opt] [--transport local|mpi] [generator options]\n"
+    "                     [--max-failures N]\n"
     "                     [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
     "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
     "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
@@ -73,6 +73,7 @@ int cmd_check(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP_CHECK, stdout);
+      fputs(CLI_GEN_HELP, stdout);
       return CLI_OK;
     }
     if (cli_flag(argv, i, "--quiet")) { o.quiet = 1; continue; }
@@ -104,15 +105,8 @@ int cmd_check(int argc, char **argv) {
     } else if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--transport: missing value");
       transport = v;
-    } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
-      o.gen.max_ranks = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--max-mesh-dims", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, RS_MAX_MESH_DIMS, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..%d", RS_MAX_MESH_DIMS);
-      o.gen.max_mesh_dims = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--max-tensor-dims", &v)) != 0) {
-      if (r < 0 || cli_int(v, 0, RS_MAX_DIMS, &n)) return cli_usage_error(C, "--max-tensor-dims: expected 0..%d", RS_MAX_DIMS);
-      o.gen.max_tensor_dims = (int)n;
+    } else if ((r = cli_gen_opt(C, argc, argv, &i, &o.gen)) != 0) {
+      if (r < 0) return CLI_USAGE;
     } else if ((r = cli_opt(argc, argv, &i, "--max-failures", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_PROP_COUNT, &n)) return cli_usage_error(C, "--max-failures: expected 1..%d", RS_PROP_COUNT);
       o.max_failures = (int)n;
