@@ -56,7 +56,7 @@ static void enabled_props(const rs_campaign_opts *o, int *en) {
   for (int i = 0; i < RS_PROP_COUNT; i++) {
     rs_prop_id id = (rs_prop_id)i;
     rs_planner_kind k = rs_prop_planner(id);
-    en[i] = 1;
+    en[i] = !o->props || (o->props & (1u << i));
     if (rs_prop_needs_opt(id) && o->impl != RS_IMPL_OPT) en[i] = 0;
     if (k == RS_PLANNER_GREEDY && !(o->planners & 1)) en[i] = 0;
     if (k == RS_PLANNER_GRAPH && !(o->planners & 2)) en[i] = 0;

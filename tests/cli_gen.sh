@@ -43,6 +43,14 @@ cmp -s "$T/a" "$T/b" || fail "gen is not deterministic"
 grep -q '"features_missing":[[:space:]]*\[\]' "$T/c.json" || fail "narrowed check: features missing: $(grep -o '"features_missing".*' "$T/c.json" | head -c 200)"
 grep -q 'dtype_F64\* 2000' "$T/check" || fail "narrowed check: not all 2000 cases F64"
 
+# --properties runs only the named properties; feature coverage is still judged.
+"$R" check --seed 3 --cases 20 --properties boxes,compare_sees --quiet --regress-dir "$T/reg" >"$T/props" 2>&1 ||
+  fail "check --properties: exit $?"
+[ "$(grep -cE '^(boxes|compare_sees) ' "$T/props")" = 2 ] && ! grep -qE '^(greedy_oracle|reject_bad) ' "$T/props" ||
+  fail "check --properties boxes,compare_sees ran other properties: $(head -5 "$T/props")"
+"$R" check --cases 1 --properties boxes,nope >/dev/null 2>&1; rc=$?
+[ $rc = 2 ] || fail "check --properties nope: exit $rc, want 2"
+
 # Bad values are usage errors (exit 2), never a crash or a silent default.
 for args in "--dtypes F33" "--dtypes ," "--ops sum,mean" "--partial sometimes" "--orders random" \
   "--rank-lists some" "--max-mesh-dims 7" "--max-tensor-dims 9" "--max-dim 0" "--max-numel 1e9" \

@@ -54,6 +54,9 @@ void cli_json_str(FILE *f, const char *s);
 /* The generator's options (props' rs_gen_opts) as flags, for check and gen. Returns 1 when argv[*i]
  * was one (consumed, *i advanced), 0 when it is another argument, -1 after printing a usage error. */
 struct rs_gen_opts;
+/* "a,b,c" into a bit mask (name_bit: a name's bit, -1 when unknown); CLI_OK or a usage error. */
+int cli_name_list(const char *cmd, const char *flag, const char *v, int (*name_bit)(const char *),
+                  uint32_t *mask);
 int cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct rs_gen_opts *g);
 extern const char CLI_GEN_HELP[];
 

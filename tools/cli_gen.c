@@ -1,6 +1,7 @@
 /* cli_gen.c - the generator's options as CLI flags, shared by `reshard check` and `reshard gen`
  * so that "case i of gen" is "case i of check" for the same seed and the same flags, and a
  * planner author can aim a campaign at one corner (one dtype, one Partial op, deep meshes). */
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -18,8 +19,7 @@ const char CLI_GEN_HELP[] =
     "  --orders default|any        shard orders (default any)\n"
     "  --rank-lists none|permuted|sparse|all   mesh rank lists besides 0..n-1 (default all)\n";
 
-/* Comma-separated names into a bit mask; name_bit returns -1 for an unknown name. */
-static int parse_list(const char *cmd, const char *flag, const char *v, int (*name_bit)(const char *),
+int cli_name_list(const char *cmd, const char *flag, const char *v, int (*name_bit)(const char *),
                       uint32_t *mask) {
   char buf[256];
   if (strlen(v) >= sizeof buf) return cli_usage_error(cmd, "%s: list too long", flag);
@@ -101,11 +101,11 @@ int cli_gen_opt(const char *cmd, int argc, char **argv, int *i, rs_gen_opts *g) 
   }
   if ((r = cli_opt(argc, argv, i, "--dtypes", &v)) != 0) {
     if (r < 0) return missing(cmd, "--dtypes", 0, 0);
-    return parse_list(cmd, "--dtypes", v, dtype_bit, &g->dtypes) == CLI_OK ? 1 : -1;
+    return cli_name_list(cmd, "--dtypes", v, dtype_bit, &g->dtypes) == CLI_OK ? 1 : -1;
   }
   if ((r = cli_opt(argc, argv, i, "--ops", &v)) != 0) {
     if (r < 0) return missing(cmd, "--ops", 0, 0);
-    return parse_list(cmd, "--ops", v, op_bit, &g->ops) == CLI_OK ? 1 : -1;
+    return cli_name_list(cmd, "--ops", v, op_bit, &g->ops) == CLI_OK ? 1 : -1;
   }
   if ((r = cli_opt(argc, argv, i, "--partial", &v)) != 0) {
     static const char *const names[] = {"some", "none", "often", NULL};

@@ -12,7 +12,7 @@
 static const char *HELP_CHECK =
     "usage: reshard check [--seed S] [--cases N | --seconds T] [--planner greedy|graph|both]\n"
     "                     [--impl ref|opt] [--transport local|mpi] [generator options]\n"
-    "                     [--max-failures N]\n"
+    "                     [--properties P,P,...] [--max-failures N]\n"
     "                     [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
     "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
     "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
@@ -20,7 +20,9 @@ static const char *HELP_CHECK =
     "2000 cases on, a generator feature was never produced: see the feature table).\n"
     "--max-failures N stops after N failing properties (the JSON report's first_failure_case\n"
     "says after how many cases the first one failed).\n"
-    "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n";
+    "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n"
+    "--properties runs only the named properties (e.g. boxes: a fast campaign that still\n"
+    "judges feature coverage).\n";
 
 static const char *HELP_REPLAY =
     "usage: reshard replay FILE [--impl ref|opt]\n"
@@ -64,6 +66,14 @@ static void env_close(rs_prop_env *env) {
   env->opt = env->world = NULL;
 }
 
+/* A property's bit for --properties (names as in the report table). */
+static int prop_bit(const char *name) {
+  rs_prop_id id;
+  if (rs_prop_parse(name, &id) == RS_OK) return (int)id;
+  rs_clear_error();
+  return -1;
+}
+
 int cmd_check(int argc, char **argv) {
   const char *C = "check";
   rs_campaign_opts o;
@@ -99,6 +109,9 @@ int cmd_check(int argc, char **argv) {
       else if (strcmp(v, "graph") == 0) o.planners = 2;
       else if (strcmp(v, "both") == 0) o.planners = 3;
       else return cli_usage_error(C, "--planner: '%s', expected greedy, graph or both", v);
+    } else if ((r = cli_opt(argc, argv, &i, "--properties", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--properties: missing value");
+      if (cli_name_list(C, "--properties", v, prop_bit, &o.props) != CLI_OK) return CLI_USAGE;
     } else if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--impl: missing value");
       impl = v;
