@@ -169,9 +169,12 @@ static void copy_nest(char *dst, const char *src, const nest *o, int stream) {
     while (k >= 0) {
       dst += o->sd[k];
       src += o->ss[k];
-      if (++idx[k] < o->size[k]) break;
-      dst -= o->sd[k] * o->size[k];
-      src -= o->ss[k] * o->size[k];
+      /* Mutant 278: in a nest of 4+ outer levels (only boxes of 5+ dims make one) the third
+       * level stops one index early: a slab of the box is never copied. */
+      int64_t lim = o->size[k] - (RS_MUTANT(278) && k == 2 && o->size[k] > 1);
+      if (++idx[k] < lim) break;
+      dst -= o->sd[k] * lim;
+      src -= o->ss[k] * lim;
       idx[k] = 0;
       k--;
     }

@@ -121,6 +121,8 @@ static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs
   int64_t cap = o->max_numel > 0 ? o->max_numel : 1 << 14;
   int64_t work = o->max_work > 0 ? o->max_work : 1 << 16;
   if (cap > work / m->nranks) cap = work / m->nranks;
+  /* Mutant 285: the element cap is the old generator's 4,096 whatever the options say. */
+  if (RS_MUTANT(285) && cap > 4096) cap = 4096;
   if (cap < 1) cap = 1;
   for (;;) {
     int64_t numel = 1;
@@ -172,6 +174,8 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
   if (RS_MUTANT(264) && nd > 5) nd = 5;
   c->tensor.dtype = gen_dtype(ch, o);
   c->tensor.ndim = PICK(ch, TENSOR_ND);
+  /* Mutant 284: the tensor-rank table tops out at 7 dims: no 8-d tensors. */
+  if (RS_MUTANT(284) && c->tensor.ndim > 7) c->tensor.ndim = 7;
   if (c->tensor.ndim > maxt) c->tensor.ndim = maxt;
   *fam = PICK(ch, fam_tbl);
   /* An ops mask narrows the family to one it allows (sum/avg first). */
