@@ -39,9 +39,11 @@ cmp -s "$T/a" "$T/b" || fail "gen is not deterministic"
 
 # A campaign narrowed to one dtype and one op requires only what its options allow.
 "$R" check --seed 7 --cases 2000 --quiet --dtypes F64 --ops max --max-mesh-dims 3 --max-tensor-dims 2 \
-  --regress-dir "$T/reg" --json "$T/c.json" >"$T/check" 2>&1 || fail "narrowed check: exit $? :: $(tail -3 "$T/check")"
+  --regress-dir "$T/reg" --json "$T/c.json" --junit "$T/c.xml" >"$T/check" 2>&1 || fail "narrowed check: exit $? :: $(tail -3 "$T/check")"
 grep -q '"features_missing":[[:space:]]*\[\]' "$T/c.json" || fail "narrowed check: features missing: $(grep -o '"features_missing".*' "$T/c.json" | head -c 200)"
 grep -q 'dtype_F64\* 2000' "$T/check" || fail "narrowed check: not all 2000 cases F64"
+grep -q '<testcase classname="reshard.props" name="feature_coverage"></testcase>' "$T/c.xml" ||
+  fail "narrowed check: JUnit has no passed feature_coverage testcase"
 
 # --properties runs only the named properties; feature coverage is still judged.
 "$R" check --seed 3 --cases 20 --properties boxes,compare_sees --quiet --regress-dir "$T/reg" >"$T/props" 2>&1 ||
