@@ -9,7 +9,7 @@
 
 const char CLI_GEN_HELP[] =
     "generator options (defaults reach 6-d meshes and 8-d tensors):\n"
-    "  --max-ranks N        ranks in a mesh (1..512, default 64)\n"
+    "  --max-ranks N        ranks in a mesh (1..1024, default 64)\n"
     "  --max-mesh-dims K    1..6 (default 6)      --max-tensor-dims K  0..8 (default 8)\n"
     "  --max-dim N          one tensor dim (1..65536, default 64)\n"
     "  --max-numel N        elements of the global tensor (1..2^26, default 16384)\n"
