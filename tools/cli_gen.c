@@ -20,7 +20,7 @@ const char CLI_GEN_HELP[] =
     "  --rank-lists none|permuted|sparse|all   mesh rank lists besides 0..n-1 (default all)\n";
 
 int cli_name_list(const char *cmd, const char *flag, const char *v, int (*name_bit)(const char *),
-                      uint32_t *mask) {
+                  uint32_t *mask) {
   char buf[256];
   if (strlen(v) >= sizeof buf) return cli_usage_error(cmd, "%s: list too long", flag);
   strcpy(buf, v);
@@ -28,7 +28,7 @@ int cli_name_list(const char *cmd, const char *flag, const char *v, int (*name_b
   char *save = NULL;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int b = name_bit(t);
-    if (b < 0) return cli_usage_error(cmd, "%s: unknown name '%s'", flag, t);
+    if (b < 0 || b >= 32) return cli_usage_error(cmd, "%s: unknown name '%s'", flag, t);
     m |= 1u << b;
   }
   if (!m) return cli_usage_error(cmd, "%s: empty list", flag);
