@@ -14,13 +14,16 @@
 # Every run is bounded by RS_MUTANT_TIMEOUT seconds (default 120; a run that times out survives).
 # Prints, per mutant, the number of cases until caught (the JSON report's first_failure_case), then
 # the kill rate and the median number of cases to catch one. Fails if any bug survives.
-# RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset.
+# RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset;
+# RS_MUTANT_ARGS adds generator flags to every campaign (e.g. the old generator's bounds
+# "--max-mesh-dims 4 --max-tensor-dims 4 --max-numel 4096 --max-dim 40": which bugs survive them).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
 tests=$(cd "$(dirname "$bin")" && pwd)/tests
 max=${RS_MUTANT_CASES:-2000}
 limit=${RS_MUTANT_TIMEOUT:-120}
+read -r -a extra <<<"${RS_MUTANT_ARGS:-}"
 tmp=$(mktemp -d)
 survived=0; caught=0; counts=()
 t0=$(date +%s)
@@ -39,14 +42,14 @@ for f in "$top"/*/MUTANTS.md; do
     m0=$(date +%s)
     if [ "$runner" = mpi4 ]; then
       # the MPI transport: 4 processes, one per rank (bugs only a real transport has)
-      RS_MUTANT=$id timeout "$limit" mpirun --oversubscribe --allow-run-as-root -np 4 "$bin" check --impl opt --transport mpi \
+      RS_MUTANT=$id timeout "$limit" mpirun --oversubscribe --allow-run-as-root -np 4 "$bin" check --impl opt --transport mpi "${extra[@]}" \
         --seed 11 --cases "$max" --max-failures 1 --quiet --regress-dir "$tmp/reg$id" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
       rc=$?
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
       if [ $rc -ne 0 ] && grep -qE "reshard replay|^FAIL" "$log"; then verdict=caught; else verdict=SURVIVED; n="-"; fi
       what="mpirun -np 4: $(grep -m1 -A1 -E '^FAIL' "$log" | tr '\n' ' ' | cut -c1-90)"
     elif [ "$runner" = features ]; then
-      RS_MUTANT=$id timeout "$limit" "$bin" check --properties boxes --seed 11 --cases "$max" --quiet \
+      RS_MUTANT=$id timeout "$limit" "$bin" check --properties boxes "${extra[@]}" --seed 11 --cases "$max" --quiet \
         --regress-dir "$tmp/reg$id" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
       rc=$?
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
@@ -58,7 +61,7 @@ for f in "$top"/*/MUTANTS.md; do
       if [ $rc -ne 0 ]; then verdict=caught; n="-"; else verdict=SURVIVED; n="-"; fi
       what="$runner failed: $(grep -m1 -E 'CHECK failed|FAIL|expected' "$log" | cut -c1-90)"
     else
-      RS_MUTANT=$id timeout "$limit" "$bin" check --impl "$impl" --seed 11 --cases "$max" --max-failures 1 --quiet \
+      RS_MUTANT=$id timeout "$limit" "$bin" check --impl "$impl" "${extra[@]}" --seed 11 --cases "$max" --max-failures 1 --quiet \
         --regress-dir "$tmp/reg$id" --junit "$tmp/m$id.xml" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
       rc=$?
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
