@@ -192,6 +192,17 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
     c->src.p[m] = gen_placement(ch, o, tnd, red, *fam);
     c->dst.p[m] = gen_placement(ch, o, tnd, red, *fam);
   }
+  /* Mutant 288: a tensor dim is never split by more than 3 mesh dims (the 4th shard of a dim
+   * becomes R). */
+  for (int side = 0; RS_MUTANT(288) && side < 2; side++) {
+    rs_sharding *sh = side ? &c->dst : &c->src;
+    int per_dim[RS_MAX_DIMS] = {0};
+    for (int m = 0; m < nd; m++)
+      if (sh->p[m].kind == RS_SHARD && tnd > 0) {
+        int d = ((sh->p[m].dim % tnd) + tnd) % tnd;
+        if (++per_dim[d] > 3) sh->p[m] = rs_pl_replicate();
+      }
+  }
   rs_status st = gen_ranks(ch, o, nd, size, &c->mesh);
   if (st) return st;
   gen_shape(ch, o, &c->mesh, &c->tensor);
