@@ -6,14 +6,13 @@
 #include "reshard/oracle.h"
 #include "core/values.h"
 #include "core/mutant.h"
+#include "oracle/arith.h"
+#include "core/fmt.h"
 
 #define RS_DIFF_LINES 8
 
 static int fmt_index(char *buf, size_t cap, int n, const int64_t *v) {
-  int k = snprintf(buf, cap, "[");
-  for (int i = 0; i < n; ++i) k += snprintf(buf + k, cap - (size_t)k, "%s%lld", i ? "," : "", (long long)v[i]);
-  k += snprintf(buf + k, cap - (size_t)k, "]");
-  return k;
+  return (int)strlen(rs__fmt_ints(buf, cap, v, n, "[", ",", "]"));
 }
 
 int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_locals *expected,
@@ -27,8 +26,8 @@ int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_loca
     if (RS_MUTANT(290) && pos == c->mesh.nranks - 1 && pos >= 2) continue;
     const rs_local *e = &expected->r[pos], *a = pos < actual->n ? &actual->r[pos] : NULL;
     int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
-    rs_mesh_coord(&c->mesh, pos, coord);
-    rs_local_box(&c->mesh, layout, &c->tensor, coord, start, size);
+    rs__oracle_coord(&c->mesh, pos, coord);
+    rs__oracle_box(&c->mesh, layout, &c->tensor, coord, start, size);
     char cbuf[96], ibuf[160];
     fmt_index(cbuf, sizeof cbuf, c->mesh.ndim, coord);
     int shape_ok = a && a->ndim == e->ndim && a->nbytes == e->nbytes;

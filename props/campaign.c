@@ -91,7 +91,7 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
   int wrote = 0;
   if (o->print) {
     rs_status st = rs_write_regression(o->regress_dir ? o->regress_dir : "fixtures/regressions", id,
-                                       c, msg, s->fixture, sizeof s->fixture);
+                                       c, msg, env, s->fixture, sizeof s->fixture);
     wrote = st == RS_OK;
     if (!wrote) snprintf(s->fixture, sizeof s->fixture, "(not written: %s)", rs_last_error());
     char *cj = rs_case_to_json(c);
@@ -103,7 +103,9 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
       printf("  case: %s\n", cj);
       free(cj);
     }
-    if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
+    /* the file records impl and transport, so the plain command replays it as it failed */
+    if (wrote && env->distributed) printf("  replay: mpirun -np %d reshard replay %s\n", o->gen.world_size, s->fixture);
+    else if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
     fflush(stdout);
   }
   free(v);
@@ -137,6 +139,8 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   rs_case *c = malloc(sizeof *c);
   char *msg = malloc(MSG_CAP), *msg2 = malloc(MSG_CAP);
   rs_prop_env env = o->env;
+  rs_gen_opts gen = o->gen;
+  gen.redraws = &r->redraws;
   if (!env.memo && rs_prop_memo_create(&env.memo) != RS_OK) env.memo = NULL;
   if (!c || !msg || !msg2) {
     if (env.memo != o->env.memo) rs_prop_memo_free(env.memo);
@@ -161,8 +165,12 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
       if (pass && !want_bad) break;
       rs_choices ch;
       rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
-      rs_status gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c);
+      rs_status gst = pass ? rs_gen_bad_case(&ch, &gen, c) : rs_gen_case(&ch, &gen, c);
       if (!pass && gst == RS_OK) tally_features(c, r);
+      if (!pass && gst == RS_OK && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst))) {
+        r->partial_cases++;
+        r->order_cases += c->values == RS_VALUES_ORDER;
+      }
       for (int p = 0; p < RS_PROP_COUNT; p++) {
         rs_prop_id id = (rs_prop_id)p;
         if (!en[p] || rs_prop_bad_cases(id) != pass) continue;
@@ -193,7 +201,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
           /* regenerate: shrinking reused the case buffer of this iteration */
           rs_choices_free(&ch);
           rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
-          gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c);
+          gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c); /* not recounted */
         }
       }
       rs_choices_free(&ch);

@@ -20,6 +20,7 @@ void rs_gen_opts_default(rs_gen_opts *o) {
   o->rank_lists = RS_GEN_RANKS_PERMUTED | RS_GEN_RANKS_SPARSE;
   o->orders = 1;
   o->graph_states = 729;
+  o->order_share = 50;
 }
 
 static int64_t graph_states(int mesh_ndim, int tensor_ndim) {
@@ -228,15 +229,32 @@ static rs_status gen_order(rs_choices *ch, rs_sharding *s, int ndim) {
   return RS_OK;
 }
 
-static void gen_tail(rs_choices *ch, rs_case *c) {
+static void gen_tail(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   c->seed = rs_draw(ch, 1ull << 32);
   c->planner = RS_PLANNER_AUTO;
   c->cost = rs_draw(ch, 4) == 3 ? RS_COST_PYTORCH : RS_COST_SEED;
   c->values = rs_case_default_values(c);
+  /* SPEC 8: a large share of Partial cases carry ordinary values, which pin SPEC 5's order (draw 0,
+   * the shrinker's simplest choice, keeps exact values) */
+  if (c->values == RS_VALUES_EXACT && (int)rs_draw(ch, 100) >= 100 - o->order_share)
+    c->values = RS_VALUES_ORDER;
   strcpy(c->name, "generated");
 }
 
+static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c);
+
 rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
+  /* A dtype that cannot hold the case's values (exact values for the rank count) is never filled
+   * with zeros: the case is drawn again from the following draws of the stream, and counted. */
+  for (int attempt = 0;; attempt++) {
+    rs_status st = gen_one(ch, o, c);
+    if (st || attempt >= 63 || rs_case_check_values(c) == RS_OK) return st ? st : rs_case_validate(c);
+    rs_clear_error();
+    if (o->redraws) (*o->redraws)++;
+  }
+}
+
+static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   int fam;
   rs_status st = gen_parts(ch, o, c, &fam);
   if (st) return st;
@@ -254,8 +272,8 @@ rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
     if ((st = rs_sharding_set_default_order(&c->src, c->tensor.ndim))) return st;
     if ((st = rs_sharding_set_default_order(&c->dst, c->tensor.ndim))) return st;
   }
-  gen_tail(ch, c);
-  return rs_case_validate(c);
+  gen_tail(ch, o, c);
+  return RS_OK;
 }
 
 rs_status rs_gen_bad_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
@@ -295,7 +313,7 @@ rs_status rs_gen_bad_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   /* Orders are best effort here: a planted bad dim makes them fail, which validation reports. */
   if (gen_order(ch, &c->src, tnd) != RS_OK) rs_clear_error();
   if (gen_order(ch, &c->dst, tnd) != RS_OK) rs_clear_error();
-  gen_tail(ch, c);
+  gen_tail(ch, o, c);
   c->values = RS_VALUES_EXACT;
   strcpy(c->name, "generated-bad");
   return RS_OK;

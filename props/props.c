@@ -30,6 +30,7 @@ static const struct {
     [RS_PROP_COMPARE_SEES] = {"compare_sees", RS_PLANNER_AUTO, 0, 0},
     [RS_PROP_OPT_ORACLE] = {"opt_oracle", RS_PLANNER_AUTO, 0, 1},
     [RS_PROP_OPT_PLAN] = {"opt_plan", RS_PLANNER_AUTO, 0, 1},
+    [RS_PROP_VALUES] = {"values", RS_PLANNER_AUTO, 0, 0},
 };
 
 const char *rs_prop_name(rs_prop_id id) {
@@ -75,7 +76,7 @@ static rs_outcome fail_st(char *msg, size_t cap, const char *what, rs_status st)
   return say(RS_FAIL, msg, cap, "%s failed: %s: %s", what, rs_status_name(st), e[0] ? e : "(no message)");
 }
 
-/* The seed's graph planner creates Partial only as Partial(sum) from Replicate, and cannot move a
+/* The reference graph planner makes Partial only as Partial(sum) from Replicate, and cannot move a
  * Partial between mesh dims: a dst Partial(op != sum) is reachable only where src has it already.
  * Searching for an unreachable state explores the whole state space, so it is skipped up front. */
 static int graph_reachable(const rs_case *c) {
@@ -116,7 +117,7 @@ static rs_outcome make_plan(const rs_prop_env *env, const rs_case *c, rs_planner
   return RS_PASS;
 }
 
-/* Seed 001's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
+/* PyTorch's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
 static void trace_of(const rs_case *c, const rs_plan *p, char *buf, size_t cap) {
   if (rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, p, buf, cap) == RS_OK) return;
   size_t n = (size_t)snprintf(buf, cap, "steps");
@@ -125,6 +126,17 @@ static void trace_of(const rs_case *c, const rs_plan *p, char *buf, size_t cap) 
     rs_format_placement(p->step[i].from, a, sizeof a);
     rs_format_placement(p->step[i].to, b, sizeof b);
     n += (size_t)snprintf(buf + n, cap - n, " [mesh dim %d: %s->%s]", p->step[i].mesh_dim, a, b);
+  }
+}
+
+/* The trace plus the plan's value-changing events (what the oracle was given). */
+static void trace_with_events(const rs_case *c, const rs_plan *p, const rs_events *ev, char *buf,
+                              size_t cap) {
+  trace_of(c, p, buf, cap);
+  size_t n = strlen(buf);
+  if (ev->n && n + 12 < cap) {
+    n += (size_t)snprintf(buf + n, cap - n, "; events ");
+    rs_events_format(ev, buf + n, cap - n);
   }
 }
 
@@ -265,7 +277,7 @@ static rs_outcome prop_boxes(const rs_prop_env *env, const rs_case *c, char *msg
   rs_outcome o;
   if (st) {
     o = fail_st(msg, cap, "rs_make_source", st);
-  } else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp)) != RS_OK) {
+  } else if ((st = rs_memo_expected(env->memo, c, NULL, &s.exp, &exp)) != RS_OK) {
     o = fail_st(msg, cap, "rs_oracle_expected", st);
   } else if ((o = check_layout_boxes(c, &c->src, "src", in, msg, cap)) == RS_PASS) {
     o = check_layout_boxes(c, &c->dst, "dst", exp, msg, cap);
@@ -284,12 +296,14 @@ static rs_outcome prop_oracle(const rs_prop_env *env, const rs_case *c, rs_plann
   scratch s = {0};
   const rs_locals *in, *exp;
   rs_status st;
+  rs_events ev;
   if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
   else if ((st = rs_ref_execute(c, &p, in, &s.out))) o = fail_st(msg, cap, "rs_ref_execute", st);
-  else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else if ((st = rs_events_from_plan(&c->mesh, &p, &ev))) o = fail_st(msg, cap, "rs_events_from_plan", st);
+  else if ((st = rs_memo_expected(env->memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else {
     char tr[1024];
-    trace_of(c, &p, tr, sizeof tr);
+    trace_with_events(c, &p, &ev, tr, sizeof tr);
     o = compare(c, &c->dst, exp, &s.out, "ref vs oracle", tr, msg, cap);
   }
   scratch_free(&s);
@@ -319,7 +333,24 @@ static rs_outcome prop_roundtrip(const rs_prop_env *env, const rs_case *c, rs_pl
     trace_of(c, &p1, t1, sizeof t1);
     trace_of(&back, &p2, t2, sizeof t2);
     snprintf(tr, sizeof tr, "%s, back %s", t1, t2);
-    o = compare(c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
+    if (c->values == RS_VALUES_ORDER && rs_sharding_has_partial(&c->dst)) {
+      /* Partition there and reduction back round order values: the truth is the oracle's run of
+       * both plans' events, from the source layout back to it. */
+      rs_events ev, ev2;
+      if ((st = rs_events_from_plan(&c->mesh, &p1, &ev)) || (st = rs_events_from_plan(&c->mesh, &p2, &ev2))) {
+        o = fail_st(msg, cap, "rs_events_from_plan", st);
+      } else if (ev.n + ev2.n > RS_MAX_EVENTS) {
+        o = say(RS_SKIP, msg, cap, "round trip: too many events");
+      } else {
+        for (int i = 0; i < ev2.n; i++) ev.ev[ev.n++] = ev2.ev[i];
+        if ((st = rs_oracle_expected_events(c, &c->src, &ev, &s.exp)))
+          o = fail_st(msg, cap, "rs_oracle_expected_events", st);
+        else
+          o = compare(c, &c->src, &s.exp, &s.back, "round trip vs oracle", tr, msg, cap);
+      }
+    } else {
+      o = compare(c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
+    }
   }
   scratch_free(&s);
   return o;
@@ -459,7 +490,7 @@ static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *m
 static rs_outcome prop_compare_sees(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
   scratch s = {0};
   const rs_locals *exp;
-  rs_status st = rs_memo_expected(env->memo, c, &s.exp, &exp);
+  rs_status st = rs_memo_expected(env->memo, c, NULL, &s.exp, &exp);
   if (st) {
     scratch_free(&s);
     return fail_st(msg, cap, "rs_oracle_expected", st);
@@ -619,8 +650,18 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
   rs_outcome o = RS_PASS;
   int have_ref = 0;
   const rs_locals *in = NULL, *exp = NULL;
+  /* opt's own schedule follows the canonical event sequence, a given plan its own (SPEC 5); ref
+   * runs its plan, so it is the same truth only when the two sequences agree. */
+  rs_events canon, planned, *ev = &canon;
+  int same_events = 1;
+  if ((st = rs_events_canonical(&c->mesh, &c->src, &c->dst, &canon))) return fail_st(msg, cap, "rs_events_canonical", st);
+  if (po == RS_PASS) {
+    if ((st = rs_events_from_plan(&c->mesh, &p, &planned))) return fail_st(msg, cap, "rs_events_from_plan", st);
+    if (use_ref_plan) ev = &planned;
+    else same_events = rs_events_equal(&canon, &planned) || c->values != RS_VALUES_ORDER;
+  }
   if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
-  else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else if ((st = rs_memo_expected(env->memo, c, ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else if (po == RS_PASS) {
     /* ref's own failures are other properties' business; here they only decide what opt is
      * compared with - except that a plan ref refuses must be refused by opt too. */
@@ -645,7 +686,7 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
     } else {
       st = rs_opt_redistribute(env->opt, env->world, c, in, &s.out, &stats);
       o = st ? fail_st(msg, cap, "rs_opt_redistribute", st)
-             : check_opt(env, c, exp, have_ref ? &s.back : NULL, &s.out, NULL, "opt", msg, cap);
+             : check_opt(env, c, exp, have_ref && same_events ? &s.back : NULL, &s.out, NULL, "opt", msg, cap);
     }
     if (o == RS_PASS) o = check_posted(env, c, use_ref_plan, &stats, msg, cap);
   }
@@ -653,6 +694,63 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
   return o;
 }
 #endif
+
+/* ---- 8. the test values themselves (SPEC 8) ---- */
+
+/* (a) exact and order sources of a non-empty tensor are never all zero bytes (a degenerate source
+ * hides every reduction bug); (b) exact pieces reduce, with the canonical reductions of src's
+ * Partial dims, to the logical tensor rs_value_global defines (pieces that wrapped or rounded
+ * would not). */
+static rs_outcome prop_values(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
+  if (c->values == RS_VALUES_BITS || !rs_dtype_reducible(c->tensor.dtype))
+    return say(RS_SKIP, msg, cap, "bits values");
+  int64_t numel = 1;
+  for (int d = 0; d < c->tensor.ndim; d++) numel *= c->tensor.shape[d];
+  scratch s = {0};
+  const rs_locals *in;
+  rs_status st = rs_memo_source(env->memo, c, &s.in, &in);
+  if (st) return fail_st(msg, cap, "rs_make_source", st);
+  rs_outcome o = RS_PASS;
+  int nonzero = 0;
+  for (int pos = 0; pos < in->n && !nonzero; pos++) {
+    const unsigned char *b = in->r[pos].data;
+    for (int64_t i = 0; i < in->r[pos].nbytes; i++)
+      if (b[i]) {
+        nonzero = 1;
+        break;
+      }
+  }
+  if (numel > 0 && !nonzero) {
+    o = say(RS_FAIL, msg, cap, "values: all %lld source elements of every rank are zero (%s values, %s)",
+            (long long)numel, c->values == RS_VALUES_EXACT ? "exact" : "order", rs_dtype_name(c->tensor.dtype));
+  } else if (c->values == RS_VALUES_EXACT && rs_sharding_has_partial(&c->src) && numel > 0) {
+    rs_sharding whole;
+    memset(&whole, 0, sizeof whole);
+    whole.mesh_ndim = c->mesh.ndim; /* every mesh dim Replicate: each rank holds the reduced tensor */
+    rs_events ev;
+    if ((st = rs_events_canonical(&c->mesh, &c->src, &whole, &ev)) ||
+        (st = rs_oracle_expected_events(c, &whole, &ev, &s.exp))) {
+      o = fail_st(msg, cap, "rs_oracle_expected_events", st);
+    } else {
+      int es = rs_dtype_size(c->tensor.dtype);
+      unsigned char g[8];
+      const unsigned char *r0 = s.exp.r[0].data;
+      for (int64_t i = 0; i < numel; i++) {
+        rs_value_global(c, i, g);
+        if (memcmp(g, r0 + i * es, (size_t)es) != 0) {
+          o = say(RS_FAIL, msg, cap,
+                  "values: the source pieces reduce to 0x%llx at flat index %lld, the logical tensor "
+                  "holds 0x%llx (%s, exact values)", (unsigned long long)rs_elem_bits(c->tensor.dtype, r0, i),
+                  (long long)i, (unsigned long long)rs_elem_bits(c->tensor.dtype, g, 0),
+                  rs_dtype_name(c->tensor.dtype));
+          break;
+        }
+      }
+    }
+  }
+  scratch_free(&s);
+  return o;
+}
 
 /* ---- dispatch ---- */
 
@@ -671,6 +769,7 @@ rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, 
     case RS_PROP_PLAN_LEGAL_GRAPH: return prop_plan_legal(env, c, RS_PLANNER_GRAPH, msg, cap);
     case RS_PROP_REJECT_BAD: return prop_reject(env, c, msg, cap);
     case RS_PROP_COMPARE_SEES: return prop_compare_sees(env, c, msg, cap);
+    case RS_PROP_VALUES: return prop_values(env, c, msg, cap);
 #ifdef RS_HAVE_OPT
     case RS_PROP_OPT_ORACLE: return prop_opt(env, c, 0, msg, cap);
     case RS_PROP_OPT_PLAN: return prop_opt(env, c, 1, msg, cap);

@@ -60,6 +60,8 @@ typedef struct rs_gen_opts {
    * (counted as "graph_bounded"). Default 729: 4-d meshes up to 3-d
    * tensors, 5-6-d meshes up to 1-d tensors. */
   int64_t graph_states;
+  int order_share;     /* percent of Partial cases drawn with `order` values, the rest `exact` (default 50) */
+  int64_t *redraws;    /* optional: +1 per case drawn again because its dtype cannot hold its values */
 } rs_gen_opts;
 
 void rs_gen_opts_default(rs_gen_opts *o);
@@ -85,6 +87,7 @@ typedef enum rs_prop_id {
   RS_PROP_COMPARE_SEES,   /* the comparator reports one planted bit flip: its rank and index */
   RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
   RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
+  RS_PROP_VALUES,         /* sources of a non-empty tensor are not all zero; exact pieces reduce to G */
   RS_PROP_COUNT
 } rs_prop_id;
 
@@ -167,6 +170,8 @@ const char *rs_feature_name(int f);
 
 typedef struct rs_campaign_result {
   int64_t cases;
+  int64_t partial_cases, order_cases; /* valid cases with a Partial in src or dst; of them `order` */
+  int64_t redraws;      /* cases drawn again because the dtype could not hold exact values */
   double seconds;       /* wall clock */
   double cpu_seconds;   /* this process's CPU time (the rate on a shared machine) */
   int failed;           /* properties that failed, plus 1 when feature coverage failed */
@@ -181,11 +186,32 @@ void rs_campaign_opts_default(rs_campaign_opts *o);
 /* Runs the campaign; returns RS_OK whether or not properties failed (see r->failed). */
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r);
 
-/* Write the shrunk failing case as JSON (case + "property" + "message") to dir; path_out gets the
- * file name (<property>-<hash>.json). */
+/* ---- saved failures (props/replay.c) ---- */
+/* Write the shrunk failing case as JSON (case + "property" + "message" + what it failed with:
+ * "impl" ref|opt, "transport" local|mpi and, for mpi, "world_size") to dir; path_out gets the file
+ * name (<property>-<hash>.json). The case itself carries its planner, cost and values. */
 rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, const char *msg,
-                              char *path_out, size_t cap);
-/* Replay a saved regression file: runs its property. *failed = 1 if it still fails. */
+                              const rs_prop_env *env, char *path_out, size_t cap);
+
+/* A saved failure as read back: the property, the case (or the parser's refusal of it, for the
+ * bad-case property) and what it failed with. Files written before "impl" existed replay with opt
+ * when their property needs opt, else with ref. */
+typedef struct rs_saved_failure {
+  rs_prop_id id;
+  int case_ok;            /* 0: the case parser refused the case; reject holds why */
+  char reject[512];
+  rs_case c;
+  rs_impl impl;
+  char transport[8];      /* "local" or "mpi" */
+  int world_size;         /* mpi: processes it ran on (0: not recorded) */
+} rs_saved_failure;
+
+rs_status rs_saved_failure_read(const char *path, rs_saved_failure *out);
+/* Run the saved property against env. *failed = 1 if it still fails. An env whose impl cannot run
+ * the property (an opt property under ref) is RS_ERR_INVALID, not a silent skip. */
+rs_status rs_saved_failure_replay(const rs_saved_failure *f, const rs_prop_env *env, int *failed,
+                                  char *msg, size_t cap);
+/* Both, with env as given (kept for callers that choose the impl themselves). */
 rs_status rs_replay_file(const char *path, const rs_prop_env *env, int *failed, char *msg,
                          size_t cap);
 

@@ -1,4 +1,4 @@
-/* comm.h - the copy service every transport implements (the shape of seed 000's CopyService):
+/* comm.h - the copy service every transport implements (Megatron-Core's CopyService shape):
  * submit_send(views, peer, task), submit_recv(views, peer, task), run(). A send and a receive match
  * when they name the same (sender, receiver, task); their views must hold the same byte count, and
  * bytes travel in row-major order of the views, one after the other. Views stay owned by the caller
