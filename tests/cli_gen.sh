@@ -33,6 +33,12 @@ grep -qE '"tensor":\{"shape":\[[0-9]+(,[0-9]+){7}\]' "$T/wide" || fail "gen: no 
 "$R" gen --seed 5 --cases 400 --partial none >"$T/copy" || fail "gen --partial none: exit $?"
 grep -q 'P(' "$T/copy" && fail "gen --partial none produced a Partial"
 
+# --order-share: 0 gives exact values only, 100 order values for every Partial case.
+"$R" gen --seed 5 --cases 300 --partial often --order-share 0 | grep -q '"values":"order"' &&
+  fail "gen --order-share 0 produced order values"
+"$R" gen --seed 5 --cases 300 --partial often --order-share 100 | grep -q '"values":"order"' ||
+  fail "gen --order-share 100 produced no order values"
+
 # The same seed and options give the same cases (gen's case i is check's case i).
 "$R" gen --seed 5 --cases 50 --dtypes F16 >"$T/a"; "$R" gen --seed 5 --cases 50 --dtypes F16 >"$T/b"
 cmp -s "$T/a" "$T/b" || fail "gen is not deterministic"
@@ -56,7 +62,7 @@ grep -q '<testcase classname="reshard.props" name="feature_coverage"></testcase>
 # Bad values are usage errors (exit 2), never a crash or a silent default.
 for args in "--dtypes F33" "--dtypes ," "--ops sum,mean" "--partial sometimes" "--orders random" \
   "--rank-lists some" "--max-mesh-dims 7" "--max-tensor-dims 9" "--max-dim 0" "--max-numel 1e9" \
-  "--max-work -1" "--max-ranks 100000" "--max-dim"; do
+  "--max-work -1" "--max-ranks 100000" "--max-dim" "--order-share 101"; do
   # shellcheck disable=SC2086
   "$R" gen --cases 1 $args >/dev/null 2>"$T/err"; rc=$?
   [ $rc = 2 ] || fail "gen $args: exit $rc, want 2"

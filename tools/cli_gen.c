@@ -17,7 +17,9 @@ const char CLI_GEN_HELP[] =
     "  --dtypes LIST        e.g. BF16,F32 (default all)   --ops LIST  of sum,avg,min,max\n"
     "  --partial none|some|often   copy-only, some (default), or Partial-heavy cases\n"
     "  --orders default|any        shard orders (default any)\n"
-    "  --rank-lists none|permuted|sparse|all   mesh rank lists besides 0..n-1 (default all)\n";
+    "  --rank-lists none|permuted|sparse|all   mesh rank lists besides 0..n-1 (default all)\n"
+    "  --order-share P      percent of Partial cases with order values, the rest exact (0..100,\n"
+    "                       default 50)\n";
 
 int cli_name_list(const char *cmd, const char *flag, const char *v, int (*name_bit)(const char *),
                   uint32_t *mask) {
@@ -81,7 +83,8 @@ int cli_gen_opt(const char *cmd, int argc, char **argv, int *i, rs_gen_opts *g) 
     long long lo, hi;
   } ints[] = {{"--max-ranks", 1, RS_MAX_RANKS},       {"--max-mesh-dims", 1, RS_MAX_MESH_DIMS},
               {"--max-tensor-dims", 0, RS_MAX_DIMS}, {"--max-dim", 1, 1 << 16},
-              {"--max-numel", 1, 1 << 26},           {"--max-work", 1, 1 << 28}};
+              {"--max-numel", 1, 1 << 26},           {"--max-work", 1, 1 << 28},
+              {"--order-share", 0, 100}};
   const char *v;
   int r;
   for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
@@ -95,7 +98,8 @@ int cli_gen_opt(const char *cmd, int argc, char **argv, int *i, rs_gen_opts *g) 
       case 2: g->max_tensor_dims = (int)n; break;
       case 3: g->max_dim = n; break;
       case 4: g->max_numel = n; break;
-      default: g->max_work = n; break;
+      case 5: g->max_work = n; break;
+      default: g->order_share = (int)n; break;
     }
     return 1;
   }
