@@ -8,21 +8,29 @@
 #     command, or a failed feature-coverage check (a generator that stopped producing something);
 #   - or, when the row's 5th column names a test binary (e.g. test_props_shrink), by that unit test
 #     failing (harness code that no campaign can see fail on its own, like the shrinker);
-#   - or, when it says mpi4, by `reshard check --transport mpi` under mpirun -np 4 (MPI transport).
+#   - or, when it says mpi4, by `reshard check --transport mpi` under mpirun -np 4 (MPI transport);
+#   - or, when it says features, by the feature-coverage check of a campaign that runs only the
+#     cheap `boxes` property (a generator bug: no property can fail, only the coverage count).
+# Every run is bounded by RS_MUTANT_TIMEOUT seconds (default 120; a run that times out survives).
 # Prints, per mutant, the number of cases until caught (the JSON report's first_failure_case), then
 # the kill rate and the median number of cases to catch one. Fails if any bug survives.
-# RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset.
-# Then the checkpoint blocks below: ref/ckpt/MUTANTS.md through `reshard ckpt check`, and
-# opt/ckpt/MUTANTS.md through `reshard ckpt check --impl opt` (the ckpt_opt cross property).
+# RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset;
+# RS_MUTANT_ARGS adds generator flags to every campaign (e.g. the old generator's bounds
+# "--max-mesh-dims 4 --max-tensor-dims 4 --max-numel 4096 --max-dim 40": which bugs survive them).
+# Then the feature blocks below: core/tp/MUTANTS.md through `reshard tp check`,
+# opt/p2p/MUTANTS.md through `reshard p2p check`, ref/ckpt/MUTANTS.md through `reshard ckpt check`,
+# and opt/ckpt/MUTANTS.md through `reshard ckpt check --impl opt` (the ckpt_opt cross property).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$1
 tests=$(cd "$(dirname "$bin")" && pwd)/tests
 max=${RS_MUTANT_CASES:-2000}
+limit=${RS_MUTANT_TIMEOUT:-120}
+read -r -a extra <<<"${RS_MUTANT_ARGS:-}"
 tmp=$(mktemp -d)
 survived=0; caught=0; counts=()
 t0=$(date +%s)
-printf '%-5s %-6s %-8s %8s  %s\n' id table verdict cases "first failure"
+printf '%-5s %-6s %-8s %8s %5s  %s\n' id table verdict cases s "first failure"
 for f in "$top"/*/MUTANTS.md; do
   [ -f "$f" ] || continue
   layer=$(basename "$(dirname "$f")")
@@ -34,21 +42,29 @@ for f in "$top"/*/MUTANTS.md; do
     [ -n "$id" ] || continue
     if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
     log="$tmp/m$id.log"
+    m0=$(date +%s)
     if [ "$runner" = mpi4 ]; then
       # the MPI transport: 4 processes, one per rank (bugs only a real transport has)
-      RS_MUTANT=$id mpirun --oversubscribe --allow-run-as-root -np 4 "$bin" check --impl opt --transport mpi \
+      RS_MUTANT=$id timeout "$limit" mpirun --oversubscribe --allow-run-as-root -np 4 "$bin" check --impl opt --transport mpi "${extra[@]}" \
         --seed 11 --cases "$max" --max-failures 1 --quiet --regress-dir "$tmp/reg$id" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
       rc=$?
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
       if [ $rc -ne 0 ] && grep -qE "reshard replay|^FAIL" "$log"; then verdict=caught; else verdict=SURVIVED; n="-"; fi
       what="mpirun -np 4: $(grep -m1 -A1 -E '^FAIL' "$log" | tr '\n' ' ' | cut -c1-90)"
+    elif [ "$runner" = features ]; then
+      RS_MUTANT=$id timeout "$limit" "$bin" check --properties boxes "${extra[@]}" --seed 11 --cases "$max" --quiet \
+        --regress-dir "$tmp/reg$id" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
+      rc=$?
+      n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
+      if [ $rc -eq 1 ] && grep -q "FAIL feature coverage" "$log"; then verdict=caught; else verdict=SURVIVED; n="-"; fi
+      what=$(grep -m1 -E '^FAIL' "$log" | cut -c1-110)
     elif [ -n "$runner" ]; then
-      RS_MUTANT=$id "$tests/$runner" "$top" >"$log" 2>&1 </dev/null
+      RS_MUTANT=$id timeout "$limit" "$tests/$runner" "$top" >"$log" 2>&1 </dev/null
       rc=$?
       if [ $rc -ne 0 ]; then verdict=caught; n="-"; else verdict=SURVIVED; n="-"; fi
-      what="$runner failed: $(grep -m1 -E 'CHECK failed|FAIL' "$log" | cut -c1-90)"
+      what="$runner failed: $(grep -m1 -E 'CHECK failed|FAIL|expected' "$log" | cut -c1-90)"
     else
-      RS_MUTANT=$id "$bin" check --impl "$impl" --seed 11 --cases "$max" --max-failures 1 --quiet \
+      RS_MUTANT=$id timeout "$limit" "$bin" check --impl "$impl" "${extra[@]}" --seed 11 --cases "$max" --max-failures 1 --quiet \
         --regress-dir "$tmp/reg$id" --junit "$tmp/m$id.xml" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
       rc=$?
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
@@ -66,7 +82,7 @@ for f in "$top"/*/MUTANTS.md; do
       survived=$((survived + 1))
       tail -n 5 "$log"
     fi
-    printf '%-5s %-6s %-8s %8s  %s\n' "$id" "$layer" "$verdict" "${n:--}" "$what"
+    printf '%-5s %-6s %-8s %8s %5s  %s\n' "$id" "$layer" "$verdict" "${n:--}" "$(( $(date +%s) - m0 ))" "$what"
   done < <(grep -E '^\| *[0-9]+ *\|' "$f")
 done
 

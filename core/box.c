@@ -32,7 +32,10 @@ void rs_box_of_coord(const int64_t *mesh_size, const rs_sharding *s, const rs_te
       int md = s->order[d][k];
       int64_t len, off;
       /* Mutant 271: the third level of a nested split splits the whole dim again. */
-      rs_split(RS_MUTANT(271) && k >= 2 ? t->shape[d] : sz, mesh_size[md], coord[md], &len, &off);
+      rs_split(RS_MUTANT(271) && k >= 2 ? t->shape[d] : sz, mesh_size[md],
+               /* Mutant 279: the fourth level of a nested split (a tensor dim on 4+ mesh dims)
+                * takes the coordinate of the third level's mesh dim. */
+               RS_MUTANT(279) && k >= 3 ? coord[s->order[d][k - 1]] % mesh_size[md] : coord[md], &len, &off);
       st += off;
       sz = len;
     }

@@ -169,9 +169,12 @@ static void copy_nest(char *dst, const char *src, const nest *o, int stream) {
     while (k >= 0) {
       dst += o->sd[k];
       src += o->ss[k];
-      if (++idx[k] < o->size[k]) break;
-      dst -= o->sd[k] * o->size[k];
-      src -= o->ss[k] * o->size[k];
+      /* Mutant 278: in a nest of 4+ outer levels (only boxes of 5+ dims make one) the third
+       * level stops one index early: a slab of the box is never copied. */
+      int64_t lim = o->size[k] - (RS_MUTANT(278) && k == 2 && o->size[k] > 1);
+      if (++idx[k] < lim) break;
+      dst -= o->sd[k] * lim;
+      src -= o->ss[k] * lim;
       idx[k] = 0;
       k--;
     }
@@ -222,7 +225,9 @@ static void runs_next(runs *r) {
     r->done = 1;
     return;
   }
-  for (int d = 0; d < n; ++d) base += r->idx[d] * v->stride[d];
+  /* Mutant 287: after a carry the run's address leaves out the outermost index of a 3+-d view
+   * (copies between differently shaped views re-read the first slab). */
+  for (int d = RS_MUTANT(287) && n >= 3 ? 1 : 0; d < n; ++d) base += r->idx[d] * v->stride[d];
   r->p = base;
   r->left = contig ? v->size[n - 1] * v->esize : v->esize;
 }
@@ -334,6 +339,8 @@ rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n)
     if (k > d->size[dim]) k = d->size[dim];
     for (int64_t j = 0; j < k; ++j) {
       int64_t a0 = d->size[dim] * j / k, a1 = d->size[dim] * (j + 1) / k;
+      /* Mutant 286: the last slab of a pair stops one row short (batches of 8 MiB and more). */
+      if (RS_MUTANT(286) && j == k - 1) a1--;
       it[m].d = *d;
       it[m].s = *sv;
       it[m].d.size[dim] = it[m].s.size[dim] = a1 - a0;

@@ -56,7 +56,7 @@ static void enabled_props(const rs_campaign_opts *o, int *en) {
   for (int i = 0; i < RS_PROP_COUNT; i++) {
     rs_prop_id id = (rs_prop_id)i;
     rs_planner_kind k = rs_prop_planner(id);
-    en[i] = 1;
+    en[i] = !o->props || (o->props & (1u << i));
     if (rs_prop_needs_opt(id) && o->impl != RS_IMPL_OPT) en[i] = 0;
     if (k == RS_PLANNER_GREEDY && !(o->planners & 1)) en[i] = 0;
     if (k == RS_PLANNER_GRAPH && !(o->planners & 2)) en[i] = 0;
@@ -133,8 +133,9 @@ static void check_features(const rs_campaign_opts *o, rs_campaign_result *r) {
 
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   memset(r, 0, sizeof *r);
-  int en[RS_PROP_COUNT];
+  int en[RS_PROP_COUNT], want_bad = 0;
   enabled_props(o, en);
+  for (int p = 0; p < RS_PROP_COUNT; p++) want_bad |= en[p] && rs_prop_bad_cases((rs_prop_id)p);
   rs_case *c = malloc(sizeof *c);
   char *msg = malloc(MSG_CAP), *msg2 = malloc(MSG_CAP);
   rs_prop_env env = o->env;
@@ -159,7 +160,9 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     if (o->cases <= 0) stop = agree(&env, stop); /* time is local: agree on when to stop */
     if (stop) break;
     for (int pass = 0; pass < 2; pass++) {
-      /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case. */
+      /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case, drawn
+       * only when a property wants one (--properties may leave them all out). */
+      if (pass && !want_bad) break;
       rs_choices ch;
       rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
       rs_status gst = pass ? rs_gen_bad_case(&ch, &gen, c) : rs_gen_case(&ch, &gen, c);

@@ -7,7 +7,7 @@
 #include "props/features.h"
 
 enum {
-  F_UNEVEN, F_EMPTY, F_ORDER, F_ORDER_2WAY,
+  F_UNEVEN, F_EMPTY, F_ORDER, F_ORDER_2WAY, F_NEST_3WAY, F_NEST_4WAY,
   F_P_SUM, F_P_AVG, F_P_MIN, F_P_MAX,
   F_MESH_5D, F_MESH_6D, F_TENSOR_0D, F_TENSOR_5D_PLUS, F_TENSOR_8D, F_NUMEL_BIG,
   F_RANKS_PERMUTED, F_RANKS_SPARSE,
@@ -22,6 +22,7 @@ enum {
 
 static const char *const NAMES[F_DTYPE0] = {
     "uneven_shards", "empty_shards", "order_nondefault", "order_nondefault_2way",
+    "split_3way", "split_4way_plus",
     "partial_sum", "partial_avg", "partial_min", "partial_max",
     "mesh_5d", "mesh_6d", "tensor_0d", "tensor_5d_plus", "tensor_8d", "numel_over_4096",
     "ranks_permuted", "ranks_sparse",
@@ -77,6 +78,8 @@ static void layout_features(const rs_case *c, const rs_sharding *s, int *hit) {
   for (int d = 0; d < t->ndim; d++) {
     lo[d] = INT64_MAX;
     hi[d] = -1;
+    if (s->order_len[d] == 3) hit[F_NEST_3WAY] = 1;
+    if (s->order_len[d] >= 4) hit[F_NEST_4WAY] = 1;
     if (s->order_len[d] >= 2) {
       for (int k = 0; k + 1 < s->order_len[d]; k++)
         if (s->order[d][k] > s->order[d][k + 1]) {
@@ -142,11 +145,19 @@ int rs__feature_required(const rs_gen_opts *o, int f) {
     case F_ORDER: case F_ORDER_2WAY: return o->orders && o->max_mesh_dims >= 2 && o->max_tensor_dims >= 1;
     case F_P_SUM: case F_P_AVG: case F_P_MIN: case F_P_MAX:
       return partial && (!o->ops || (o->ops & (1u << (f - F_P_SUM))));
+    case F_NEST_3WAY: return o->max_mesh_dims >= 3 && o->max_tensor_dims >= 1;
+    case F_NEST_4WAY: return o->max_mesh_dims >= 4 && o->max_tensor_dims >= 1;
     case F_MESH_5D: return o->max_mesh_dims >= 5;
     case F_MESH_6D: return o->max_mesh_dims >= 6;
     case F_TENSOR_5D_PLUS: return o->max_tensor_dims >= 5;
     case F_TENSOR_8D: return o->max_tensor_dims >= 8;
-    case F_NUMEL_BIG: return o->max_numel > BIG_NUMEL && o->max_work > BIG_NUMEL;
+    case F_NUMEL_BIG: {
+      /* required where ordinary draws reach it: every dim up to 16 (most draws are; bigger dims
+       * are rare), so 4+ tensor dims, unless the element bounds rule it out */
+      int64_t reach = 1, typ = o->max_dim > 0 && o->max_dim < 16 ? o->max_dim : 16;
+      for (int d = 0; d < o->max_tensor_dims && reach <= BIG_NUMEL; d++) reach *= typ;
+      return o->max_numel > BIG_NUMEL && o->max_work > BIG_NUMEL && reach > BIG_NUMEL;
+    }
     case F_RANKS_PERMUTED: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_PERMUTED);
     case F_RANKS_SPARSE: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_SPARSE);
     case F_VALUES_BITS: return o->partial != RS_GEN_PARTIAL_OFTEN;

@@ -122,12 +122,15 @@ static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs
   int64_t cap = o->max_numel > 0 ? o->max_numel : 1 << 14;
   int64_t work = o->max_work > 0 ? o->max_work : 1 << 16;
   if (cap > work / m->nranks) cap = work / m->nranks;
+  /* Mutant 285: the element cap is the old generator's 4,096 whatever the options say. */
+  if (RS_MUTANT(285) && cap > 4096) cap = 4096;
   if (cap < 1) cap = 1;
   for (;;) {
     int64_t numel = 1;
     int big = 0;
     for (int d = 0; d < t->ndim; d++) {
-      numel *= t->shape[d];
+      /* saturate above cap: --max-dim may allow 8 dims whose product overflows int64 */
+      numel = t->shape[d] && numel > cap / t->shape[d] ? cap + 1 : numel * t->shape[d];
       if (t->shape[d] > t->shape[big]) big = d;
     }
     if (numel <= cap) break;
@@ -172,6 +175,8 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
   if (RS_MUTANT(264) && nd > 5) nd = 5;
   c->tensor.dtype = gen_dtype(ch, o);
   c->tensor.ndim = PICK(ch, TENSOR_ND);
+  /* Mutant 284: the tensor-rank table tops out at 7 dims: no 8-d tensors. */
+  if (RS_MUTANT(284) && c->tensor.ndim > 7) c->tensor.ndim = 7;
   if (c->tensor.ndim > maxt) c->tensor.ndim = maxt;
   *fam = PICK(ch, fam_tbl);
   /* An ops mask narrows the family to one it allows (sum/avg first). */
@@ -187,6 +192,17 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
     size[m] = PICK(ch, MESH_SZ);
     c->src.p[m] = gen_placement(ch, o, tnd, red, *fam);
     c->dst.p[m] = gen_placement(ch, o, tnd, red, *fam);
+  }
+  /* Mutant 288: a tensor dim is never split by more than 3 mesh dims (the 4th shard of a dim
+   * becomes R). */
+  for (int side = 0; RS_MUTANT(288) && side < 2; side++) {
+    rs_sharding *sh = side ? &c->dst : &c->src;
+    int per_dim[RS_MAX_DIMS] = {0};
+    for (int m = 0; m < nd; m++)
+      if (sh->p[m].kind == RS_SHARD && tnd > 0) {
+        int d = ((sh->p[m].dim % tnd) + tnd) % tnd;
+        if (++per_dim[d] > 3) sh->p[m] = rs_pl_replicate();
+      }
   }
   rs_status st = gen_ranks(ch, o, nd, size, &c->mesh);
   if (st) return st;

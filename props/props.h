@@ -140,6 +140,7 @@ typedef struct rs_campaign_opts {
   int64_t cases;        /* 0: use seconds */
   double seconds;
   int planners;         /* bit 1: greedy, bit 2: graph */
+  uint32_t props;       /* bit 1 << rs_prop_id per property to run; 0: every property */
   rs_impl impl;
   rs_gen_opts gen;
   const char *junit, *json, *regress_dir;

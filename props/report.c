@@ -105,7 +105,8 @@ rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const i
   int n = 0;
   for (int i = 0; i < RS_PROP_COUNT; i++) n += enabled[i] != 0;
   fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  fprintf(f, "<testsuite name=\"reshard.props\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", n,
+  /* one more testcase: the feature coverage, so a CI that reads testcases sees that failure too */
+  fprintf(f, "<testsuite name=\"reshard.props\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", n + 1,
           r->failed, r->seconds);
   for (int i = 0; i < RS_PROP_COUNT; i++) {
     if (!enabled[i]) continue;
@@ -122,6 +123,16 @@ rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const i
     }
     fprintf(f, "</testcase>\n");
   }
+  fprintf(f, "  <testcase classname=\"reshard.props\" name=\"feature_coverage\">");
+  if (r->features_missing) {
+    fprintf(f, "\n    <failure message=\"%d required feature(s) never generated:", r->features_missing);
+    for (int i = 0; i < rs_feature_count(); i++)
+      if (r->feature_required[i] && r->feature[i] == 0) fprintf(f, " %s", rs_feature_name(i));
+    fprintf(f, "\">the generator stopped producing what its options allow</failure>\n  ");
+  } else if (r->cases < RS_FEATURE_MIN_CASES) {
+    fprintf(f, "<skipped message=\"judged from %d cases\"/>", RS_FEATURE_MIN_CASES);
+  }
+  fprintf(f, "</testcase>\n");
   fprintf(f, "</testsuite>\n");
   if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--junit: cannot write %s", path);
   return RS_OK;

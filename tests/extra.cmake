@@ -58,3 +58,8 @@ target_link_libraries(test_tp_fixtures PRIVATE z)
 if(TARGET reshard)
   add_test(NAME tp_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/tp_cli.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
 endif()
+# cli_gen: the generator's options on the CLI (gen and check) narrow what is generated, coverage
+# is judged against the options, bad values exit 2.
+if(TARGET reshard)
+  add_test(NAME cli_gen COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_gen.sh $<TARGET_FILE:reshard>)
+endif()

@@ -1,7 +1,8 @@
 /* test_opt_gpu.c - opt's device paths against the CPU: random cases on the "local-device" world
  * (CUDA pack/copy/fold/div kernels, every rank in this process) compared bit for bit with opt's host
  * path and with the oracle; or, with argv[3] = "nccl", the NCCL transport (one process per rank,
- * launched by mpirun or alone as a one-rank world), each rank checking its own local.
+ * launched by mpirun or alone as a one-rank world), each rank checking its own local. On every
+ * world the bytes the transport layer counted must equal the schedule's, pair by pair (posted.h).
  * Usage: test_opt_gpu SRCDIR [cases] [local-device|nccl]. Without a GPU it says so and runs the
  * same cases on the host paths only (ci/gpu.sh runs it both ways). */
 #include <stdio.h>
@@ -12,10 +13,11 @@
 #include "reshard/opt.h"
 
 #include "props/props.h"
+#include "posted.h"
 
 /* Every process draws the same case (props' generator, same stream). max_ranks bounds the mesh;
  * on a distributed world mesh ranks are drawn from the world's. */
-static int draw(rs_case *c, int max_ranks, int world, int it) {
+static int gen_case(rs_case *c, int max_ranks, int world, int it) {
   rs_gen_opts o;
   rs_gen_opts_default(&o);
   o.max_ranks = max_ranks;
@@ -62,20 +64,25 @@ int main(int argc, char **argv) {
   int ran = 0, bad_total = 0;
   for (int it = 0; ran < cases && it < cases * 4; ++it) {
     rs_case c;
-    if (!draw(&c, max_ranks, dist ? max_ranks : 0, it)) continue;
+    if (!gen_case(&c, max_ranks, dist ? max_ranks : 0, it)) continue;
     rs_locals in = {0, NULL}, exp = {0, NULL}, got = {0, NULL}, cpu = {0, NULL};
     int bad = rs_make_source(&c, &in) != RS_OK || rs_oracle_expected(&c, &c.dst, &exp) != RS_OK;
+    rs_world_posted_reset(host);
     rs_status sh = bad ? RS_OK : rs_opt_redistribute(oh, host, &c, &in, &cpu, NULL);
     if (sh == RS_ERR_UNSUPPORTED) { /* P(x) -> P(y) */
       rs_locals_free(&in);
       rs_locals_free(&exp);
       continue;
     }
+    if (w) rs_world_posted_reset(w);
     rs_status sd = bad || !w ? RS_OK : rs_opt_redistribute(od, w, &c, &in, &got, NULL);
     if (sh || sd) {
       fprintf(stderr, "rank %d: %s\n", me, rs_last_error());
       bad = 1;
     }
+    /* the byte-counting layer around the device transports too (local-device, NCCL) */
+    if (!bad) bad = posted_bad(oh, host, &c, -1);
+    if (!bad && w) bad = posted_bad(od, w, &c, dist ? me : -1);
     for (int pos = 0; !bad && pos < c.mesh.nranks; ++pos) {
       int mine = dist ? c.mesh.ranks[pos] == me : 1;
       if (!mine) continue;

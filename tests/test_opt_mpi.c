@@ -9,10 +9,11 @@
 #include "reshard/opt.h"
 
 #include "props/props.h"
+#include "posted.h"
 
 /* A case every process draws identically (props' generator, same stream everywhere): mesh ranks
  * are any subset of the world, in any order. */
-static int draw(rs_case *c, int world, int it) {
+static int gen_case(rs_case *c, int world, int it) {
   rs_gen_opts o;
   rs_gen_opts_default(&o);
   o.world_size = world;
@@ -22,29 +23,6 @@ static int draw(rs_case *c, int world, int it) {
   rs_status st = rs_gen_case(&ch, &o, c);
   rs_choices_free(&ch);
   return st == RS_OK;
-}
-
-/* This process's posted sends and receives equal its rows of the schedule's pair counts. */
-static int posted_bad(rs_opt *o, rs_world *w, const rs_case *c, int me) {
-  rs_posted *got = NULL, *want = NULL;
-  int64_t ng = 0, nw = 0;
-  int bad = rs_world_posted(w, &got, &ng) != RS_OK || rs_opt_sched_pairs(o, c, &want, &nw) != RS_OK;
-  for (int64_t i = 0; !bad && i < nw; ++i) {
-    int64_t s = 0, r = 0;
-    for (int64_t j = 0; j < ng; ++j)
-      if (got[j].from == want[i].from && got[j].to == want[i].to) s = got[j].sent, r = got[j].recvd;
-    if (want[i].from == me && s != want[i].sent) bad = 1;
-    if (want[i].to == me && r != want[i].recvd) bad = 1;
-  }
-  for (int64_t j = 0; !bad && j < ng; ++j) {
-    int64_t i = 0;
-    while (i < nw && !(want[i].from == got[j].from && want[i].to == got[j].to)) ++i;
-    if (i == nw && (got[j].sent || got[j].recvd)) bad = 1;
-  }
-  if (bad) fprintf(stderr, "rank %d: posted bytes differ from the schedule\n", me);
-  free(got);
-  free(want);
-  return bad;
 }
 
 int main(int argc, char **argv) {
@@ -63,7 +41,7 @@ int main(int argc, char **argv) {
   int ran = 0, bad_total = 0;
   for (int it = 0; it < 400; ++it) {
     rs_case c;
-    if (!draw(&c, size, it)) continue;
+    if (!gen_case(&c, size, it)) continue;
     rs_locals in = {0, NULL}, exp = {0, NULL}, out = {0, NULL};
     int bad = rs_make_source(&c, &in) != RS_OK || rs_oracle_expected(&c, &c.dst, &exp) != RS_OK;
     rs_world_posted_reset(w);

@@ -58,6 +58,15 @@ int cli_build_sharding(const char *cmd, const char *flag_pl, const char *pl, con
 void cli_json_ints(FILE *f, const int64_t *v, int n);
 void cli_json_str(FILE *f, const char *s);
 
+/* The generator's options (props' rs_gen_opts) as flags, for check and gen. Returns 1 when argv[*i]
+ * was one (consumed, *i advanced), 0 when it is another argument, -1 after printing a usage error. */
+struct rs_gen_opts;
+/* "a,b,c" into a bit mask (name_bit: a name's bit, -1 when unknown); CLI_OK or a usage error. */
+int cli_name_list(const char *cmd, const char *flag, const char *v, int (*name_bit)(const char *),
+                  uint32_t *mask);
+int cli_gen_opt(const char *cmd, int argc, char **argv, int *i, struct rs_gen_opts *g);
+extern const char CLI_GEN_HELP[];
+
 int cmd_layout(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -12,9 +12,9 @@
 
 static const char *HELP_CHECK =
     "usage: reshard check [--seed S] [--cases N | --seconds T] [--planner greedy|graph|both]\n"
-    "                     [--impl ref|opt] [--transport local|mpi] [--max-ranks N]\n"
-    "                     [--max-mesh-dims K] [--max-tensor-dims K] [--max-failures N]\n"
-    "                     [--order-share P] [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
+    "                     [--impl ref|opt] [--transport local|mpi] [generator options]\n"
+    "                     [--properties P,P,...] [--max-failures N]\n"
+    "                     [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
     "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
     "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
     "and printed with the command that replays it. Exit 0 pass, 1 a property failed (or, from\n"
@@ -23,7 +23,9 @@ static const char *HELP_CHECK =
     "says after how many cases the first one failed).\n"
     "--order-share P: percent of Partial cases drawn with `order` values (default 50); the run\n"
     "fails when fewer than 3/5 of that share got them (from 200 Partial cases on).\n"
-    "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n";
+    "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n"
+    "--properties runs only the named properties (e.g. boxes: a fast campaign that still\n"
+    "judges feature coverage).\n";
 
 static const char *HELP_REPLAY =
     "usage: reshard replay FILE [--impl ref|opt] [--transport local|mpi]\n"
@@ -70,6 +72,14 @@ static void env_close(rs_prop_env *env) {
   env->opt = env->world = NULL;
 }
 
+/* A property's bit for --properties (names as in the report table). */
+static int prop_bit(const char *name) {
+  rs_prop_id id;
+  if (rs_prop_parse(name, &id) == RS_OK) return (int)id;
+  rs_clear_error();
+  return -1;
+}
+
 int cmd_check(int argc, char **argv) {
   const char *C = "check";
   rs_campaign_opts o;
@@ -79,6 +89,7 @@ int cmd_check(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP_CHECK, stdout);
+      fputs(CLI_GEN_HELP, stdout);
       return CLI_OK;
     }
     if (cli_flag(argv, i, "--quiet")) { o.quiet = 1; continue; }
@@ -104,24 +115,17 @@ int cmd_check(int argc, char **argv) {
       else if (strcmp(v, "graph") == 0) o.planners = 2;
       else if (strcmp(v, "both") == 0) o.planners = 3;
       else return cli_usage_error(C, "--planner: '%s', expected greedy, graph or both", v);
+    } else if ((r = cli_opt(argc, argv, &i, "--properties", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--properties: missing value");
+      if (cli_name_list(C, "--properties", v, prop_bit, &o.props) != CLI_OK) return CLI_USAGE;
     } else if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--impl: missing value");
       impl = v;
     } else if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--transport: missing value");
       transport = v;
-    } else if ((r = cli_opt(argc, argv, &i, "--order-share", &v)) != 0) {
-      if (r < 0 || cli_int(v, 0, 100, &n)) return cli_usage_error(C, "--order-share: expected 0..100 (percent)");
-      o.gen.order_share = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
-      o.gen.max_ranks = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--max-mesh-dims", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, RS_MAX_MESH_DIMS, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..%d", RS_MAX_MESH_DIMS);
-      o.gen.max_mesh_dims = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--max-tensor-dims", &v)) != 0) {
-      if (r < 0 || cli_int(v, 0, RS_MAX_DIMS, &n)) return cli_usage_error(C, "--max-tensor-dims: expected 0..%d", RS_MAX_DIMS);
-      o.gen.max_tensor_dims = (int)n;
+    } else if ((r = cli_gen_opt(C, argc, argv, &i, &o.gen)) != 0) {
+      if (r < 0) return CLI_USAGE;
     } else if ((r = cli_opt(argc, argv, &i, "--max-failures", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_PROP_COUNT, &n)) return cli_usage_error(C, "--max-failures: expected 1..%d", RS_PROP_COUNT);
       o.max_failures = (int)n;

@@ -8,35 +8,29 @@
 #include "core/values.h"
 
 static const char *HELP =
-    "usage: reshard gen --seed S --cases N [--max-ranks N] [--max-mesh-dims K] [--order-share P]\n"
-    "Prints N generated cases, one JSON object per line (case i is case i of reshard check with\n"
-    "the same options).\n";
+    "usage: reshard gen --seed S --cases N [generator options]\n"
+    "Prints N generated cases, one JSON object per line (case i is case i of reshard check\n"
+    "with the same seed and generator options).\n";
 
 int cmd_gen(int argc, char **argv) {
   const char *C = "gen", *v;
   unsigned long long seed = 1;
-  long long cases = 10, n;
+  long long cases = 10;
   rs_gen_opts g;
   rs_gen_opts_default(&g);
   int r;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP, stdout);
+      fputs(CLI_GEN_HELP, stdout);
       return CLI_OK;
     }
     if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
       if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
     } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
       if (r < 0 || cli_int(v, 0, (long long)1 << 40, &cases)) return cli_usage_error(C, "--cases: expected a count");
-    } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
-      g.max_ranks = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--order-share", &v)) != 0) {
-      if (r < 0 || cli_int(v, 0, 100, &n)) return cli_usage_error(C, "--order-share: expected 0..100 (percent)");
-      g.order_share = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--max-mesh-dims", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, 4, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..4");
-      g.max_mesh_dims = (int)n;
+    } else if ((r = cli_gen_opt(C, argc, argv, &i, &g)) != 0) {
+      if (r < 0) return CLI_USAGE;
     } else {
       return cli_usage_error(C, "unknown argument '%s'", argv[i]);
     }

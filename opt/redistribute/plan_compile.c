@@ -510,6 +510,41 @@ static void ctx_free(ctx *c) {
   free(c->job);
 }
 
+
+/* Every segment lies inside the buffers it reads and writes. The schedule intersects opt's own
+ * tile grid with core's SPEC 4 boxes; if the two ever disagree (a bug in either), the copy would
+ * run outside a buffer, so the compiler refuses the schedule instead. */
+static int box_inside(int nd, const rs_box *in, const rs_box *buf) {
+  int64_t n = 1;
+  for (int d = 0; d < nd; ++d) n *= in->size[d];
+  if (n == 0) return 1;
+  for (int d = 0; d < nd; ++d)
+    if (in->start[d] < buf->start[d] || in->start[d] + in->size[d] > buf->start[d] + buf->size[d]) return 0;
+  return 1;
+}
+
+static const rs_box *seg_buf(const rs_sched *s, const rs_seg *g, int end) {
+  int buf = end ? g->dbuf : g->sbuf, pos = end ? g->dst : g->src;
+  if (buf == RS_BUF_IN) return &s->in_box[pos];
+  if (buf == RS_BUF_OUT) return &s->out_box[pos];
+  return g->job >= 0 && g->job < s->njob ? &s->job[g->job].box : NULL;
+}
+
+static rs_status check_bounds(const rs_sched *s) {
+  for (int rd = 0; rd < s->nrounds; ++rd)
+    for (int32_t i = 0; i < s->round[rd].nseg; ++i) {
+      const rs_seg *g = &s->round[rd].seg[i];
+      for (int end = 0; end < 2; ++end) {
+        const rs_box *b = seg_buf(s, g, end);
+        if (!b || !box_inside(s->ndim, &g->box, b))
+          return rs_fail(RS_ERR_ILLEGAL, "opt plan: a segment of round %d lies outside the %s buffer of mesh position %d "
+                         "(opt's tiles and SPEC 4's boxes disagree)", rd, end ? "receiving" : "sending",
+                         (int)(end ? g->dst : g->src));
+      }
+    }
+  return RS_OK;
+}
+
 rs_status rs_sched_compile(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                            const rs_sharding *dst, rs_sched **out) {
   *out = NULL;
@@ -608,6 +643,7 @@ rs_status rs_sched_compile(const rs_mesh *m, const rs_tensor *t, const rs_shardi
     jb->ws_off = s->ws_bytes[jb->reducer];
     s->ws_bytes[jb->reducer] += jb->numel * c.es * s->ncontrib;
   }
+  st = check_bounds(s);
 done:
   free(scratch);
   ctx_free(&c);
