@@ -330,7 +330,7 @@ static rs_outcome prop_plan_legal(const rs_prop_env *env, const rs_case *c, rs_p
   char tr[1024];
   for (int i = 0; i < p.nsteps; i++) {
     rs_collective coll;
-    rs_status st = rs_step_collective(&p.step[i], &coll);
+    rs_status st = rs_step_collective_enum(&p.step[i], p.enumeration, &coll);
     if (st) {
       trace_of(c, &p, tr, sizeof tr);
       return say(RS_FAIL, msg, cap, "step %d: %s (plan %s)", i, rs_last_error(), tr);
