@@ -104,13 +104,10 @@ static rs_status read_collectives(const cJSON *m, const char *f, rs__expected *e
     int which = -1;
     for (int i = RS_COLL_ALL_GATHER; i < RS_COLL_COUNT; ++i)
       if (strcmp(k->string, rs_collective_name((rs_collective)i)) == 0) which = i;
-    /* PyTorch's planner names its Shard -> Partial(sum) zero-fill step (pytorch enumeration) */
-    int zero_fill = strcmp(k->string, "shard_to_partial") == 0;
-    if (which < 0 && !zero_fill) return rs_fail(RS_ERR_INVALID, "%s: not a collective", g);
+    if (which < 0) return rs_fail(RS_ERR_INVALID, "%s: not a collective", g);
     int64_t v;
     if ((st = rs_json_i64(k, g, 0, RS_MAX_STEPS, &v))) return st;
-    if (zero_fill) e->shard_to_partial = (int)v;
-    else e->collectives[which] = (int)v;
+    e->collectives[which] = (int)v;
   }
   return RS_OK;
 }
