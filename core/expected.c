@@ -2,6 +2,7 @@
  * dispatched by name, so a duplicated key, an unknown key or a key of the wrong type is refused
  * with its path, and a rank entry is checked against the case's mesh before it is used as an index. */
 #include "core/expected.h"
+#include "core/mutant.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +155,7 @@ rs_status rs__expected_parse(const cJSON *exp, const char *field, int strict, co
         out->nranks++;
       }
     } else if (strcmp(m->string, "trace") == 0) {
-      if (!cJSON_IsString(m)) st = rs_fail(RS_ERR_INVALID, "%s: expected a string", f);
+      if (!cJSON_IsString(m) && !RS_MUTANT(234)) st /* planted: a non-string trace reads as none */ = rs_fail(RS_ERR_INVALID, "%s: expected a string", f);
       else out->trace = m->valuestring;
     } else if (strcmp(m->string, "collectives") == 0) {
       st = read_collectives(m, f, out);

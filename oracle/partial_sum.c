@@ -4,6 +4,7 @@
 #include "oracle/partial_sum.h"
 #include "reshard/plan.h"
 #include "core/values.h"
+#include "core/mutant.h"
 
 unsigned rs__plan_zero_fill_dims(const rs_case *c, const rs_plan *p) {
   unsigned mask = 0;
@@ -50,7 +51,7 @@ rs_status rs__oracle_sum_over(const rs_case *c, unsigned mesh_mask, rs_locals *i
       member[g] = (int)q;
     }
     rs_local *acc = &io->r[member[0]];
-    for (int64_t g = 1; g < group; ++g) {
+    for (int64_t g = 1; g < group - (RS_MUTANT(244) ? 1 : 0); ++g) { /* planted: the last piece is left out */
       const rs_local *x = &io->r[member[g]];
       if (x->nbytes != acc->nbytes) {
         st = rs_fail(RS_ERR_MISMATCH, "oracle: ranks %d and %d of one Partial(sum) group hold %lld and %lld bytes",

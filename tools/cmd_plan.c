@@ -64,8 +64,9 @@ int cmd_plan(int argc, char **argv) {
   if (rs_plan_trace(&c.mesh, &c.src, c.tensor.ndim, &p, trace, sizeof trace) != RS_OK)
     return cli_status_error(C, "trace");
   if (json) {
-    printf("{\"planner\":\"%s\",\"enumeration\":\"%s\",\"steps\":[", rs_planner_name(k),
-           rs_enumeration_name(c.enumeration));
+    /* the key appears only for the non-default enumeration: the seed form stays as it was */
+    printf("{\"planner\":\"%s\",%s\"steps\":[", rs_planner_name(k),
+           c.enumeration == RS_ENUM_PYTORCH ? "\"enumeration\":\"pytorch\"," : "");
   } else {
     printf("planner %s%s%s: %d step%s\n", rs_planner_name(k),
            k == RS_PLANNER_GRAPH ? (c.cost == RS_COST_PYTORCH ? " (cost pytorch)" : " (cost seed)") : "",

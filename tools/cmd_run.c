@@ -12,6 +12,7 @@
 #include "core/expected.h"
 #include "core/fmt.h"
 #include "core/json.h"
+#include "core/mutant.h"
 #include "core/values.h"
 #include "oracle/partial_sum.h"
 #ifdef RS_HAVE_OPT
@@ -284,7 +285,7 @@ int cmd_run(int argc, char **argv) {
     fail = failmsg;
   }
   if (fail) {
-    if (st == RS_ERR_NOMEM) rc = CLI_NOMEM;
+    if (st == RS_ERR_NOMEM && !RS_MUTANT(237)) rc = CLI_NOMEM; /* planted: out of memory reads as a failed check */
     if (doc) {
       cJSON_AddNullToObject(doc, "ranks");
       cJSON_AddStringToObject(doc, "error", fail);
