@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "oracle/partial_sum.h"
+#include "reshard/oracle.h"
 #include "reshard/plan.h"
 #include "core/values.h"
 #include "core/mutant.h"
@@ -65,4 +66,12 @@ rs_status rs__oracle_sum_over(const rs_case *c, unsigned mesh_mask, rs_locals *i
   }
   free(member);
   return st;
+}
+
+rs_status rs__oracle_expected_summed(const rs_case *c, unsigned mesh_mask, rs_sharding *layout_out,
+                                     rs_locals *out) {
+  *layout_out = c->dst;
+  for (int m = 0; m < c->mesh.ndim; ++m)
+    if (mesh_mask >> m & 1) layout_out->p[m] = rs_pl_replicate();
+  return rs_oracle_expected(c, layout_out, out);
 }

@@ -11,6 +11,13 @@
  * box), folded left in coordinate order. RS_ERR_MISMATCH when the group's shapes differ. */
 rs_status rs__oracle_sum_over(const rs_case *c, unsigned mesh_mask, rs_locals *io);
 
+/* The oracle's answer for ranks whose pieces on the mesh dims in mesh_mask (Partial(sum) made by
+ * zero-fill) have been summed: the expected locals of layout dst with those dims Replicate, which is
+ * the contract's value before any partition (a zero-filled sum adds zeros only, so no division and
+ * no rounding enters; this holds in every value mode). *layout_out is that layout. */
+rs_status rs__oracle_expected_summed(const rs_case *c, unsigned mesh_mask, rs_sharding *layout_out,
+                                     rs_locals *out);
+
 /* The mesh dims a plan turns into Partial(sum) by zero-fill (RS_COLL_SHARD_TO_PARTIAL steps) and
  * that are still Partial(sum) in the case's dst. */
 unsigned rs__plan_zero_fill_dims(const rs_case *c, const rs_plan *p);

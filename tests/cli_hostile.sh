@@ -125,6 +125,14 @@ if "$R" run "$T/j.json" --impl opt >/dev/null 2>&1; then
   expect_rc 2 "$R" replay "$T/r3.json"; names impl
 fi
 
+# --- replay: planner, cost and enumeration come from the case, flags override them ---
+mk r4.json '[2]' '[4]' '' ',"seed":7,"property":"graph_oracle","message":"x","impl":"ref"'
+expect_rc 0 "$R" replay "$T/r4.json" --planner graph --cost pytorch --enumeration pytorch
+expect_rc 2 "$R" replay "$T/r4.json" --planner sideways; names --planner
+expect_rc 2 "$R" replay "$T/r4.json" --enumeration newest; names --enumeration
+printf '{"mesh":{"shape":[2]},"tensor":{"shape":[4],"dtype":"F32"},"src":{"placements":["S(0)"]},"dst":{"placements":["P(sum)"]},"enumeration":"pytorch","seed":7,"property":"graph_oracle","message":"x","impl":"ref"}\n' >"$T/r5.json"
+expect_rc 2 "$R" replay "$T/r5.json" --enumeration seed; names "Shard -> Partial"
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails check(s) failed" >&2
   exit 1
