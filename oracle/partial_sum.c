@@ -68,10 +68,25 @@ rs_status rs__oracle_sum_over(const rs_case *c, unsigned mesh_mask, rs_locals *i
   return st;
 }
 
-rs_status rs__oracle_expected_summed(const rs_case *c, unsigned mesh_mask, rs_sharding *layout_out,
-                                     rs_locals *out) {
+rs_status rs__oracle_expected_summed(const rs_case *c, const rs_plan *p, unsigned mesh_mask,
+                                     rs_sharding *layout_out, rs_locals *out) {
+  (void)p;
   *layout_out = c->dst;
   for (int m = 0; m < c->mesh.ndim; ++m)
     if (mesh_mask >> m & 1) layout_out->p[m] = rs_pl_replicate();
   return rs_oracle_expected(c, layout_out, out);
+}
+
+int rs__oracle_compare_zero_fill(const rs_case *c, const rs_plan *p, unsigned mesh_mask, rs_locals *act,
+                                 rs_diff *diff, rs_status *st) {
+  rs_locals exp = {0};
+  rs_sharding layout;
+  if ((*st = rs__oracle_sum_over(c, mesh_mask, act)) != RS_OK ||
+      (*st = rs__oracle_expected_summed(c, p, mesh_mask, &layout, &exp)) != RS_OK) {
+    rs_locals_free(&exp);
+    return -1;
+  }
+  int bad = rs_oracle_compare(c, &layout, &exp, act, diff);
+  rs_locals_free(&exp);
+  return bad;
 }

@@ -55,6 +55,14 @@ zf="$top/fixtures/curated/enum_pytorch_zero_fill_3x2x2_S0RS0_to_S1PsumS1.json"
 expect_rc 0 "$R" run "$zf" --json
 grep -q '"oracle_summed_mesh_dims":\[1\]' "$T/out" || fail "zero-fill --json: $(head -c 400 "$T/out")"
 expect_rc 1 "$R" run "$zf" --enumeration seed
+# a saved failure of a pytorch-enumeration case replays under its enumeration (props compare the
+# zero-filled sums too)
+printf '{"mesh":{"shape":[2]},"tensor":{"shape":[4],"dtype":"F32"},"src":{"placements":["S(0)"]},"dst":{"placements":["P(sum)"]},"enumeration":"pytorch","seed":7,"property":"graph_oracle","message":"x","impl":"ref"}\n' >"$T/saved.json"
+expect_rc 0 "$R" replay "$T/saved.json"
+grep -q 'graph_oracle (ref): PASS' "$T/out" || fail "replay of a zero-fill case: $(cat "$T/out")"
+sed 's/"property":"graph_oracle"/"property":"plan_legal_graph"/' "$T/saved.json" >"$T/saved2.json"
+expect_rc 0 "$R" replay "$T/saved2.json"
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails check(s) failed" >&2
   exit 1

@@ -339,7 +339,7 @@ static void check_data(counts *k, const rs_case *c, const rs__expected *e, int b
         rs_locals ex = {0}, un = {0};
         rs_sharding un_layout;
         if (rs_oracle_expected(c, &c->dst, &ex) || rs__oracle_sum_over(c, zf, &out) ||
-            rs__oracle_expected_summed(c, zf, &un_layout, &un)) {
+            rs__oracle_expected_summed(c, &p, zf, &un_layout, &un)) {
           k->opt_fail++;
           report(c->name, "oracle for a zero-fill plan: %s%s", rs_last_error(), "");
         } else if (rs_oracle_compare(c, &c->dst, &ex, &oo, &diff)) {

@@ -330,7 +330,7 @@ int cmd_run(int argc, char **argv) {
   if (zf) {
     rs_locals_free(&exp);
     if ((st = rs__oracle_sum_over(c, zf, &out)) != RS_OK ||
-        (st = rs__oracle_expected_summed(c, zf, &cmp_layout, &exp)) != RS_OK) {
+        (st = rs__oracle_expected_summed(c, p, zf, &cmp_layout, &exp)) != RS_OK) {
       if (st == RS_ERR_NOMEM) rc = CLI_NOMEM;
       note(&mism, "oracle: %s", rs_last_error());
     }
