@@ -225,6 +225,10 @@ case("enum_pytorch_zero_fill_3x2x2_RS0R_to_PsumS1S1", [3, 2, 2], [14, 37], "I16"
 case("enum_pytorch_zero_fill_3x2x2_S0RS0_to_S1PsumS1", [3, 2, 2], [2, 10], "F32", "S0,R,S0", "S1,P(sum),S1",
      src_order={0: [2, 0]}, dst_order={1: [0, 2]}, cost="pytorch", enumeration="pytorch", source=PE,
      note="PyTorch's graph planner reaches Partial(sum) from Shard by zero-fill")
+case("enum_pytorch_greedy_zero_fill_1d2_S0_to_Psum", [2], [4], "F32", "S0", "P(sum)", cost="pytorch",
+     enumeration="pytorch", source=PE, note="current PyTorch's greedy planner zero-fills Shard -> Partial(sum) too")
+case("enum_pytorch_greedy_zero_fill_2x2_S0S1_to_PsumS1", [2, 2], [4, 4], "F32", "S0,S1", "P(sum),S1",
+     cost="pytorch", enumeration="pytorch", source=PE)
 case("enum_pytorch_1d4_S0_to_S0_greedy", [4], [9], "F32", "S0", "S0", cost="pytorch", enumeration="pytorch",
      source=PE, note="current PyTorch's greedy planner emits no step for an equal 1-d layout")
 
