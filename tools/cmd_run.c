@@ -349,7 +349,7 @@ int cmd_run(int argc, char **argv) {
     cJSON_AddBoolToObject(doc, "expected_digests_checked", have_exp && !(use_opt && zf_plan));
     cJSON_AddItemToObject(doc, "mismatches", mism.arr);
     mism.arr = NULL;
-    cJSON_AddStringToObject(doc, "verdict", rc == CLI_OK ? "pass" : "fail");
+    cJSON_AddStringToObject(doc, "verdict", rc == CLI_OK ? "pass" : rc == CLI_NOMEM ? "error" : "fail");
   } else {
     printf("%s (%s%s%s%s)\n", rc == CLI_OK ? "PASS" : "FAIL", use_opt ? "opt" : "ref",
            have_exp ? ", fixture expectations checked" : "",
