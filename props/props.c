@@ -79,6 +79,7 @@ static rs_outcome fail_st(char *msg, size_t cap, const char *what, rs_status st)
  * Partial between mesh dims: a dst Partial(op != sum) is reachable only where src has it already.
  * Searching for an unreachable state explores the whole state space, so it is skipped up front. */
 static int graph_reachable(const rs_case *c) {
+  if (c->enumeration == RS_ENUM_PYTORCH) return 1; /* R -> P(avg|min|max) exists there */
   for (int m = 0; m < c->mesh.ndim; m++) {
     rs_placement d = c->dst.p[m], s = c->src.p[m];
     if (d.kind == RS_PARTIAL && d.op != RS_SUM && !(s.kind == RS_PARTIAL && s.op == d.op)) return 0;

@@ -60,6 +60,12 @@ expect_rc 1 "$R" run "$zf" --enumeration seed
 printf '{"mesh":{"shape":[2]},"tensor":{"shape":[4],"dtype":"F32"},"src":{"placements":["S(0)"]},"dst":{"placements":["P(sum)"]},"enumeration":"pytorch","seed":7,"property":"graph_oracle","message":"x","impl":"ref"}\n' >"$T/saved.json"
 expect_rc 0 "$R" replay "$T/saved.json"
 grep -q 'graph_oracle (ref): PASS' "$T/out" || fail "replay of a zero-fill case: $(cat "$T/out")"
+# R -> P(avg): the graph property runs under the pytorch enumeration and SKIPs under seed
+printf '{"mesh":{"shape":[2,2]},"tensor":{"shape":[4],"dtype":"F32"},"src":{"placements":["R","S(0)"]},"dst":{"placements":["P(avg)","S(0)"]},"enumeration":"pytorch","seed":7,"property":"graph_oracle","message":"x","impl":"ref"}\n' >"$T/avg_saved.json"
+expect_rc 0 "$R" replay "$T/avg_saved.json"
+grep -q 'graph_oracle (ref): PASS' "$T/out" || fail "replay of R -> P(avg): $(cat "$T/out")"
+expect_rc 0 "$R" replay "$T/avg_saved.json" --enumeration seed
+grep -q 'SKIP' "$T/out" || fail "seed replay of R -> P(avg) should SKIP: $(cat "$T/out")"
 sed 's/"property":"graph_oracle"/"property":"plan_legal_graph"/' "$T/saved.json" >"$T/saved2.json"
 expect_rc 0 "$R" replay "$T/saved2.json"
 
