@@ -118,7 +118,10 @@ static rs_status bench_traffic(const bopts *o) {
     if (!corpus_case(k, &c)) continue;
     int64_t lb;
     rs_opt_stats s;
-    if ((st = rs_opt_traffic_lb(&c, &lb)) || (st = rs_opt_plan_stats(opt, &c, &s))) break;
+    if ((st = rs_case_validate(&c)) ||
+        (st = rs_traffic_lower_bound(&c.mesh, &c.tensor, &c.src, &c.dst, &lb)) ||
+        (st = rs_opt_plan_stats(opt, &c, &s)))
+      break;
     double r = ratio(s.bytes_sent, lb);
     opt_exact += s.bytes_sent == lb;
     osum += r;
@@ -433,6 +436,7 @@ rs_status rs_bench_main(int argc, char **argv) {
   bopts o = {1000, 1024, 5, "."};
   const char *what = "all";
   if (argc > 1 && !strcmp(argv[1], "pytorch")) return rs_bench_pytorch(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "p2p")) return rs_bench_p2p(argc, argv);
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--cases") && i + 1 < argc) o.cases = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc) o.max_mib = atoi(argv[++i]);

@@ -1,5 +1,6 @@
 /* box.c - torch.chunk splits and each rank's box of the global tensor (SPEC 4). */
-#include "reshard/layout.h"
+#include "core/box.h"
+#include "core/mutant.h"
 #include "core/checked.h"
 
 void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset) {
@@ -14,25 +15,43 @@ void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset)
     *offset = len;
   } else {
     *size = (start + c < len ? start + c : len) - start;
+    /* Mutant 270: the partial last chunk is not clipped at the end of the dim. */
+    if (RS_MUTANT(270) && start + c > len) *size = c;
+    /* Mutant 277: an uneven split of a dim longer than 40 (beyond the old generator's sizes) into
+     * 3+ pieces loses the last element of its last non-empty piece. */
+    if (RS_MUTANT(277) && len > 40 && n >= 3 && start + c >= len) (*size)--;
     *offset = start;
   }
 }
 
-void rs_local_box(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
-                  const int64_t coord[RS_MAX_MESH_DIMS], int64_t start[RS_MAX_DIMS],
-                  int64_t size[RS_MAX_DIMS]) {
+void rs_box_of_coord(const int64_t *mesh_size, const rs_sharding *s, const rs_tensor *t,
+                     const int64_t *coord, int64_t *start, int64_t *size) {
   for (int d = 0; d < t->ndim; ++d) {
     int64_t st = 0, sz = t->shape[d];
     for (int k = 0; k < s->order_len[d]; ++k) {
       int md = s->order[d][k];
       int64_t len, off;
-      rs_split(sz, m->size[md], coord[md], &len, &off);
+      /* Mutant 271: the third level of a nested split splits the whole dim again. */
+      rs_split(RS_MUTANT(271) && k >= 2 ? t->shape[d] : sz, mesh_size[md], coord[md], &len, &off);
       st += off;
       sz = len;
     }
     start[d] = st;
     size[d] = sz;
   }
+}
+
+void rs_coord_of_pos(int ndim, const int64_t *mesh_size, int64_t pos, int64_t *coord) {
+  for (int i = ndim - 1; i >= 0; --i) {
+    coord[i] = pos % mesh_size[i];
+    pos /= mesh_size[i];
+  }
+}
+
+void rs_local_box(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
+                  const int64_t coord[RS_MAX_MESH_DIMS], int64_t start[RS_MAX_DIMS],
+                  int64_t size[RS_MAX_DIMS]) {
+  rs_box_of_coord(m->size, s, t, coord, start, size);
 }
 
 void rs_local_shape_offset(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,

@@ -53,7 +53,9 @@ rs_status rs_case_validate(rs_case *c) {
       return rs_fail(RS_ERR_UNSUPPORTED, "dst.placements[%d]: Partial op change is not supported", m);
   }
   if (c->values == RS_VALUES_BITS && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst)))
-    return rs_fail(RS_ERR_INVALID, "values: bits mode cannot carry Partial placements (use exact)");
+    return rs_fail(RS_ERR_INVALID, "values: bits mode cannot carry Partial placements (use exact or order)");
+  if ((unsigned)c->values > RS_VALUES_ORDER) return rs_fail(RS_ERR_INVALID, "values: invalid mode");
+  if ((st = rs_case_check_values(c))) return st;
   if (c->planner < RS_PLANNER_AUTO || c->planner > RS_PLANNER_GRAPH)
     return rs_fail(RS_ERR_INVALID, "planner: invalid");
   if (c->cost < RS_COST_SEED || c->cost > RS_COST_PYTORCH) return rs_fail(RS_ERR_INVALID, "cost: invalid");

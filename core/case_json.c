@@ -162,7 +162,8 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
   if (text) {
     if (strcmp(text, "bits") == 0) c->values = RS_VALUES_BITS;
     else if (strcmp(text, "exact") == 0) c->values = RS_VALUES_EXACT;
-    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits or exact", text);
+    else if (strcmp(text, "order") == 0) c->values = RS_VALUES_ORDER;
+    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits, exact or order", text);
   } else {
     c->values = rs_case_default_values(c);
   }
@@ -254,7 +255,9 @@ cJSON *rs__case_to_cjson(const rs_case *c) {
   char seed[24];
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
   cJSON_AddItemToObject(root, "seed", cJSON_CreateRaw(seed));
-  cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT ? "exact" : "bits");
+  cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT   ? "exact"
+                                        : c->values == RS_VALUES_ORDER ? "order"
+                                                                       : "bits");
   cJSON_AddStringToObject(root, "planner", rs_planner_name(c->planner));
   cJSON_AddStringToObject(root, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
   cJSON_AddStringToObject(root, "enumeration", rs_enumeration_name(c->enumeration));

@@ -1,8 +1,9 @@
 /* step.c - plan steps: the collective each performs, the shard-order bookkeeping with its legality
- * rules (SPEC 6), and seed 001's trace notation. */
+ * rules (SPEC 6), and the trace notation of PyTorch's _redistribute.py. */
 #include <stdio.h>
 #include <string.h>
 #include "reshard/plan.h"
+#include "core/mutant.h"
 
 static const char *const coll_names[RS_COLL_COUNT] = {
     "none", "all_gather", "all_reduce", "reduce_scatter", "all_to_all", "chunk", "partition",
@@ -114,7 +115,14 @@ rs_status rs_mesh_apply_step_enum(const rs_mesh *mesh, rs_sharding *s, const rs_
   }
   if (to.kind == RS_SHARD) {
     int d = to.dim;
-    s->order[d][s->order_len[d]++] = (int8_t)m;
+    /* Mutant 273: a mesh dim joining a list of two or more goes first instead of last. */
+    if (RS_MUTANT(273) && s->order_len[d] >= 2) {
+      for (int k = s->order_len[d]; k > 0; --k) s->order[d][k] = s->order[d][k - 1];
+      s->order[d][0] = (int8_t)m;
+      s->order_len[d]++;
+    } else {
+      s->order[d][s->order_len[d]++] = (int8_t)m;
+    }
   }
   s->p[m] = to;
   return RS_OK;

@@ -70,11 +70,22 @@ rs_status rs__oracle_sum_over(const rs_case *c, unsigned mesh_mask, rs_locals *i
 
 rs_status rs__oracle_expected_summed(const rs_case *c, const rs_plan *p, unsigned mesh_mask,
                                      rs_sharding *layout_out, rs_locals *out) {
-  (void)p;
   *layout_out = c->dst;
   for (int m = 0; m < c->mesh.ndim; ++m)
     if (mesh_mask >> m & 1) layout_out->p[m] = rs_pl_replicate();
-  return rs_oracle_expected(c, layout_out, out);
+  if (!p) return rs_oracle_expected(c, layout_out, out);
+  /* the plan's value-changing events (SPEC 5) without its zero-fill steps: those add zeros only */
+  rs_plan q = *p;
+  q.nsteps = 0;
+  for (int i = 0; i < p->nsteps; ++i) {
+    rs_collective k;
+    if (rs_step_collective_enum(&p->step[i], p->enumeration, &k) == RS_OK && k == RS_COLL_SHARD_TO_PARTIAL) continue;
+    q.step[q.nsteps++] = p->step[i];
+  }
+  rs_events ev;
+  rs_status st = rs_events_from_plan(&c->mesh, &q, &ev);
+  if (st) return st;
+  return rs_oracle_expected_events(c, layout_out, &ev, out);
 }
 
 int rs__oracle_compare_zero_fill(const rs_case *c, const rs_plan *p, unsigned mesh_mask, rs_locals *act,

@@ -65,5 +65,8 @@ int cmd_check(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_ckpt(int argc, char **argv);
+int cmd_tp(int argc, char **argv);
+int cmd_p2p(int argc, char **argv);
 
 #endif

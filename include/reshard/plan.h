@@ -61,7 +61,7 @@ rs_status rs_mesh_apply_step(const rs_mesh *m, rs_sharding *s, const rs_step *st
 /* The same under an enumeration (a zero-fill step takes the mesh dim off its tensor dim's list). */
 rs_status rs_mesh_apply_step_enum(const rs_mesh *m, rs_sharding *s, const rs_step *st, int tensor_ndim,
                                   rs_enumeration e);
-/* Seed 001's stringify_transform_infos: "S(0)[0]S(0)[1]->S(0)R->RR". */
+/* PyTorch's stringify_transform_infos (_redistribute.py): "S(0)[0]S(0)[1]->S(0)R->RR". */
 rs_status rs_plan_trace(const rs_mesh *m, const rs_sharding *src, int tensor_ndim, const rs_plan *p,
                         char *buf, size_t cap);
 /* Run the bookkeeping of every step (rs_mesh_apply_step) and check the result equals dst. */

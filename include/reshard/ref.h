@@ -9,10 +9,10 @@
 extern "C" {
 #endif
 
-/* Seed 001's generate_greedy_transform_infos. */
+/* PyTorch's generate_greedy_transform_infos, reference version (SPEC 7). */
 rs_status rs_ref_plan_greedy(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                              const rs_sharding *dst, rs_plan *out);
-/* Seed 001's graph planner (Dijkstra over DistStates) with the given cost model. */
+/* PyTorch's reference graph planner (Dijkstra over DistStates) with the given cost model. */
 rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                             const rs_sharding *dst, rs_cost_model cost, rs_plan *out);
 /* The planners with a transition enumeration beside the cost model (RS_ENUM_SEED is the two

@@ -116,7 +116,7 @@ static rs_status run_step(ref_exec *x, const rs_step *step, rs_collective coll) 
       for (int i = 0; i < n && st == RS_OK; i++) {
         ref_buf *o = &x->next[members[i]];
         if ((st = ref_buf_copy(o, pieces[i], es)) != RS_OK) break;
-        if (to.op == RS_SUM && !RS_MUTANT(7)) rs_arith_div(dt, o->data, n, o->numel);
+        if (to.op == RS_SUM && !RS_MUTANT(7) && !RS_MUTANT(203)) rs_arith_div(dt, o->data, n, o->numel);
       }
       break;
     case RS_COLL_SHARD_TO_PARTIAL:
@@ -254,6 +254,16 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
     st = rs_fail(RS_ERR_ILLEGAL, "ref exec: the %s plan ends at %s, not at the destination %s",
                  rs_planner_name(rs_case_resolve_planner(c)), got, want);
     goto done;
+  }
+  if (RS_MUTANT(203)) {
+    /* planted bug: R -> P(sum) partitions divide at the end of the plan, not at their event */
+    for (int k = 0; k < p->nsteps; k++) {
+      const rs_step *s = &p->step[k];
+      int64_t n = c->mesh.size[s->mesh_dim];
+      if (s->from.kind != RS_PARTIAL && s->to.kind == RS_PARTIAL && s->to.op == RS_SUM && n > 1)
+        for (int pos = 0; pos < nranks; pos++)
+          rs_arith_div(c->tensor.dtype, x.buf[pos].data, n, x.buf[pos].numel);
+    }
   }
   if ((st = rs_locals_alloc(out, nranks)) != RS_OK) goto done;
   for (int pos = 0; pos < nranks; pos++) {

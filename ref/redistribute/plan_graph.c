@@ -1,13 +1,13 @@
-/* plan_graph.c - the graph redistribute planner of seed 001 (DTensorRedistributePlanner):
- * Dijkstra over DistStates = (placements, shard order), with the transitions of the seed's
- * get_next_state (cases 1..6, in its order) and a choice of cost model, and a choice of transition
- * enumeration: `seed` (case 6 makes P(sum) only) or `pytorch`, current PyTorch's
- * torch/distributed/tensor/_redistribute.py (case 6 makes P(op) for each op in the source or the
- * destination, never mixing ops other than sum with avg; and after each expansion the explicit
- * Shard -> Partial(sum) zero-fill edges toward the destination, cost 0).
+/* plan_graph.c - PyTorch's graph redistribute planner (DTensorRedistributePlanner, reference):
+ * Dijkstra over DistStates = (placements, shard order), with the transitions of the reference
+ * get_next_state (cases 1..6, in its order), a choice of cost model, and a choice of transition
+ * enumeration: `seed` (the reference planner: case 6 makes P(sum) only) or `pytorch`, current
+ * PyTorch's torch/distributed/tensor/_redistribute.py (case 6 makes P(op) for each op in the source
+ * or the destination, never mixing ops other than sum with avg; and after each expansion the
+ * explicit Shard -> Partial(sum) zero-fill edges toward the destination, cost 0).
  *
  * Fidelity points that decide which of several equal-cost paths comes out:
- *  - next states are enumerated exactly in the seed's order, into a dict: a state produced twice
+ *  - next states are enumerated exactly in the reference order, into a dict: a state produced twice
  *    keeps its first position and its last cost;
  *  - the heap is keyed (cost, counter), the counter growing on every push, so equal costs pop in
  *    push order;
@@ -196,7 +196,7 @@ static double step_cost(const gcost *c, const gstate *from, int kind, int md) {
     case T_GATHER: return 2;
     case T_REDUCE: return 4;
     case T_RSCATTER: return 2;
-    default: return 0; /* chunk, and the seed also charges chunk_cost for R -> P */
+    default: return 0; /* chunk; the reference planner also charges chunk_cost for R -> P */
     }
   }
   /* pytorch: bytes of the whole tensor over the current state's shard count, in GiB */
@@ -466,7 +466,7 @@ static rs_status path_to_plan(gsearch *s, int32_t node, int mesh_ndim, rs_plan *
       if (md != -1) return rs_fail(RS_ERR_INVALID, "plan_graph: a hop changes two mesh dims");
       md = j;
     }
-    if (md < 0) continue; /* placements equal: the seed emits no step */
+    if (md < 0) continue; /* placements equal: the reference planner emits no step */
     rs_step *st = &out->step[out->nsteps++];
     st->mesh_dim = md;
     st->from = get_pl(a, md);
@@ -512,7 +512,7 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
       rs_format_placement(get_pl(&gd, i), pd, sizeof pd);
       return rs_fail(RS_ERR_NOPATH,
                      "plan_graph: no path from %s to %s: %s on mesh dim %d can only be kept from "
-                     "the source (the seed's planner creates Partial only as Partial(sum))",
+                     "the source (the reference planner creates Partial only as Partial(sum))",
                      a, b, pd, i);
     }
   }

@@ -1,4 +1,4 @@
-/* plan_greedy.c - the greedy redistribute planner of seed 001 (generate_greedy_transform_infos).
+/* plan_greedy.c - greedy redistribute planner of PyTorch's generate_greedy_transform_infos.
  *
  * It looks only at placements, never at shard orders: a 1-D mesh gets one direct step; otherwise a
  * pass from the last mesh dim to the first replicates every mesh dim whose target Shard would sit
@@ -48,8 +48,8 @@ rs_status rs_ref_plan_greedy_enum(const rs_mesh *m, const rs_tensor *t, const rs
     tgt[i] = norm_pl(dst->p[i], t->ndim);
   }
 
-  /* The seed emits the direct step on a 1-D mesh even when both sides are equal; current
-   * PyTorch emits none. */
+  /* The reference planner emits the direct step on a 1-D mesh even when both sides are equal;
+   * current PyTorch emits none. */
   if (nd == 1) {
     if (e == RS_ENUM_PYTORCH && rs_pl_equal(cur[0], tgt[0]) && !RS_MUTANT(242)) return RS_OK;
     return push_step(out, 0, cur[0], tgt[0]);

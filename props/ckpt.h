@@ -1,0 +1,60 @@
+/* ckpt.h - checkpoint properties: generators of state specs drawn from the choice stream (one per
+ * kind of thing: a layout, a tensor, an object, a whole save/load pair), the SPEC 11 properties,
+ * and the campaign behind `reshard ckpt check` with shrinking and regression fixtures. */
+#ifndef RS_PROPS_CKPT_H
+#define RS_PROPS_CKPT_H
+
+#include "props/props.h"
+#include "reshard/ckpt.h"
+
+/* A generated case: A saved on N ranks, A2 = the same tensors on M ranks in other layouts, B =
+ * what is loaded (A2 with keys dropped or added, padded shapes where allow_shape_mismatch). */
+typedef struct rs_ckpt_case {
+  rs_state_spec a, a2, b;
+  rs_strict strict;
+} rs_ckpt_case;
+
+rs_status rs_gen_ckpt_case(rs_choices *ch, rs_ckpt_case *out);
+void rs_ckpt_case_free(rs_ckpt_case *c);
+
+typedef enum rs_ckpt_prop {
+  RS_CKPT_PROP_VALID = 0,  /* validation accepts every generated state (A, A2, B) */
+  RS_CKPT_PROP_REJECT,     /* a planted overlap, gap, dtype or shape disagreement is rejected by name */
+  RS_CKPT_PROP_LOAD,       /* save A, load B == oracle; strict mode reports exactly the right keys */
+  RS_CKPT_PROP_EXPORT,     /* export of A's and A2's checkpoints byte-identical */
+  RS_CKPT_PROP_CRASH,      /* power loss at any I/O op of a save: latest loads, old or new, correct */
+  RS_CKPT_PROP_CORRUPT,    /* one flipped byte anywhere: load and verify both refuse */
+  RS_CKPT_PROP_COUNT
+} rs_ckpt_prop;
+
+const char *rs_ckpt_prop_name(rs_ckpt_prop p);
+rs_status rs_ckpt_prop_parse(const char *name, rs_ckpt_prop *out);
+
+/* Runs property p on the case drawn from ch (draws for the property itself come after the case).
+ * `dir` is a scratch directory (emptied before use). */
+rs_outcome rs_ckpt_prop_run(rs_ckpt_prop p, rs_choices *ch, const char *dir, char *msg, size_t cap);
+
+typedef struct rs_ckpt_campaign {
+  uint64_t seed;
+  int64_t cases;
+  double seconds;
+  const char *regress_dir;
+  const char *scratch;
+  int quiet;
+  int shrink_runs;
+} rs_ckpt_campaign;
+
+typedef struct rs_ckpt_campaign_result {
+  int64_t cases;
+  double seconds;
+  int failed;
+  int64_t pass[RS_CKPT_PROP_COUNT], fail[RS_CKPT_PROP_COUNT], skip[RS_CKPT_PROP_COUNT];
+} rs_ckpt_campaign_result;
+
+rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_result *r);
+/* Replays a regression fixture (property + choice stream); *failed = 1 if it still fails. */
+rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, char *msg, size_t cap);
+/* Removes a directory tree (scratch directories of the properties and tests). */
+void rs_ckpt_rmtree(const char *dir);
+
+#endif

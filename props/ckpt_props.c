@@ -1,0 +1,490 @@
+/* ckpt_props.c - the SPEC 11 properties run on generated checkpoint cases: validation accepts every
+ * generated state and rejects each planted invalidity by name; a load equals the oracle and its
+ * strict mode reports exactly the missing / unexpected keys; exports do not depend on the layout;
+ * a power loss at any I/O operation of a save leaves `latest` loadable and correct; one flipped
+ * byte is refused by both load and verify. */
+#define _XOPEN_SOURCE 700
+#include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "core/ckpt/internal.h"
+#include "props/ckpt.h"
+
+static const char *PROP_NAMES[RS_CKPT_PROP_COUNT] = {"ckpt_valid",  "ckpt_reject", "ckpt_load",
+                                                     "ckpt_export", "ckpt_crash",  "ckpt_corrupt"};
+
+const char *rs_ckpt_prop_name(rs_ckpt_prop p) { return (unsigned)p < RS_CKPT_PROP_COUNT ? PROP_NAMES[p] : "?"; }
+
+rs_status rs_ckpt_prop_parse(const char *name, rs_ckpt_prop *out) {
+  for (int i = 0; i < RS_CKPT_PROP_COUNT; ++i)
+    if (strcmp(name, PROP_NAMES[i]) == 0) {
+      *out = (rs_ckpt_prop)i;
+      return RS_OK;
+    }
+  return rs_fail(RS_ERR_INVALID, "property: unknown '%s'", name);
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  remove(p);
+  return 0;
+}
+
+void rs_ckpt_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+#define FAIL(...)                          \
+  do {                                     \
+    snprintf(msg, cap, __VA_ARGS__);       \
+    out = RS_FAIL;                         \
+    goto done;                             \
+  } while (0)
+
+/* ---- helpers ---- */
+static rs_status build_applied(const rs_state_spec *s, rs_fill fill, rs_ckpt_world *w) {
+  rs_status st = rs_state_spec_build(s, fill, w);
+  for (int r = 0; !st && r < w->n; ++r) st = rs_sd_apply_factories(&w->sd[r]);
+  return st;
+}
+
+static rs_status save_spec(const rs_state_spec *s, const char *root, int64_t step, int64_t block, int64_t crash_at) {
+  rs_ckpt_world w;
+  rs_status st = rs_state_spec_build(s, RS_FILL_VALUES, &w);
+  if (st) return st;
+  rs_ckpt_io_opts io = {crash_at, 0, NULL, block};
+  st = rs_ref_ckpt_save(&w, root, step, &io, NULL);
+  rs_ckpt_world_free(&w);
+  return st;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted distinct keys (tensor keys, object unique keys) of a built world. */
+static int world_keys(const rs_ckpt_world *w, char ***out) {
+  int n = 0, cap = 0;
+  char **v = NULL, uk[2048];
+  for (int r = 0; r < w->n; ++r)
+    for (int i = 0; i < w->sd[r].nt + w->sd[r].no; ++i) {
+      const char *k = uk;
+      if (i < w->sd[r].nt) k = w->sd[r].t[i].key;
+      else rs_sh_object_unique_key(&w->sd[r].o[i - w->sd[r].nt], uk, sizeof uk);
+      int dup = 0;
+      for (int j = 0; j < n && !dup; ++j) dup = strcmp(v[j], k) == 0;
+      if (!dup && rs__grow((void **)&v, n, &cap, sizeof *v)) v[n++] = rs__strdup(k);
+    }
+  if (n) qsort(v, (size_t)n, sizeof *v, cmp_str);
+  *out = v;
+  return n;
+}
+
+static void free_keys(char **v, int n) {
+  for (int i = 0; i < n; ++i) free(v[i]);
+  free(v);
+}
+
+/* a \ b into out (both sorted) */
+static int minus(char **a, int na, char **b, int nb, char **out) {
+  int k = 0;
+  for (int i = 0; i < na; ++i)
+    if (!bsearch(&a[i], b, (size_t)nb, sizeof *b, cmp_str)) out[k++] = a[i];
+  return k;
+}
+
+static int same_list(char **a, int na, char **b, int nb) {
+  if (na != nb) return 0;
+  for (int i = 0; i < na; ++i)
+    if (strcmp(a[i], b[i]) != 0) return 0;
+  return 1;
+}
+
+static void list_text(char **v, int n, char *buf, size_t cap) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && k < cap; ++i) k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? "," : "", v[i]);
+}
+
+/* ---- properties ---- */
+static rs_outcome prop_valid(rs_ckpt_case *c, char *msg, size_t cap) {
+  const rs_state_spec *s[3] = {&c->a, &c->a2, &c->b};
+  const char *nm[3] = {"A", "A2", "B"};
+  for (int i = 0; i < 3; ++i) {
+    rs_ckpt_world w;
+    rs_status st = build_applied(s[i], RS_FILL_VALUES, &w);
+    if (!st) st = rs_ckpt_validate(&w);
+    rs_ckpt_world_free(&w);
+    if (st) {
+      snprintf(msg, cap, "a valid state dict (%s) was rejected: %s", nm[i], rs_last_error());
+      return RS_FAIL;
+    }
+  }
+  return RS_PASS;
+}
+
+static rs_dtype same_size_dtype(rs_dtype t) {
+  switch (t) {
+    case RS_F32: return RS_I32;
+    case RS_I32: return RS_F32;
+    case RS_F64: return RS_I64;
+    case RS_I64: return RS_F64;
+    case RS_F16: return RS_BF16;
+    case RS_BF16: return RS_I16;
+    case RS_I16: return RS_F16;
+    case RS_I8: return RS_U8;
+    case RS_U8: return RS_F8_E4M3;
+    case RS_F8_E4M3: return RS_F8_E5M2;
+    case RS_F8_E5M2: return RS_BOOL;
+    default: return RS_I8;
+  }
+}
+
+static rs_outcome prop_reject(rs_ckpt_case *c, rs_choices *ch, char *msg, size_t cap) {
+  rs_ckpt_world w;
+  rs_outcome out = RS_PASS;
+  if (build_applied(&c->a, RS_FILL_VALUES, &w)) {
+    snprintf(msg, cap, "build: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  int kind = (int)rs_draw(ch, 6);
+  /* candidates: (rank, index) of tensor entries / objects */
+  int cand[4096][2], n = 0;
+  const char *want = NULL;
+  char key[1100];
+  for (int r = 0; r < w.n; ++r) {
+    rs_state_dict *sd = &w.sd[r];
+    int lim = kind >= 4 ? sd->no : sd->nt;
+    for (int i = 0; i < lim && n < 4096; ++i) {
+      int ok, same = 0;
+      /* entries of the same key: a gap needs one left behind (a key that vanishes entirely is
+       * a missing key, not an invalid checkpoint), a disagreement needs two */
+      for (int r2 = 0; r2 < w.n; ++r2) {
+        if (kind >= 4)
+          for (int j = 0; j < w.sd[r2].no; ++j) same += strcmp(w.sd[r2].o[j].key, sd->o[i].key) == 0;
+        else
+          for (int j = 0; j < w.sd[r2].nt; ++j) same += strcmp(w.sd[r2].t[j].key, sd->t[i].key) == 0;
+      }
+      if (kind >= 4) ok = rs_replica_is_main(&sd->o[i].replica) && (kind == 4 || same >= 2);
+      else if (kind <= 1) ok = rs_replica_is_main(&sd->t[i].replica) && sd->t[i].nbytes > 0 && (kind == 0 || same >= 2);
+      else ok = same >= 2 && (kind == 2 || sd->t[i].ndim >= 1);
+      if (ok) {
+        cand[n][0] = r;
+        cand[n][1] = i;
+        n++;
+      }
+    }
+  }
+  if (n == 0) {
+    snprintf(msg, cap, "no entry to plant invalidity kind %d on", kind);
+    out = RS_SKIP;
+    goto done;
+  }
+  int pick = (int)rs_draw(ch, (uint64_t)n), r = cand[pick][0], i = cand[pick][1];
+  rs_state_dict *sd = &w.sd[r];
+  int other = (r + 1 + (int)rs_draw(ch, (uint64_t)w.n)) % w.n;
+  switch (kind) {
+    case 0: /* overlap: a second main replica of the same box on another rank */
+      snprintf(key, sizeof key, "key '%s'", sd->t[i].key);
+      want = "overlap";
+      {
+        rs_sh_tensor copy = sd->t[i]; /* the add may move sd->t */
+        if (rs_sd_add_tensor(&w.sd[other], &copy)) FAIL("out of memory");
+      }
+      break;
+    case 1: /* gap: a main replica disappears */
+      snprintf(key, sizeof key, "key '%s'", sd->t[i].key);
+      want = "gap";
+      free(sd->t[i].key);
+      free(sd->t[i].data);
+      memmove(&sd->t[i], &sd->t[i + 1], sizeof *sd->t * (size_t)(sd->nt - i - 1));
+      sd->nt--;
+      break;
+    case 2:
+      snprintf(key, sizeof key, "key '%s'", sd->t[i].key);
+      want = "dtype disagreement";
+      sd->t[i].dtype = same_size_dtype(sd->t[i].dtype);
+      break;
+    case 3:
+      snprintf(key, sizeof key, "key '%s'", sd->t[i].key);
+      want = "global shape disagreement";
+      sd->t[i].global_shape[sd->t[i].ndim - 1]++;
+      break;
+    case 4:
+      snprintf(key, sizeof key, "object '%s'", sd->o[i].key);
+      want = "overlap";
+      {
+        rs_sh_object copy = sd->o[i];
+        if (rs_sd_add_object(&w.sd[other], &copy)) FAIL("out of memory");
+      }
+      break;
+    default:
+      snprintf(key, sizeof key, "object '%s'", sd->o[i].key);
+      want = "gap";
+      free(sd->o[i].key);
+      free(sd->o[i].data);
+      memmove(&sd->o[i], &sd->o[i + 1], sizeof *sd->o * (size_t)(sd->no - i - 1));
+      sd->no--;
+      break;
+  }
+  rs_status st = rs_ckpt_validate(&w);
+  const char *e = rs_last_error();
+  if (st == RS_OK) FAIL("planted %s (%s) was accepted by validation", want, key);
+  if (!strstr(e, want) || !strstr(e, key)) FAIL("planted %s (%s) rejected with the wrong message: %s", want, key, e);
+done:
+  rs_ckpt_world_free(&w);
+  return out;
+}
+
+static rs_outcome prop_load(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
+  static const int64_t BLOCKS[] = {RS_CKPT_BLOCK, 64, 256};
+  int64_t block = BLOCKS[rs_draw(ch, 3)];
+  rs_outcome out = RS_PASS;
+  rs_ckpt_world got = {0, NULL}, exp = {0, NULL}, aw = {0, NULL}, bw = {0, NULL};
+  rs_ckpt_report rep;
+  memset(&rep, 0, sizeof rep);
+  char **ka = NULL, **kb = NULL, **un = NULL, **mi = NULL;
+  int na = 0, nb = 0;
+  if (save_spec(&c->a, dir, 1, block, 0)) FAIL("save A: %s", rs_last_error());
+  if (build_applied(&c->a, RS_FILL_VALUES, &aw) || build_applied(&c->b, RS_FILL_VALUES, &bw))
+    FAIL("build: %s", rs_last_error());
+  na = world_keys(&aw, &ka);
+  nb = world_keys(&bw, &kb);
+  un = calloc((size_t)nb + 1, sizeof *un);
+  mi = calloc((size_t)na + 1, sizeof *mi);
+  if (!un || !mi) FAIL("out of memory");
+  int nun = minus(kb, nb, ka, na, un), nmi = minus(ka, na, kb, nb, mi);
+  rs_strict m = c->strict;
+  int expect_err = (m == RS_STRICT_ASSUME_OK_UNEXPECTED && nun) ||
+                   ((m == RS_STRICT_RAISE_UNEXPECTED || m == RS_STRICT_RAISE_ALL) && nun) ||
+                   (m == RS_STRICT_RAISE_ALL && nmi);
+  int rep_un = m != RS_STRICT_ASSUME_OK_UNEXPECTED && m != RS_STRICT_IGNORE_ALL;
+  int rep_mi = m == RS_STRICT_LOG_ALL || m == RS_STRICT_RAISE_ALL || m == RS_STRICT_RETURN_ALL;
+  if (rs_state_spec_build(&c->b, RS_FILL_INITIAL, &got)) FAIL("build B: %s", rs_last_error());
+  FILE *devnull = fopen("/dev/null", "w");
+  rs_ckpt_io_opts io = {0, 0, devnull, 0};
+  rs_status st = rs_ref_ckpt_load(&got, dir, -1, m, &io, &rep);
+  if (devnull) fclose(devnull);
+  char l1[512], l2[512];
+  if (!same_list(rep.unexpected, rep.nunexpected, un, rep_un ? nun : 0)) {
+    list_text(rep.unexpected, rep.nunexpected, l1, sizeof l1);
+    list_text(un, rep_un ? nun : 0, l2, sizeof l2);
+    FAIL("strict %s: reported unexpected keys [%s], expected [%s]", rs_strict_name(m), l1, l2);
+  }
+  if (!same_list(rep.missing, rep.nmissing, mi, rep_mi ? nmi : 0)) {
+    list_text(rep.missing, rep.nmissing, l1, sizeof l1);
+    list_text(mi, rep_mi ? nmi : 0, l2, sizeof l2);
+    FAIL("strict %s: reported missing keys [%s], expected [%s]", rs_strict_name(m), l1, l2);
+  }
+  if (expect_err && st == RS_OK) FAIL("strict %s: load succeeded with %d unexpected and %d missing keys", rs_strict_name(m), nun, nmi);
+  if (!expect_err && st != RS_OK) FAIL("load failed: %s", rs_last_error());
+  if (!expect_err) {
+    if (rs_oracle_ckpt_expected(&c->a, &c->b, &exp)) FAIL("oracle: %s", rs_last_error());
+    if (rs_oracle_ckpt_compare(&exp, &got, msg, cap)) {
+      char tmp[900];
+      snprintf(tmp, sizeof tmp, "load != oracle: %s", msg);
+      FAIL("%s", tmp);
+    }
+  }
+done:
+  free(un);
+  free(mi);
+  free_keys(ka, na);
+  free_keys(kb, nb);
+  rs_ckpt_report_free(&rep);
+  rs_ckpt_world_free(&got);
+  rs_ckpt_world_free(&exp);
+  rs_ckpt_world_free(&aw);
+  rs_ckpt_world_free(&bw);
+  return out;
+}
+
+static int file_bytes(const char *path, uint8_t **b, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  fseek(f, 0, SEEK_END);
+  long l = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  *b = malloc((size_t)l + 1);
+  *n = *b ? fread(*b, 1, (size_t)l, f) : 0;
+  fclose(f);
+  return *b != NULL;
+}
+
+static rs_outcome prop_export(rs_ckpt_case *c, const char *dir, char *msg, size_t cap) {
+  rs_outcome out = RS_PASS;
+  char r1[4200], r2[4200], e1[4300], e2[4300];
+  snprintf(r1, sizeof r1, "%s/a", dir);
+  snprintf(r2, sizeof r2, "%s/a2", dir);
+  snprintf(e1, sizeof e1, "%s/a.safetensors", dir);
+  snprintf(e2, sizeof e2, "%s/a2.safetensors", dir);
+  mkdir(dir, 0777);
+  uint8_t *b1 = NULL, *b2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  if (save_spec(&c->a, r1, 3, 0, 0)) FAIL("save A: %s", rs_last_error());
+  if (save_spec(&c->a2, r2, 7, 0, 0)) FAIL("save A2: %s", rs_last_error());
+  if (rs_ckpt_export(r1, e1)) FAIL("export A: %s", rs_last_error());
+  if (rs_ckpt_export(r2, e2)) FAIL("export A2: %s", rs_last_error());
+  if (!file_bytes(e1, &b1, &n1) || !file_bytes(e2, &b2, &n2)) FAIL("cannot read the exports");
+  if (n1 != n2 || memcmp(b1, b2, n1) != 0) {
+    size_t k = 0;
+    while (k < n1 && k < n2 && b1[k] == b2[k]) k++;
+    FAIL("exports differ: %zu and %zu bytes, first difference at byte %zu", n1, n2, k);
+  }
+done:
+  free(b1);
+  free(b2);
+  return out;
+}
+
+/* Loads `latest` with the spec of the step it names and compares with the oracle. */
+static rs_outcome check_latest(const char *dir, const rs_state_spec *s1, const rs_state_spec *s2, char *msg,
+                               size_t cap) {
+  int64_t step;
+  if (rs_ckpt_latest(dir, &step)) {
+    snprintf(msg, cap, "torn: no readable latest (%s)", rs_last_error());
+    return RS_FAIL;
+  }
+  if (step != 1 && step != 2) {
+    snprintf(msg, cap, "torn: latest names step %lld", (long long)step);
+    return RS_FAIL;
+  }
+  const rs_state_spec *s = step == 1 ? s1 : s2;
+  rs_ckpt_world got, exp = {0, NULL};
+  if (rs_state_spec_build(s, RS_FILL_INITIAL, &got)) {
+    snprintf(msg, cap, "build: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  rs_outcome out = RS_PASS;
+  if (rs_ref_ckpt_load(&got, dir, -1, RS_STRICT_RAISE_ALL, NULL, NULL)) {
+    snprintf(msg, cap, "torn: latest (step %lld) does not load: %s", (long long)step, rs_last_error());
+    out = RS_FAIL;
+  } else if (rs_oracle_ckpt_expected(s, s, &exp) || rs_oracle_ckpt_compare(&exp, &got, msg, cap)) {
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "torn: latest (step %lld) loads wrong data: %s", (long long)step, msg);
+    snprintf(msg, cap, "%s", tmp);
+    out = RS_FAIL;
+  }
+  rs_ckpt_world_free(&got);
+  rs_ckpt_world_free(&exp);
+  return out;
+}
+
+static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
+  rs_state_spec next;
+  if (rs_state_spec_copy(&c->a2, &next)) {
+    snprintf(msg, cap, "copy: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  for (int i = 0; i < next.nt; ++i) next.t[i].seed += 1000003;
+  for (int i = 0; i < next.no; ++i) next.o[i].seed += 1000003;
+  rs_outcome out = RS_PASS;
+  int64_t crash_at = 1 + (int64_t)rs_draw(ch, (uint64_t)(14 + 3 * next.world));
+  if (save_spec(&c->a, dir, 1, 256, 0)) {
+    snprintf(msg, cap, "save step 1: %s", rs_last_error());
+    out = RS_FAIL;
+  } else {
+    rs_status st = save_spec(&next, dir, 2, 256, crash_at);
+    if (st && !strstr(rs_last_error(), "simulated crash")) {
+      snprintf(msg, cap, "save step 2: %s", rs_last_error());
+      out = RS_FAIL;
+    } else {
+      out = check_latest(dir, &c->a, &next, msg, cap);
+      if (out == RS_FAIL) {
+        char tmp[900];
+        snprintf(tmp, sizeof tmp, "power loss at I/O operation %lld of the step-2 save: %s", (long long)crash_at, msg);
+        snprintf(msg, cap, "%s", tmp);
+      }
+    }
+  }
+  rs_state_spec_free(&next);
+  return out;
+}
+
+static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
+  static const int64_t BLOCKS[] = {64, RS_CKPT_BLOCK, 128};
+  if (save_spec(&c->a, dir, 1, BLOCKS[rs_draw(ch, 3)], 0)) {
+    snprintf(msg, cap, "save: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  char sdir[4200], names[64][300];
+  snprintf(sdir, sizeof sdir, "%s/step_1", dir);
+  DIR *d = opendir(sdir);
+  int n = 0;
+  struct dirent *de;
+  while (d && (de = readdir(d)) && n < 64)
+    if (de->d_name[0] != '.' && !strstr(de->d_name, ".tmp")) snprintf(names[n++], sizeof names[0], "%s", de->d_name);
+  if (d) closedir(d);
+  /* readdir order is the filesystem's: sort so a stream means one flip */
+  qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+  if (n == 0) {
+    snprintf(msg, cap, "no files in %s", sdir);
+    return RS_FAIL;
+  }
+  char path[4600];
+  snprintf(path, sizeof path, "%s/%s", sdir, names[rs_draw(ch, (uint64_t)n)]);
+  uint8_t *b = NULL; /* file_bytes may fail before setting it */
+  size_t len;
+  if (!file_bytes(path, &b, &len) || len == 0) {
+    free(b);
+    snprintf(msg, cap, "cannot read %s", path);
+    return RS_FAIL;
+  }
+  size_t at = (size_t)rs_draw(ch, len);
+  uint8_t x = (uint8_t)(1 + rs_draw(ch, 255));
+  b[at] ^= x;
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    fwrite(b, 1, len, f);
+    fclose(f);
+  }
+  free(b);
+  rs_outcome out = RS_PASS;
+  if (rs_ckpt_verify(dir, NULL) == RS_OK) {
+    snprintf(msg, cap, "verify accepted a flipped byte (%s byte %zu ^= 0x%02x)", path, at, x);
+    return RS_FAIL;
+  }
+  rs_ckpt_world got;
+  if (rs_state_spec_build(&c->a, RS_FILL_INITIAL, &got)) {
+    snprintf(msg, cap, "build: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  if (rs_ref_ckpt_load(&got, dir, -1, RS_STRICT_RAISE_ALL, NULL, NULL) == RS_OK) {
+    snprintf(msg, cap, "load accepted a flipped byte (%s byte %zu ^= 0x%02x)", path, at, x);
+    out = RS_FAIL;
+  }
+  rs_ckpt_world_free(&got);
+  if (out == RS_PASS) {
+    char e[4500];
+    snprintf(e, sizeof e, "%s/export.safetensors", dir);
+    if (rs_ckpt_export(dir, e) == RS_OK) {
+      snprintf(msg, cap, "export accepted a flipped byte (%s byte %zu ^= 0x%02x)", path, at, x);
+      out = RS_FAIL;
+    }
+  }
+  return out;
+}
+
+rs_outcome rs_ckpt_prop_run(rs_ckpt_prop p, rs_choices *ch, const char *dir, char *msg, size_t cap) {
+  rs_ckpt_case c;
+  msg[0] = 0;
+  if (rs_gen_ckpt_case(ch, &c)) {
+    snprintf(msg, cap, "generator: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  rs_ckpt_rmtree(dir);
+  mkdir(dir, 0777);
+  rs_outcome o;
+  switch (p) {
+    case RS_CKPT_PROP_VALID: o = prop_valid(&c, msg, cap); break;
+    case RS_CKPT_PROP_REJECT: o = prop_reject(&c, ch, msg, cap); break;
+    case RS_CKPT_PROP_LOAD: o = prop_load(&c, ch, dir, msg, cap); break;
+    case RS_CKPT_PROP_EXPORT: o = prop_export(&c, dir, msg, cap); break;
+    case RS_CKPT_PROP_CRASH: o = prop_crash(&c, ch, dir, msg, cap); break;
+    default: o = prop_corrupt(&c, ch, dir, msg, cap); break;
+  }
+  rs_ckpt_case_free(&c);
+  return o;
+}
