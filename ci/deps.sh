@@ -2,7 +2,9 @@
 # deps.sh - install whatever the build and tests need and is missing (Debian packages).
 set -euo pipefail
 need=()
-for pkg in build-essential cmake pkg-config libcjson-dev libxxhash-dev libopenmpi-dev openmpi-bin lcov zlib1g-dev; do
+# clang + libclang-rt-14-dev: the clang build of ci/builds.sh and libFuzzer for ci/fuzz.sh (Debian 12)
+for pkg in build-essential cmake pkg-config libcjson-dev libxxhash-dev libopenmpi-dev openmpi-bin lcov zlib1g-dev \
+           clang libclang-rt-14-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 # ckpt: the safetensors interop test makes a venv (numpy + safetensors from PyPI) under the build dir

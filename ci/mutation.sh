@@ -8,6 +8,8 @@
 #     command, or a failed feature-coverage check (a generator that stopped producing something);
 #   - or, when the row's 5th column names a test binary (e.g. test_props_shrink), by that unit test
 #     failing (harness code that no campaign can see fail on its own, like the shrinker);
+#   - or, when it names a tests/*.sh script (e.g. cli_hostile.sh), by that script failing when given
+#     the reshard binary and the source tree (bugs only the CLI shows: exit codes, replay's impl);
 #   - or, when it says mpi4, by `reshard check --transport mpi` under mpirun -np 4 (MPI transport);
 #   - or, when it says features, by the feature-coverage check of a campaign that runs only the
 #     cheap `boxes` property (a generator bug: no property can fail, only the coverage count).
@@ -58,6 +60,12 @@ for f in "$top"/*/MUTANTS.md; do
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')
       if [ $rc -eq 1 ] && grep -q "FAIL feature coverage" "$log"; then verdict=caught; else verdict=SURVIVED; n="-"; fi
       what=$(grep -m1 -E '^FAIL' "$log" | cut -c1-110)
+    elif [ "${runner%.sh}" != "$runner" ]; then
+      # a CLI script of tests/ (input-layer bugs only the CLI shows: exit codes, replay's impl)
+      RS_MUTANT=$id bash "$top/tests/$runner" "$bin" "$top" >"$log" 2>&1 </dev/null
+      rc=$?
+      if [ $rc -ne 0 ]; then verdict=caught; n="-"; else verdict=SURVIVED; n="-"; fi
+      what="$runner failed: $(grep -m1 -E 'FAIL' "$log" | cut -c1-90)"
     elif [ -n "$runner" ]; then
       RS_MUTANT=$id timeout "$limit" "$tests/$runner" "$top" >"$log" 2>&1 </dev/null
       rc=$?

@@ -6,7 +6,9 @@
 #   2. ASan+UBSan build: ctest and a shorter campaign;
 #   3. coverage + mutation build: ctest and a campaign for line coverage of core/ ref/ oracle/ props/ opt/ tools/
 #      (lcov), then every planted bug must be caught by `reshard check`.
-# Environment: RS_CASES (default 100000) scales the campaigns; RS_SKIP_SAN=1, RS_SKIP_COV=1 skip stages.
+#   4. input robustness: the build matrix (gcc -O0/-O2/-O3, clang) and the libFuzzer targets.
+# Environment: RS_CASES (default 100000) scales the campaigns; RS_SKIP_SAN=1, RS_SKIP_COV=1,
+# RS_SKIP_ROBUST=1 skip stages.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -157,6 +159,17 @@ $R tp check --impl both --seed 1 --cases "$CASES" --quiet --regress-dir "$out/re
   --junit "$out/tp.junit.xml" --json "$out/tp.json"
 if [ -x build-asan/reshard ]; then
   build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions/tp"
+fi
+# ---- input robustness (docs/cli-robustness.md): the build matrix and the fuzz targets ---------------
+# Hostile-input, replay and --enumeration tests (test_hostile_input, cli_hostile, cli_enumeration,
+# replay_opt_failure, fuzz_*_seeds) already ran in every ctest above; these two stages need their own
+# trees. Budget: about 4 minutes on 2 cores (builds.sh ~2 min, fuzz.sh ~20 s build + 3 x 25 s).
+# RS_SKIP_ROBUST=1 skips both; RS_FUZZ_SECONDS sets the time per fuzz target.
+if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
+  stage "build matrix: gcc -O0/-O2 library+CLI, gcc -O3 and clang -O3 everything, clang's ctest"
+  bash ci/builds.sh
+  stage "fuzz: libFuzzer targets (case JSON, CLI text, expected blocks), ${RS_FUZZ_SECONDS:-25}s each"
+  RS_FUZZ_OUT="$out/fuzz" bash ci/fuzz.sh
 fi
 
 stage "all tests passed"

@@ -1,6 +1,7 @@
 /* case_json.c - the JSON form of a case (cJSON). Unknown keys are ignored so fixtures can carry
  * expectations; every error names the offending field. */
 #include <cjson/cJSON.h>
+#include "core/mutant.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndi
       if (d < 0 || d >= tensor_ndim)
         return rs_fail(RS_ERR_INVALID, "%s: out of range for a %d-d tensor", ft, tensor_ndim);
       /* a second entry for one tensor dim would silently replace the first */
-      if (listed[d]++)
+      if (listed[d]++ && !RS_MUTANT(232)) /* planted: the later entry silently wins */
         return rs_fail(RS_ERR_INVALID, "%s: tensor dim %d is listed twice", ft, (int)d);
       int64_t dims[RS_MAX_MESH_DIMS];
       int n;

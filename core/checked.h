@@ -5,10 +5,15 @@
 #define RS_CORE_CHECKED_H
 
 #include <stdint.h>
+#include "core/mutant.h"
 
 /* 1 and *out = a * b when it fits in int64 (a, b >= 0), else 0. */
 static inline int rs__mul_ok(int64_t a, int64_t b, int64_t *out) {
   if (a < 0 || b < 0) return 0;
+  if (RS_MUTANT(233)) { /* planted: the product wraps unnoticed */
+    *out = (int64_t)((uint64_t)a * (uint64_t)b);
+    return 1;
+  }
   return !__builtin_mul_overflow(a, b, out);
 }
 static inline int rs__add_ok(int64_t a, int64_t b, int64_t *out) {

@@ -2,6 +2,7 @@
  * dispatched by name, so a duplicated key, an unknown key or a key of the wrong type is refused
  * with its path, and a rank entry is checked against the case's mesh before it is used as an index. */
 #include "core/expected.h"
+#include "core/mutant.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,13 +105,10 @@ static rs_status read_collectives(const cJSON *m, const char *f, rs__expected *e
     int which = -1;
     for (int i = RS_COLL_ALL_GATHER; i < RS_COLL_COUNT; ++i)
       if (strcmp(k->string, rs_collective_name((rs_collective)i)) == 0) which = i;
-    /* PyTorch's planner names its Shard -> Partial(sum) zero-fill step (pytorch enumeration) */
-    int zero_fill = strcmp(k->string, "shard_to_partial") == 0;
-    if (which < 0 && !zero_fill) return rs_fail(RS_ERR_INVALID, "%s: not a collective", g);
+    if (which < 0) return rs_fail(RS_ERR_INVALID, "%s: not a collective", g);
     int64_t v;
     if ((st = rs_json_i64(k, g, 0, RS_MAX_STEPS, &v))) return st;
-    if (zero_fill) e->shard_to_partial = (int)v;
-    else e->collectives[which] = (int)v;
+    e->collectives[which] = (int)v;
   }
   return RS_OK;
 }
@@ -157,7 +155,7 @@ rs_status rs__expected_parse(const cJSON *exp, const char *field, int strict, co
         out->nranks++;
       }
     } else if (strcmp(m->string, "trace") == 0) {
-      if (!cJSON_IsString(m)) st = rs_fail(RS_ERR_INVALID, "%s: expected a string", f);
+      if (!cJSON_IsString(m) && !RS_MUTANT(234)) st /* planted: a non-string trace reads as none */ = rs_fail(RS_ERR_INVALID, "%s: expected a string", f);
       else out->trace = m->valuestring;
     } else if (strcmp(m->string, "collectives") == 0) {
       st = read_collectives(m, f, out);

@@ -24,7 +24,6 @@ typedef struct rs__expected {
   const char *error;              /* "error": PyTorch raised (message); NULL when absent */
   int has_collectives;            /* 0 when absent or null (not recorded) */
   int collectives[RS_COLL_COUNT];
-  int shard_to_partial;           /* PyTorch's S -> P(sum) zero-fill steps (no collective) */
 } rs__expected;
 
 /* Read `exp` (from rs_json_parse) for case c. field names it in errors ("expected", "pytorch").

@@ -1,6 +1,7 @@
 /* fmt.c - bounded text building (see fmt.h): the one place where pieces are appended to a fixed
  * buffer, so no caller does the `n += snprintf` arithmetic that overruns once a piece is cut. */
 #include "core/fmt.h"
+#include "core/mutant.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +16,7 @@ void rs__sbuf_init(rs__sbuf *b, char *buf, size_t cap) {
 
 static void mark_cut(rs__sbuf *b) {
   b->cut = 1;
-  if (b->cap < 4) return;
+  if (b->cap < 4 || RS_MUTANT(230)) return; /* planted: a cut list looks complete */
   /* "..." replaces the last bytes that fit */
   size_t at = b->len < b->cap - 4 ? b->len : b->cap - 4;
   memcpy(b->p + at, "...", 4);

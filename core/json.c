@@ -2,6 +2,7 @@
  * every number token starts, then walk the tree in document order (cJSON keeps order) and give each
  * number node a copy of its token in valuestring, which cJSON_Delete frees. */
 #include "core/json.h"
+#include "core/mutant.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <errno.h>
@@ -95,6 +96,10 @@ static int plain_integer(const char *s) {
 }
 
 rs_status rs_json_i64(const cJSON *item, const char *field, int64_t lo, int64_t hi, int64_t *out) {
+  if (RS_MUTANT(231) && cJSON_IsNumber(item)) { /* planted: the integer read through its double */
+    *out = (int64_t)item->valuedouble;
+    return RS_OK;
+  }
   if (!cJSON_IsNumber(item) || !item->valuestring || !plain_integer(item->valuestring))
     return rs_fail(RS_ERR_INVALID, "%s: expected an integer", field);
   errno = 0;

@@ -1,6 +1,7 @@
 /* text.c - the CLI text syntax (shapes, rank lists, placements, shard orders) and PyTorch's
  * printed notation of placements and sharding states. */
 #include <ctype.h>
+#include "core/mutant.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,10 @@ static int parse_int(const char **p, long long lo, long long hi, long long *out)
   long long v = 0;
   for (; isdigit((unsigned char)*q); ++q) {
     int dgt = *q - '0';
+    if (RS_MUTANT(238)) { /* planted: the value wraps instead of being refused */
+      v = (long long)((unsigned long long)v * 10u + (unsigned long long)(long long)(neg ? -dgt : dgt));
+      continue;
+    }
     if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -dgt : dgt, &v)) return 0;
   }
   if (v < lo || v > hi) return 0;

@@ -40,7 +40,7 @@ int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_loca
         memcpy(diff->coord, coord, sizeof coord);
         diff->shape_mismatch = 1;
       }
-      if (lines++ < RS_DIFF_LINES) {
+      if (lines++ < RS_DIFF_LINES && used < sizeof diff->text) {
         char es_buf[96], as_buf[96] = "(missing)";
         fmt_index(es_buf, sizeof es_buf, e->ndim, e->shape);
         if (a) fmt_index(as_buf, sizeof as_buf, a->ndim, a->shape);

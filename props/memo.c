@@ -14,7 +14,7 @@
 
 /* What a plan depends on (not the rank list, not the data). */
 typedef struct plan_key {
-  int planner, cost, mesh_ndim;
+  int planner, cost, enumeration, mesh_ndim;
   int64_t size[RS_MAX_MESH_DIMS];
   rs_tensor t;
   rs_sharding src, dst;
@@ -119,8 +119,8 @@ rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, const rs_events *e
 }
 
 static rs_status plan_now(const rs_case *c, rs_planner_kind k, rs_plan *out) {
-  if (k == RS_PLANNER_GREEDY) return rs_ref_plan_greedy(&c->mesh, &c->tensor, &c->src, &c->dst, out);
-  return rs_ref_plan_graph(&c->mesh, &c->tensor, &c->src, &c->dst, c->cost, out);
+  if (k == RS_PLANNER_GREEDY) return rs_ref_plan_greedy_enum(&c->mesh, &c->tensor, &c->src, &c->dst, c->enumeration, out);
+  return rs_ref_plan_graph_enum(&c->mesh, &c->tensor, &c->src, &c->dst, c->cost, c->enumeration, out);
 }
 
 rs_status rs_memo_plan(rs_prop_memo *m, const rs_case *c, rs_planner_kind k, rs_plan *out) {
@@ -130,6 +130,7 @@ rs_status rs_memo_plan(rs_prop_memo *m, const rs_case *c, rs_planner_kind k, rs_
   memset(&key, 0, sizeof key);
   key.planner = k;
   key.cost = k == RS_PLANNER_GRAPH ? (int)c->cost : 0;
+  key.enumeration = (int)c->enumeration;
   key.mesh_ndim = c->mesh.ndim;
   memcpy(key.size, c->mesh.size, sizeof key.size);
   key.t = c->tensor;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "reshard/oracle.h"
 #include "props/props.h"
+#include "oracle/partial_sum.h"
 #include "reshard/ref.h"
 #include "core/values.h"
 #include "oracle/arith.h"
@@ -81,6 +82,7 @@ static rs_outcome fail_st(char *msg, size_t cap, const char *what, rs_status st)
  * Partial between mesh dims: a dst Partial(op != sum) is reachable only where src has it already.
  * Searching for an unreachable state explores the whole state space, so it is skipped up front. */
 static int graph_reachable(const rs_case *c) {
+  if (c->enumeration == RS_ENUM_PYTORCH) return 1; /* R -> P(avg|min|max) exists there */
   for (int m = 0; m < c->mesh.ndim; m++) {
     rs_placement d = c->dst.p[m], s = c->src.p[m];
     if (d.kind == RS_PARTIAL && d.op != RS_SUM && !(s.kind == RS_PARTIAL && s.op == d.op)) return 0;
@@ -154,6 +156,24 @@ static rs_outcome compare(const rs_case *c, const rs_sharding *layout, const rs_
             (long long)d->nbad_elems, trace ? " (plan " : "", trace ? trace : "", trace ? ")" : "",
             d->text);
   }
+  free(d);
+  return o;
+}
+
+/* A plan that zero-fills (pytorch enumeration) puts PyTorch's pieces on those mesh dims: their
+ * sums are held to the oracle's tensor before partition (oracle/partial_sum.h). */
+static rs_outcome compare_zero_fill(const rs_case *c, const rs_plan *p, rs_locals *act, char *msg, size_t cap) {
+  rs_diff *d = calloc(1, sizeof *d);
+  if (!d) return say(RS_FAIL, msg, cap, "zero-fill compare: out of memory");
+  rs_status st;
+  char tr[1024];
+  trace_of(c, p, tr, sizeof tr);
+  int bad = rs__oracle_compare_zero_fill(c, p, rs__plan_zero_fill_dims(c, p), act, d, &st);
+  rs_outcome o = RS_PASS;
+  if (bad < 0) o = fail_st(msg, cap, "zero-fill sums", st);
+  else if (bad)
+    o = say(RS_FAIL, msg, cap, "ref vs oracle (sums over the zero-filled mesh dims): %d rank(s), %lld element(s) differ (plan %s)\n%s",
+            bad, (long long)d->nbad_elems, tr, d->text);
   free(d);
   return o;
 }
@@ -300,6 +320,7 @@ static rs_outcome prop_oracle(const rs_prop_env *env, const rs_case *c, rs_plann
   rs_events ev;
   if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
   else if ((st = rs_ref_execute(c, &p, in, &s.out))) o = fail_st(msg, cap, "rs_ref_execute", st);
+  else if (rs__plan_zero_fill_dims(c, &p)) o = compare_zero_fill(c, &p, &s.out, msg, cap);
   else if ((st = rs_events_from_plan(&c->mesh, &p, &ev))) o = fail_st(msg, cap, "rs_events_from_plan", st);
   else if ((st = rs_memo_expected(env->memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else {
@@ -367,7 +388,7 @@ static rs_outcome prop_plan_legal(const rs_prop_env *env, const rs_case *c, rs_p
   char tr[1024];
   for (int i = 0; i < p.nsteps; i++) {
     rs_collective coll;
-    rs_status st = rs_step_collective(&p.step[i], &coll);
+    rs_status st = rs_step_collective_enum(&p.step[i], p.enumeration, &coll);
     if (st) {
       trace_of(c, &p, tr, sizeof tr);
       return say(RS_FAIL, msg, cap, "step %d: %s (plan %s)", i, rs_last_error(), tr);

@@ -19,6 +19,18 @@ target_link_libraries(test_pytorch_order PRIVATE z)
 if(TARGET reshard)
   add_test(NAME cli_hostile COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_hostile.sh $<TARGET_FILE:reshard>)
 endif()
+# cli_enumeration: --enumeration seed|pytorch on run/plan, the PyTorch-recorded enum_pytorch_* fixtures.
+if(TARGET reshard)
+  add_test(NAME cli_enumeration COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_enumeration.sh
+           $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+endif()
+# replay_opt_failure: a failure saved by an opt campaign (planted opt bug 105) fails again on replay
+# (mutation builds only; exit 77 = skipped elsewhere).
+if(TARGET reshard)
+  add_test(NAME replay_opt_failure COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_opt_failure.sh
+           $<TARGET_FILE:reshard>)
+  set_tests_properties(replay_opt_failure PROPERTIES SKIP_RETURN_CODE 77)
+endif()
 # ---- ckpt (distributed checkpoints) ----
 # ckpt_cli: the stable forms and exit codes of `reshard ckpt ...`; ckpt_torture: 100 saves killed
 # with SIGKILL at random moments, `latest` must always load correctly (torn = 0).

@@ -32,6 +32,7 @@
 #include "core/json.h"
 #include "core/case_json.h"
 #include "core/expected.h"
+#include "oracle/partial_sum.h"
 
 #define MAX_REPORTS 25
 
@@ -49,6 +50,9 @@ typedef struct counts {
   int graph_enum_differs;
   int nopath_agree;
   int opt_cases, opt_fail;
+  /* the pytorch enumeration against PyTorch's planners and redistribute as they are */
+  int enum_greedy, enum_greedy_fail, enum_graph, enum_graph_fail;
+  int enum_digest_cases, enum_digest_fail, enum_zero_fill;
 } counts;
 
 #ifdef RS_HAVE_OPT
@@ -168,6 +172,59 @@ static void check_plans_pytorch(counts *k, const rs_case *c, const cJSON *pt) {
     rs_status st = rs_ref_plan_graph(&c->mesh, &c->tensor, &c->src, &c->dst, RS_COST_SEED, &p);
     check_trace(k, c, "graph/seed trace", gs, st, &p, &k->graph_seed, &k->graph_seed_fail);
   }
+  /* the pytorch enumeration is PyTorch's planners as they are, traces taken verbatim */
+  if (tg) {
+    rs_status st = rs_ref_plan_greedy_enum(&c->mesh, &c->tensor, &c->src, &c->dst, RS_ENUM_PYTORCH, &p);
+    check_trace(k, c, "greedy/pytorch-enumeration trace", tg, st, &p, &k->enum_greedy, &k->enum_greedy_fail);
+  }
+  const char *ga = str_of(pt, "trace_graph");
+  if (ga) {
+    rs_status st = rs_ref_plan_graph_enum(&c->mesh, &c->tensor, &c->src, &c->dst, RS_COST_PYTORCH,
+                                          RS_ENUM_PYTORCH, &p);
+    check_trace(k, c, "graph/pytorch-enumeration trace", ga, st, &p, &k->enum_graph, &k->enum_graph_fail);
+  }
+}
+
+/* Data under the pytorch enumeration and cost, which is what PyTorch's redistribute ran: ref's
+ * pieces must equal PyTorch's digests, zero-filled Partial(sum) pieces included. Cases where
+ * PyTorch is wrong (known_bug) or changes the dtype are left to check_data's oracle. */
+static void check_data_pytorch_enum(counts *k, const rs_case *c0, const rs__expected *e) {
+  rs_case c = *c0;
+  c.enumeration = RS_ENUM_PYTORCH;
+  c.cost = RS_COST_PYTORCH;
+  if (rs_case_validate(&c) != RS_OK) return;
+  rs_plan p;
+  rs_locals in = {0}, out = {0};
+  rs_status st = rs_ref_plan(&c, &p);
+  if (!st) st = rs_make_source(&c, &in);
+  if (!st) st = rs_ref_execute(&c, &p, &in, &out);
+  k->enum_digest_cases++;
+  if (st) {
+    k->enum_digest_fail++;
+    report(c.name, "pytorch enumeration: ref failed: %s%s", rs_last_error(), "");
+  } else {
+    for (int i = 0; i < p.nsteps; ++i) {
+      rs_collective cc;
+      if (!rs_step_collective_enum(&p.step[i], p.enumeration, &cc) && cc == RS_COLL_SHARD_TO_PARTIAL) {
+        k->enum_zero_fill++;
+        break;
+      }
+    }
+    for (int i = 0; i < e->nranks; ++i) {
+      const rs__exp_rank *r = &e->ranks[i];
+      if (!r->has_xxh3) continue;
+      uint64_t got = rs_local_digest(&out.r[r->pos]);
+      if (got == r->xxh3) continue;
+      k->enum_digest_fail++;
+      char where[64], want[24];
+      snprintf(where, sizeof where, "pos %d: ref %016llx", r->pos, (unsigned long long)got);
+      snprintf(want, sizeof want, "%016llx", (unsigned long long)r->xxh3);
+      report(c.name, "pytorch enumeration: digest %s, PyTorch %s", where, want);
+      break;
+    }
+  }
+  rs_locals_free(&in);
+  rs_locals_free(&out);
 }
 
 static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp, const rs__expected *e) {
@@ -177,7 +234,7 @@ static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp, c
   rs_status st = rs_ref_plan(c, &p);
   char w[4096];
   rs_planner_kind kind = rs_case_resolve_planner(c);
-  if (kind == RS_PLANNER_GREEDY)
+  if (kind == RS_PLANNER_GREEDY && c->enumeration == RS_ENUM_SEED)
     seed_greedy_form(c, want, w, sizeof w);
   else
     snprintf(w, sizeof w, "%s", want);
@@ -187,7 +244,7 @@ static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp, c
   int have[RS_COLL_COUNT] = {0};
   for (int i = 0; i < p.nsteps; ++i) {
     rs_collective cc;
-    if (rs_step_collective(&p.step[i], &cc)) continue;
+    if (rs_step_collective_enum(&p.step[i], p.enumeration, &cc)) continue;
     if (c->mesh.size[p.step[i].mesh_dim] == 1) continue; /* moves nothing (SPEC 6) */
     have[cc]++;
   }
@@ -269,10 +326,31 @@ static void check_data(counts *k, const rs_case *c, const rs__expected *e, int b
     rs_locals oo = {0};
     rs_diff diff;
     memset(&diff, 0, sizeof diff);
+    /* opt is plan-free (the contract's partition); where ref's plan zero-fills (pytorch
+     * enumeration) ref's pieces differ, and the two are compared through the oracle */
+    unsigned zf = rs__plan_zero_fill_dims(c, &plan);
     k->opt_cases++;
     if ((st = rs_opt_redistribute(g_opt, NULL, c, &in, &oo, NULL))) {
       k->opt_fail++;
       report(c->name, "opt failed: %s%s", rs_last_error(), "");
+    } else if (zf) {
+      /* ref zero-filled: opt is held to the oracle's pieces, ref's sums to the tensor before any
+       * partition */
+      rs_locals ex = {0}, un = {0};
+      rs_sharding un_layout;
+      if (rs_oracle_expected(c, &c->dst, &ex) || rs__oracle_sum_over(c, zf, &out) ||
+          rs__oracle_expected_summed(c, &plan, zf, &un_layout, &un)) {
+        k->opt_fail++;
+        report(c->name, "oracle for a zero-fill plan: %s%s", rs_last_error(), "");
+      } else if (rs_oracle_compare(c, &c->dst, &ex, &oo, &diff)) {
+        k->opt_fail++;
+        report(c->name, "opt differs from the oracle: %s%s", diff.text, "");
+      } else if (rs_oracle_compare(c, &un_layout, &un, &out, &diff)) {
+        k->opt_fail++;
+        report(c->name, "ref's zero-filled pieces do not sum to the oracle's tensor: %s%s", diff.text, "");
+      }
+      rs_locals_free(&ex);
+      rs_locals_free(&un);
     } else if (rs_events_equal(&ev, &canon) || c->values != RS_VALUES_ORDER) {
       if (rs_oracle_compare(c, &c->dst, &out, &oo, &diff)) {
         k->opt_fail++;
@@ -349,6 +427,17 @@ static void check_case(counts *k, const char *text, int curated, const char *whe
     nopath_ok = t && strcmp(t, "ERR no path") == 0;
   }
   check_data(k, &c, &e, bugged, nopath_ok);
+  if (!curated) {
+    /* only the zero-fill deviation is PyTorch's enumeration; others (dtype, known bugs) stay out */
+    const char *dev = str_of(root, "pytorch_deviates");
+    int dtype_dev = dev && strstr(dev, "dtype");
+    int ranks_dtype = 0;
+    const cJSON *rk = cJSON_GetObjectItemCaseSensitive(rec, "ranks");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, rk) ranks_dtype |= cJSON_GetObjectItemCaseSensitive(it, "dtype") != NULL;
+    if (!cJSON_GetObjectItemCaseSensitive(root, "known_bug") && !dtype_dev && !ranks_dtype)
+      check_data_pytorch_enum(k, &c, &e);
+  }
   rs__expected_free(&e);
   cJSON_Delete(root);
 }
@@ -459,6 +548,13 @@ static void print_counts(const counts *k) {
   printf("  oracle (PyTorch bug/deviation) %d cases, %d wrong\n", k->oracle_cases, k->oracle_fail);
   printf("  ref errors     %6d\n", k->exec_err);
   if (k->opt_cases) printf("  opt == ref     %6d cases, %d wrong\n", k->opt_cases, k->opt_fail);
+  if (k->enum_greedy || k->enum_graph || k->enum_digest_cases) {
+    printf("  pytorch enumeration (PyTorch's planners and redistribute as they are):\n");
+    printf("    greedy traces %6d, %d wrong\n", k->enum_greedy, k->enum_greedy_fail);
+    printf("    graph traces  %6d, %d wrong (cost pytorch)\n", k->enum_graph, k->enum_graph_fail);
+    printf("    digests       %6d cases (%d zero-fill), %d wrong\n", k->enum_digest_cases, k->enum_zero_fill,
+           k->enum_digest_fail);
+  }
   if (k->nopath_agree)
     printf("  no plan, as the reference enumeration (no data compared) %d\n", k->nopath_agree);
   if (k->torch_errors) printf("  PyTorch raised (known bug, ref checked by the oracle) %d\n", k->torch_errors);
@@ -477,6 +573,7 @@ int main(int argc, char **argv) {
   print_counts(&pt);
   CHECK(cur.cases >= 60);
   CHECK(pt.cases >= 3000);
+  CHECK(pt.enum_graph >= 2900 && pt.enum_digest_cases >= 2800 && pt.enum_zero_fill >= 3);
 #ifdef RS_HAVE_OPT
   CHECK(cur.opt_cases >= 60 && cur.opt_fail == 0);
   CHECK(pt.opt_cases >= 2500 && pt.opt_fail == 0);

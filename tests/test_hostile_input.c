@@ -68,6 +68,27 @@ static void test_case_codec(void) {
   refused(CASE(BASE_MESH, "[4]", "") ",\"values\":5}", "values");
   refused(CASE(BASE_MESH, "[4]", "") ",\"planner\":[]}", "planner");
   refused(CASE(BASE_MESH, "[4]", "") ",\"name\":7}", "name");
+  /* the planner's enumeration: a string of two values, kept through a round trip; S -> P(sum)
+   * is valid only under the pytorch enumeration */
+  refused(CASE(BASE_MESH, "[4]", "") ",\"enumeration\":7}", "enumeration");
+  refused(CASE(BASE_MESH, "[4]", "") ",\"enumeration\":\"PyTorch\"}", "enumeration");
+  CHECK(load(CASE(BASE_MESH, "[4]", "") ",\"enumeration\":\"pytorch\"}", &c) == RS_OK && c.enumeration == RS_ENUM_PYTORCH);
+  {
+    char *j = rs_case_to_json(&c);
+    rs_case back;
+    CHECK(j && load(j, &back) == RS_OK && back.enumeration == RS_ENUM_PYTORCH);
+    free(j);
+  }
+  const char *s2p = "{" BASE_MESH ",\"tensor\":{\"shape\":[4],\"dtype\":\"F32\"},\"src\":{\"placements\":[\"S(0)\"]},"
+                    "\"dst\":{\"placements\":[\"P(sum)\"]}";
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s}", s2p);
+  refused(buf, "Shard -> Partial");
+  snprintf(buf, sizeof buf, "%s,\"enumeration\":\"pytorch\"}", s2p);
+  CHECK(load(buf, &c) == RS_OK);
+  snprintf(buf, sizeof buf, "{" BASE_MESH ",\"tensor\":{\"shape\":[4],\"dtype\":\"F32\"},\"src\":{\"placements\":[\"S(0)\"]},"
+                            "\"dst\":{\"placements\":[\"P(max)\"]},\"enumeration\":\"pytorch\"}");
+  refused(buf, "other than P(sum)");
   /* a zero-size tensor whose other dims are small is fine */
   CHECK(load(CASE(BASE_MESH, "[0,5]", "") "}", &c) == RS_OK);
 }

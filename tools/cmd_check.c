@@ -28,9 +28,11 @@ static const char *HELP_CHECK =
     "judges feature coverage).\n";
 
 static const char *HELP_REPLAY =
-    "usage: reshard replay FILE [--impl ref|opt] [--transport local|mpi]\n"
+    "usage: reshard replay FILE [--impl ref|opt] [--transport local|mpi] [--planner auto|greedy|graph]\n"
+    "                           [--cost seed|pytorch] [--enumeration seed|pytorch]\n"
     "Re-runs the property named in a saved failing case with what it failed with: the file's\n"
-    "\"impl\" and \"transport\" (and, in the case, its planner and cost); the flags override them.\n"
+    "\"impl\" and \"transport\" and, in the case, its planner, cost and enumeration; the flags\n"
+    "override them.\n"
     "Under mpirun, a case saved by an MPI campaign replays with one process per rank.\n"
     "Exit 0 passes now, 1 still fails, 2 bad file or flags, 3 out of memory.\n";
 
@@ -168,6 +170,7 @@ int cmd_check(int argc, char **argv) {
 
 int cmd_replay(int argc, char **argv) {
   const char *C = "replay", *file = NULL, *impl = NULL, *transport = NULL, *v;
+  const char *planner = NULL, *cost = NULL, *enumeration = NULL;
   int r;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
@@ -176,10 +179,21 @@ int cmd_replay(int argc, char **argv) {
     }
     CLI_OPT(C, "--impl", impl)
     CLI_OPT(C, "--transport", transport)
+    CLI_OPT(C, "--planner", planner)
+    CLI_OPT(C, "--cost", cost)
+    CLI_OPT(C, "--enumeration", enumeration)
     if (argv[i][0] == '-' || file) return cli_usage_error(C, "unknown argument '%s'", argv[i]);
     file = argv[i];
   }
   if (!file) return cli_usage_error(C, "FILE: required");
+  rs_planner_kind pk = RS_PLANNER_AUTO;
+  rs_enumeration en = RS_ENUM_SEED;
+  if (planner && rs_planner_parse(planner, &pk) != RS_OK)
+    return cli_usage_error(C, "--planner: '%s', expected auto, greedy or graph", planner);
+  if (cost && strcmp(cost, "seed") != 0 && strcmp(cost, "pytorch") != 0)
+    return cli_usage_error(C, "--cost: '%s', expected seed or pytorch", cost);
+  if (enumeration && rs_enumeration_parse(enumeration, &en) != RS_OK)
+    return cli_usage_error(C, "--enumeration: '%s', expected seed or pytorch", enumeration);
   rs_saved_failure *f = malloc(sizeof *f);
   if (!f) return cli_nomem(C, "saved case");
   if (rs_saved_failure_read(file, f) != RS_OK) {
@@ -187,6 +201,15 @@ int cmd_replay(int argc, char **argv) {
     return cli_status_error(C, file);
   }
   /* what it failed with, unless a flag says otherwise */
+  if (f->case_ok && (planner || cost || enumeration)) {
+    if (planner) f->c.planner = pk;
+    if (cost) f->c.cost = strcmp(cost, "pytorch") == 0 ? RS_COST_PYTORCH : RS_COST_SEED;
+    if (enumeration) f->c.enumeration = en;
+    if (rs_case_validate(&f->c) != RS_OK) { /* e.g. S -> P(sum) outside the pytorch enumeration */
+      free(f);
+      return cli_status_error(C, "--planner/--cost/--enumeration");
+    }
+  }
   if (!impl) impl = f->impl == RS_IMPL_OPT ? "opt" : "ref";
   if (RS_MUTANT(236)) impl = "ref"; /* planted: replay drops the saved impl */
   if (!transport) transport = f->transport;

@@ -8,13 +8,16 @@ static const char *HELP =
     "usage: reshard plan --mesh 2x2x2 --shape 8x8x8 --src S0,S0,S0 --dst R,S0,S0\n"
     "                    [--src-order 0:1,0] [--dst-order ...] [--ranks ...] [--dtype F32]\n"
     "                    [--planner greedy|graph] [--cost seed|pytorch] [--json]\n"
+    "                    [--enumeration seed|pytorch]\n"
     "Without --planner the graph planner runs when either side has a non-default shard order,\n"
-    "else the greedy one (as PyTorch decides).\n";
+    "else the greedy one (as PyTorch decides). --enumeration pytorch adds current PyTorch's\n"
+    "transitions (R -> P(avg|min|max), Shard -> P(sum) by zero-fill, no step for an equal\n"
+    "1-d greedy redistribute).\n";
 
 int cmd_plan(int argc, char **argv) {
   const char *C = "plan";
   cli_layout_args a = {0};
-  const char *src = NULL, *dst = NULL, *so = NULL, *dso = NULL, *planner = NULL, *cost = NULL, *v;
+  const char *src = NULL, *dst = NULL, *so = NULL, *dso = NULL, *planner = NULL, *cost = NULL, *enumeration = NULL, *v;
   int json = 0, r;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
@@ -32,6 +35,7 @@ int cmd_plan(int argc, char **argv) {
     CLI_OPT(C, "--dst-order", dso)
     CLI_OPT(C, "--planner", planner)
     CLI_OPT(C, "--cost", cost)
+    CLI_OPT(C, "--enumeration", enumeration)
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   rs_case c;
@@ -48,6 +52,8 @@ int cmd_plan(int argc, char **argv) {
     else if (strcmp(cost, "pytorch") == 0) c.cost = RS_COST_PYTORCH;
     else return cli_usage_error(C, "--cost: '%s', expected seed or pytorch", cost);
   }
+  if (enumeration && rs_enumeration_parse(enumeration, &c.enumeration) != RS_OK)
+    return cli_usage_error(C, "--enumeration: '%s', expected seed or pytorch", enumeration);
   c.values = rs_case_default_values(&c);
   if (rs_case_validate(&c) != RS_OK) return cli_status_error(C, "--src/--dst");
   rs_planner_kind k = rs_case_resolve_planner(&c);
@@ -58,16 +64,18 @@ int cmd_plan(int argc, char **argv) {
   if (rs_plan_trace(&c.mesh, &c.src, c.tensor.ndim, &p, trace, sizeof trace) != RS_OK)
     return cli_status_error(C, "trace");
   if (json) {
-    printf("{\"planner\":\"%s\",\"steps\":[", rs_planner_name(k));
+    /* the key appears only for the non-default enumeration: the seed form stays as it was */
+    printf("{\"planner\":\"%s\",%s\"steps\":[", rs_planner_name(k),
+           c.enumeration == RS_ENUM_PYTORCH ? "\"enumeration\":\"pytorch\"," : "");
   } else {
-    printf("planner %s%s: %d step%s\n", rs_planner_name(k),
+    printf("planner %s%s%s: %d step%s\n", rs_planner_name(k),
            k == RS_PLANNER_GRAPH ? (c.cost == RS_COST_PYTORCH ? " (cost pytorch)" : " (cost seed)") : "",
-           p.nsteps, p.nsteps == 1 ? "" : "s");
+           c.enumeration == RS_ENUM_PYTORCH ? " (enumeration pytorch)" : "", p.nsteps, p.nsteps == 1 ? "" : "s");
   }
   for (int i = 0; i < p.nsteps; i++) {
     char f[32], t[32];
     rs_collective coll = RS_COLL_NONE;
-    if (rs_step_collective(&p.step[i], &coll) != RS_OK) return cli_status_error(C, "plan step");
+    if (rs_step_collective_enum(&p.step[i], p.enumeration, &coll) != RS_OK) return cli_status_error(C, "plan step");
     rs_format_placement(p.step[i].from, f, sizeof f);
     rs_format_placement(p.step[i].to, t, sizeof t);
     if (json) {

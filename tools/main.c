@@ -1,5 +1,6 @@
 /* main.c - the reshard command: dispatch to the subcommands and the top-level help.
- * Exit status everywhere: 0 pass, 1 a check failed, 2 bad usage or input. */
+ * Exit status everywhere: 0 pass, 1 a check failed, 2 bad usage or input, 3 out of memory
+ * (docs/cli-robustness.md). */
 #include <string.h>
 #include "cli.h"
 
@@ -23,7 +24,8 @@ static const char *HELP =
     "  reshard plan --mesh 2x2x2 --shape 8x8x8 --src S0,S0,S0 --dst R,S0,S0 --json\n"
     "  reshard check --seed 7 --cases 20000\n"
     "\n"
-    "reshard <command> --help describes each command. Exit: 0 pass, 1 failure, 2 bad usage.\n";
+    "reshard <command> --help describes each command.\n"
+    "Exit: 0 pass, 1 failure, 2 bad usage or input, 3 out of memory.\n";
 
 int main(int argc, char **argv) {
   if (argc < 2) {

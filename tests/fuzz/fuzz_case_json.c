@@ -7,6 +7,7 @@
 #include <string.h>
 #include "reshard/reshard.h"
 #include "core/values.h"
+#include "core/checked.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,7 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, &p, trace, sizeof trace);
   }
   int64_t nbytes;
-  if (rs_tensor_nbytes(&c->tensor, &nbytes) == RS_OK && nbytes * c->mesh.nranks <= (1 << 18)) {
+  int64_t all_bytes; /* the source pieces of every rank: small cases only, checked before the multiply */
+  if (rs_tensor_nbytes(&c->tensor, &nbytes) == RS_OK && rs__mul_ok(nbytes, c->mesh.nranks, &all_bytes) &&
+      all_bytes <= (1 << 18)) {
     rs_locals in = {0};
     (void)rs_make_source(c, &in);
     rs_locals_free(&in);

@@ -29,7 +29,7 @@ def order_json(order):
 
 def case(name, mesh, shape, dtype, src, dst, src_order=None, dst_order=None, ranks=None,
          planner="auto", cost="seed", values=None, source="reshard edge case", expect_comms=None,
-         expect_trace=None, flatten_bug=False, note=None):
+         expect_trace=None, flatten_bug=False, note=None, enumeration="seed"):
     o = {"name": name,
          "mesh": {"shape": list(mesh)},
          "tensor": {"shape": list(shape), "dtype": dtype},
@@ -37,6 +37,8 @@ def case(name, mesh, shape, dtype, src, dst, src_order=None, dst_order=None, ran
          "dst": {"placements": pl(dst)},
          "seed": zlib.crc32(name.encode()),
          "planner": planner, "cost": cost}
+    if enumeration != "seed":
+        o["enumeration"] = enumeration
     if ranks is not None:
         o["mesh"]["ranks"] = list(ranks)
     if src_order:
@@ -210,12 +212,34 @@ case("flatten_bug_2x2_5x3_S0S0_to_RR", [2, 2], [5, 3], "F32", "S0,S0", "R,R", fl
 case("flatten_bug_2x2x2_9x2_S0S0S0_to_RRR", [2, 2, 2], [9, 2], "F32", "S0,S0,S0", "R,R,R", flatten_bug=True,
      source="pytorch/pytorch PR #194457 (flattened all_gather, uneven nested shards)")
 
+# ---- the pytorch enumeration (--enumeration pytorch): paths only current PyTorch's planner has
+PE = "current PyTorch's planner (pytorch enumeration)"
+case("enum_pytorch_2x1x4_S0RR_to_S0PavgS0[20]", [2, 1, 4], [3], "F32", "S0,R,R", "S0,P(avg),S0",
+     dst_order={0: [2, 0]}, cost="pytorch", enumeration="pytorch", source=PE,
+     note="no path in the seed enumeration: P(avg) is made from Replicate only by current PyTorch")
+case("enum_pytorch_2x2_RS0_to_PmaxS1_graph", [2, 2], [6, 4], "F32", "R,S0", "P(max),S1", planner="graph",
+     cost="pytorch", enumeration="pytorch", source=PE)
+case("enum_pytorch_zero_fill_3x2x2_RS0R_to_PsumS1S1", [3, 2, 2], [14, 37], "I16", "R,S0,R", "P(sum),S1,S1",
+     src_order={0: [1]}, dst_order={1: [2, 1]}, cost="pytorch", enumeration="pytorch", source=PE,
+     note="PyTorch's graph planner reaches Partial(sum) from Shard by zero-fill")
+case("enum_pytorch_zero_fill_3x2x2_S0RS0_to_S1PsumS1", [3, 2, 2], [2, 10], "F32", "S0,R,S0", "S1,P(sum),S1",
+     src_order={0: [2, 0]}, dst_order={1: [0, 2]}, cost="pytorch", enumeration="pytorch", source=PE,
+     note="PyTorch's graph planner reaches Partial(sum) from Shard by zero-fill")
+case("enum_pytorch_greedy_zero_fill_1d2_S0_to_Psum", [2], [4], "F32", "S0", "P(sum)", cost="pytorch",
+     enumeration="pytorch", source=PE, note="current PyTorch's greedy planner zero-fills Shard -> Partial(sum) too")
+case("enum_pytorch_greedy_zero_fill_2x2_S0S1_to_PsumS1", [2, 2], [4, 4], "F32", "S0,S1", "P(sum),S1",
+     cost="pytorch", enumeration="pytorch", source=PE)
+case("enum_pytorch_1d4_S0_to_S0_greedy", [4], [9], "F32", "S0", "S0", cost="pytorch", enumeration="pytorch",
+     source=PE, note="current PyTorch's greedy planner emits no step for an equal 1-d layout")
+
 
 def _trace_for_ref(case, rec):
     """The trace ref's plan must equal: PyTorch's greedy trace for default orders (ref's AUTO
     runs the greedy planner there), its graph trace with the case's cost model otherwise."""
     graph = case.planner == "graph" or (case.planner == "auto" and not (
         case.src.is_default_order() and case.dst.is_default_order()))
+    if case.enumeration == "pytorch":  # PyTorch's planners as they are
+        return rec.get("trace_graph") if graph else rec.get("trace_greedy")
     if not graph:
         return rec.get("trace_greedy")
     return rec.get("trace_graph_pytorch_cost") if case.cost == "pytorch" else rec.get("trace_graph_seed")

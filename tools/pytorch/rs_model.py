@@ -137,6 +137,7 @@ class Case:
         self.values = v
         self.planner = obj.get("planner") or "auto"
         self.cost = obj.get("cost") or "seed"
+        self.enumeration = obj.get("enumeration") or "seed"
 
     def coords(self):
         return [list(c) for c in itertools.product(*[range(m) for m in self.mesh_shape])]
@@ -154,6 +155,8 @@ class Case:
         o["values"] = self.values
         o["planner"] = self.planner
         o["cost"] = self.cost
+        if self.enumeration != "seed":
+            o["enumeration"] = self.enumeration
         return o
 
 
