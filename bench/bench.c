@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "core/fmt.h"
 #include "bench.h"
 #include "reshard/reshard.h"
 #include "reshard/opt.h"
@@ -77,11 +78,8 @@ static int corpus_case(int k, rs_case *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->name, sizeof c->name, "corpus-%d", k);
   int nm = 1 + rint_(3);
-  int64_t sizes[RS_MAX_MESH_DIMS], n = 1;
-  for (int m = 0; m < nm; ++m) {
-    sizes[m] = 1 + rint_(nm == 1 ? 16 : nm == 2 ? 8 : 4);
-    n *= sizes[m];
-  }
+  int64_t sizes[RS_MAX_MESH_DIMS];
+  for (int m = 0; m < nm; ++m) sizes[m] = 1 + rint_(nm == 1 ? 16 : nm == 2 ? 8 : 4);
   if (rs_mesh_init(&c->mesh, nm, sizes, NULL) != RS_OK) return 0;
   c->tensor.dtype = (rs_dtype)rint_(RS_DTYPE_COUNT);
   c->tensor.ndim = 1 + rint_(4);
@@ -100,10 +98,8 @@ static double ratio(int64_t sent, int64_t lb) {
 
 static void describe(const rs_case *c, char *buf, size_t cap) {
   char m[64] = "", t[64] = "", a[128], b[128];
-  for (int i = 0, k = 0; i < c->mesh.ndim; ++i)
-    k += snprintf(m + k, sizeof m - (size_t)k, i ? "x%lld" : "%lld", (long long)c->mesh.size[i]);
-  for (int i = 0, k = 0; i < c->tensor.ndim; ++i)
-    k += snprintf(t + k, sizeof t - (size_t)k, i ? "x%lld" : "%lld", (long long)c->tensor.shape[i]);
+  rs__fmt_ints(m, sizeof m, c->mesh.size, c->mesh.ndim, "", "x", "");
+  rs__fmt_ints(t, sizeof t, c->tensor.shape, c->tensor.ndim, "", "x", "");
   rs_format_sharding(&c->src, a, sizeof a);
   rs_format_sharding(&c->dst, b, sizeof b);
   snprintf(buf, cap, "%s,%s,%s,%s,%s", m, t, rs_dtype_name(c->tensor.dtype), a, b);
@@ -122,7 +118,10 @@ static rs_status bench_traffic(const bopts *o) {
     if (!corpus_case(k, &c)) continue;
     int64_t lb;
     rs_opt_stats s;
-    if ((st = rs_opt_traffic_lb(&c, &lb)) || (st = rs_opt_plan_stats(opt, &c, &s))) break;
+    if ((st = rs_case_validate(&c)) ||
+        (st = rs_traffic_lower_bound(&c.mesh, &c.tensor, &c.src, &c.dst, &lb)) ||
+        (st = rs_opt_plan_stats(opt, &c, &s)))
+      break;
     double r = ratio(s.bytes_sent, lb);
     opt_exact += s.bytes_sent == lb;
     osum += r;
@@ -437,6 +436,7 @@ rs_status rs_bench_main(int argc, char **argv) {
   bopts o = {1000, 1024, 5, "."};
   const char *what = "all";
   if (argc > 1 && !strcmp(argv[1], "pytorch")) return rs_bench_pytorch(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "p2p")) return rs_bench_p2p(argc, argv);
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--cases") && i + 1 < argc) o.cases = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc) o.max_mib = atoi(argv[++i]);

@@ -10,4 +10,8 @@ rs_status rs_bench_main(int argc, char **argv);
  * recorded from PyTorch in the .jsonl.gz files of DIR (bench_pytorch.c). */
 rs_status rs_bench_pytorch(int argc, char **argv);
 
+/* argv[1..]: p2p [plan|move|all] [--max-ranks N] [--reps R] [--layers L] [--csv DIR]: cross-config
+ * resharding planning time against rank count, and one move against MPI_Alltoallv (bench_p2p.c). */
+rs_status rs_bench_p2p(int argc, char **argv);
+
 #endif

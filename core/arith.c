@@ -2,6 +2,7 @@
  * rounding after every op, integers wrapping (computed unsigned). */
 #include <string.h>
 #include "core/values.h"
+#include "core/mutant.h"
 
 /* acc[i] = acc[i] (op) x[i]; ADD is the dtype's sum (native, or wrapping through the unsigned type). */
 #define FOLD(T, ACC, X, N, OP, ADD)                                     \
@@ -53,7 +54,11 @@ void rs_arith_fold(rs_dtype t, rs_redop op, void *acc, const void *x, int64_t n)
     case RS_I32: FOLD(int32_t, acc, x, n, op, ADD_WRAP_32); break;
     case RS_I16: FOLD(int16_t, acc, x, n, op, ADD_WRAP_16); break;
     case RS_I8: FOLD(int8_t, acc, x, n, op, ADD_WRAP_8); break;
-    case RS_U8: FOLD(uint8_t, acc, x, n, op, ADD_WRAP_8); break;
+    case RS_U8:
+      /* Mutant 215: unsigned min/max folded with a signed comparison. */
+      if (RS_MUTANT(215) && (op == RS_MIN || op == RS_MAX)) FOLD(int8_t, acc, x, n, op, ADD_WRAP_8);
+      else FOLD(uint8_t, acc, x, n, op, ADD_WRAP_8);
+      break;
     default: break; /* copy-only dtypes never reach a reduction (validated) */
   }
 }

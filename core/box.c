@@ -1,5 +1,7 @@
 /* box.c - torch.chunk splits and each rank's box of the global tensor (SPEC 4). */
-#include "reshard/layout.h"
+#include "core/box.h"
+#include "core/mutant.h"
+#include "core/checked.h"
 
 void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset) {
   if (len % n == 0) {
@@ -13,25 +15,43 @@ void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset)
     *offset = len;
   } else {
     *size = (start + c < len ? start + c : len) - start;
+    /* Mutant 270: the partial last chunk is not clipped at the end of the dim. */
+    if (RS_MUTANT(270) && start + c > len) *size = c;
+    /* Mutant 277: an uneven split of a dim longer than 40 (beyond the old generator's sizes) into
+     * 3+ pieces loses the last element of its last non-empty piece. */
+    if (RS_MUTANT(277) && len > 40 && n >= 3 && start + c >= len) (*size)--;
     *offset = start;
   }
 }
 
-void rs_local_box(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
-                  const int64_t coord[RS_MAX_MESH_DIMS], int64_t start[RS_MAX_DIMS],
-                  int64_t size[RS_MAX_DIMS]) {
+void rs_box_of_coord(const int64_t *mesh_size, const rs_sharding *s, const rs_tensor *t,
+                     const int64_t *coord, int64_t *start, int64_t *size) {
   for (int d = 0; d < t->ndim; ++d) {
     int64_t st = 0, sz = t->shape[d];
     for (int k = 0; k < s->order_len[d]; ++k) {
       int md = s->order[d][k];
       int64_t len, off;
-      rs_split(sz, m->size[md], coord[md], &len, &off);
+      /* Mutant 271: the third level of a nested split splits the whole dim again. */
+      rs_split(RS_MUTANT(271) && k >= 2 ? t->shape[d] : sz, mesh_size[md], coord[md], &len, &off);
       st += off;
       sz = len;
     }
     start[d] = st;
     size[d] = sz;
   }
+}
+
+void rs_coord_of_pos(int ndim, const int64_t *mesh_size, int64_t pos, int64_t *coord) {
+  for (int i = ndim - 1; i >= 0; --i) {
+    coord[i] = pos % mesh_size[i];
+    pos /= mesh_size[i];
+  }
+}
+
+void rs_local_box(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
+                  const int64_t coord[RS_MAX_MESH_DIMS], int64_t start[RS_MAX_DIMS],
+                  int64_t size[RS_MAX_DIMS]) {
+  rs_box_of_coord(m->size, s, t, coord, start, size);
 }
 
 void rs_local_shape_offset(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
@@ -42,25 +62,27 @@ void rs_local_shape_offset(const rs_mesh *m, const rs_sharding *s, const rs_tens
     if (shape[d] == 0 && s->order_len[d] > 0) offset[d] = t->shape[d];
 }
 
+/* A shape with a zero dim has no elements, but its other dims still enter strides and products
+ * (values, oracle, views), so the product of the non-zero sizes and its byte count must fit too. */
 rs_status rs_shape_numel(int ndim, const int64_t *shape, int64_t *numel) {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; ++d) {
+  *numel = 0;
+  for (int d = 0; d < ndim; ++d)
     if (shape[d] < 0) return rs_fail(RS_ERR_INVALID, "shape[%d]: negative size", d);
-    if (shape[d] && n > INT64_MAX / shape[d])
-      return rs_fail(RS_ERR_OVERFLOW, "shape: element count overflows int64");
-    n *= shape[d];
-  }
-  *numel = n;
+  if (!rs__numel_ok(shape, ndim, numel))
+    return rs_fail(RS_ERR_OVERFLOW, "shape: element count overflows int64");
   return RS_OK;
 }
 
 rs_status rs_tensor_nbytes(const rs_tensor *t, int64_t *nbytes) {
-  int64_t n;
+  int64_t n = 0;
   rs_status st = rs_shape_numel(t->ndim, t->shape, &n);
   if (st) return st;
   int es = rs_dtype_size(t->dtype);
   if (es == 0) return rs_fail(RS_ERR_INVALID, "tensor.dtype: invalid");
-  if (n > INT64_MAX / es) return rs_fail(RS_ERR_OVERFLOW, "tensor.shape: byte count overflows int64");
+  int64_t nz = 1, nzb;
+  for (int d = 0; d < t->ndim; ++d)
+    if (t->shape[d]) (void)rs__mul_ok(nz, t->shape[d], &nz); /* fits: checked by rs__numel_ok */
+  if (!rs__mul_ok(nz, es, &nzb)) return rs_fail(RS_ERR_OVERFLOW, "tensor.shape: byte count overflows int64");
   *nbytes = n * es;
   return RS_OK;
 }

@@ -44,15 +44,22 @@ rs_status rs_case_validate(rs_case *c) {
     return rs_fail(RS_ERR_UNSUPPORTED, "dst: Partial ops of src and dst mix (only sum with avg may mix)");
   for (int m = 0; m < c->mesh.ndim; ++m) {
     rs_placement a = c->src.p[m], b = c->dst.p[m];
-    if (b.kind == RS_PARTIAL && a.kind == RS_SHARD)
-      return rs_fail(RS_ERR_UNSUPPORTED, "dst.placements[%d]: Shard -> Partial is not supported", m);
+    /* S -> P is an error of the seed contract; current PyTorch makes P(sum) from S by zero-fill */
+    if (b.kind == RS_PARTIAL && a.kind == RS_SHARD && (c->enumeration != RS_ENUM_PYTORCH || b.op != RS_SUM))
+      return rs_fail(RS_ERR_UNSUPPORTED, "dst.placements[%d]: Shard -> Partial%s is not supported%s", m,
+                     c->enumeration == RS_ENUM_PYTORCH ? " other than P(sum)" : "",
+                     c->enumeration == RS_ENUM_PYTORCH ? "" : " (the pytorch enumeration allows S -> P(sum))");
     if (b.kind == RS_PARTIAL && a.kind == RS_PARTIAL && a.op != b.op)
       return rs_fail(RS_ERR_UNSUPPORTED, "dst.placements[%d]: Partial op change is not supported", m);
   }
   if (c->values == RS_VALUES_BITS && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst)))
-    return rs_fail(RS_ERR_INVALID, "values: bits mode cannot carry Partial placements (use exact)");
+    return rs_fail(RS_ERR_INVALID, "values: bits mode cannot carry Partial placements (use exact or order)");
+  if ((unsigned)c->values > RS_VALUES_ORDER) return rs_fail(RS_ERR_INVALID, "values: invalid mode");
+  if ((st = rs_case_check_values(c))) return st;
   if (c->planner < RS_PLANNER_AUTO || c->planner > RS_PLANNER_GRAPH)
     return rs_fail(RS_ERR_INVALID, "planner: invalid");
   if (c->cost < RS_COST_SEED || c->cost > RS_COST_PYTORCH) return rs_fail(RS_ERR_INVALID, "cost: invalid");
+  if (c->enumeration != RS_ENUM_SEED && c->enumeration != RS_ENUM_PYTORCH)
+    return rs_fail(RS_ERR_INVALID, "enumeration: invalid");
   return RS_OK;
 }

@@ -1,25 +1,18 @@
 /* case_json.c - the JSON form of a case (cJSON). Unknown keys are ignored so fixtures can carry
  * expectations; every error names the offending field. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "reshard/case.h"
+#include "core/checked.h"
+#include "core/json.h"
+#include "core/case_json.h"
 
-static rs_status read_int_array(const cJSON *arr, const char *field, int max, int64_t *out, int *n) {
-  if (!cJSON_IsArray(arr)) return rs_fail(RS_ERR_INVALID, "%s: expected an array of integers", field);
-  int k = 0;
-  const cJSON *it;
-  cJSON_ArrayForEach(it, arr) {
-    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int64_t)it->valuedouble)
-      return rs_fail(RS_ERR_INVALID, "%s[%d]: expected an integer", field, k);
-    if (k >= max) return rs_fail(RS_ERR_INVALID, "%s: more than %d entries", field, max);
-    out[k++] = (int64_t)it->valuedouble;
-  }
-  *n = k;
-  return RS_OK;
-}
+/* Integers are read exactly from their JSON text (core/json.h): 0.5 or 1e3 is not an integer and
+ * 9007199254740993 stays itself. Each bound below is the widest the model can hold, so a value is
+ * refused before any arithmetic sees it. */
+#define MESH_SIZE_MAX RS_MAX_RANKS
 
 static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndim, int tensor_ndim,
                                rs_sharding *s) {
@@ -53,27 +46,29 @@ static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndi
   if (ord && !cJSON_IsNull(ord)) {
     if (!cJSON_IsArray(ord)) return rs_fail(RS_ERR_INVALID, "%s.shard_order: expected an array", field);
     memset(s->order_len, 0, sizeof s->order_len);
+    int listed[RS_MAX_DIMS] = {0};
     int e = 0;
     cJSON_ArrayForEach(it, ord) {
+      char f[96];
+      snprintf(f, sizeof f, "%s.shard_order[%d]", field, e);
+      if (!cJSON_IsObject(it)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", f);
       const cJSON *td = cJSON_GetObjectItemCaseSensitive(it, "tensor_dim");
       const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "mesh_dims");
-      if (!cJSON_IsNumber(td))
-        return rs_fail(RS_ERR_INVALID, "%s.shard_order[%d].tensor_dim: expected an integer", field, e);
-      int d = (int)td->valuedouble;
+      char ft[112];
+      snprintf(ft, sizeof ft, "%s.tensor_dim", f);
+      int64_t d;
+      if ((st = rs_json_i64(td, ft, -RS_MAX_DIMS, RS_MAX_DIMS - 1, &d))) return st;
       if (d < 0) d += tensor_ndim;
       if (d < 0 || d >= tensor_ndim)
-        return rs_fail(RS_ERR_INVALID, "%s.shard_order[%d].tensor_dim: %d out of range", field, e,
-                       (int)td->valuedouble);
+        return rs_fail(RS_ERR_INVALID, "%s: out of range for a %d-d tensor", ft, tensor_ndim);
+      /* a second entry for one tensor dim would silently replace the first */
+      if (listed[d]++)
+        return rs_fail(RS_ERR_INVALID, "%s: tensor dim %d is listed twice", ft, (int)d);
       int64_t dims[RS_MAX_MESH_DIMS];
       int n;
-      char f[96];
-      snprintf(f, sizeof f, "%s.shard_order[%d].mesh_dims", field, e);
-      if ((st = read_int_array(md, f, RS_MAX_MESH_DIMS, dims, &n))) return st;
-      for (int j = 0; j < n; ++j) {
-        if (dims[j] < 0 || dims[j] >= mesh_ndim)
-          return rs_fail(RS_ERR_INVALID, "%s[%d]: mesh dim out of range", f, j);
-        s->order[d][j] = (int8_t)dims[j];
-      }
+      snprintf(ft, sizeof ft, "%s.mesh_dims", f);
+      if ((st = rs_json_i64_array(md, ft, RS_MAX_MESH_DIMS, 0, mesh_ndim - 1, dims, &n))) return st;
+      for (int j = 0; j < n; ++j) s->order[d][j] = (int8_t)dims[j];
       s->order_len[d] = (int8_t)n;
       e++;
     }
@@ -81,23 +76,34 @@ static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndi
   return RS_OK;
 }
 
+/* A seed is a JSON integer (exact, 0..2^64-1) or, as older files wrote seeds above 2^53, a string
+ * of decimal digits. */
 static rs_status parse_seed(const cJSON *seed, uint64_t *out) {
   if (!seed || cJSON_IsNull(seed)) { *out = 0; return RS_OK; }
-  if (cJSON_IsNumber(seed)) {
-    if (seed->valuedouble < 0 || seed->valuedouble > 9007199254740992.0)
-      return rs_fail(RS_ERR_INVALID, "seed: out of range (use a string for 64-bit seeds)");
-    *out = (uint64_t)seed->valuedouble;
-    return RS_OK;
-  }
+  if (cJSON_IsNumber(seed)) return rs_json_u64(seed, "seed", out);
   if (cJSON_IsString(seed)) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(seed->valuestring, &end, 0);
-    if (errno || end == seed->valuestring || *end) return rs_fail(RS_ERR_INVALID, "seed: not an integer");
+    const char *p = seed->valuestring;
+    uint64_t v = 0;
+    if (!*p) return rs_fail(RS_ERR_INVALID, "seed: not an integer");
+    for (; *p; ++p) {
+      if (*p < '0' || *p > '9') return rs_fail(RS_ERR_INVALID, "seed: '%s' is not a decimal integer", seed->valuestring);
+      if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+        return rs_fail(RS_ERR_INVALID, "seed: '%s' is beyond 2^64-1", seed->valuestring);
+    }
     *out = v;
     return RS_OK;
   }
   return rs_fail(RS_ERR_INVALID, "seed: expected an integer or a string");
+}
+
+/* Optional string member: absent or null leaves *out NULL. */
+static rs_status opt_string(const cJSON *root, const char *key, const char **out) {
+  *out = NULL;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+  if (!v || cJSON_IsNull(v)) return RS_OK;
+  if (!cJSON_IsString(v)) return rs_fail(RS_ERR_INVALID, "%s: expected a string", key);
+  *out = v->valuestring;
+  return RS_OK;
 }
 
 static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
@@ -105,29 +111,29 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
   memset(c, 0, sizeof *c);
   if (!cJSON_IsObject(root)) return rs_fail(RS_ERR_INVALID, "case: expected a JSON object");
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+  if (name && !cJSON_IsNull(name) && !cJSON_IsString(name))
+    return rs_fail(RS_ERR_INVALID, "name: expected a string");
   if (cJSON_IsString(name)) snprintf(c->name, sizeof c->name, "%s", name->valuestring);
 
   const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(root, "mesh");
   if (!cJSON_IsObject(mesh)) return rs_fail(RS_ERR_INVALID, "mesh: expected an object");
   int64_t sizes[RS_MAX_MESH_DIMS];
   int nd;
-  if ((st = read_int_array(cJSON_GetObjectItemCaseSensitive(mesh, "shape"), "mesh.shape",
-                           RS_MAX_MESH_DIMS, sizes, &nd)))
+  if ((st = rs_json_i64_array(cJSON_GetObjectItemCaseSensitive(mesh, "shape"), "mesh.shape",
+                              RS_MAX_MESH_DIMS, 1, MESH_SIZE_MAX, sizes, &nd)))
     return st;
+  int64_t nranks;
+  if (!rs__numel_ok(sizes, nd, &nranks) || nranks > RS_MAX_RANKS)
+    return rs_fail(RS_ERR_INVALID, "mesh.shape: more than %d ranks", RS_MAX_RANKS);
   const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(mesh, "ranks");
   if (ranks && !cJSON_IsNull(ranks)) {
     static _Thread_local int64_t r64[RS_MAX_RANKS];
-    int32_t r32[RS_MAX_RANKS];
+    static _Thread_local int32_t r32[RS_MAX_RANKS];
     int nr;
-    if ((st = read_int_array(ranks, "mesh.ranks", RS_MAX_RANKS, r64, &nr))) return st;
-    int64_t expect = 1;
-    for (int i = 0; i < nd; ++i) expect *= sizes[i];
-    if (nr != expect)
-      return rs_fail(RS_ERR_INVALID, "mesh.ranks: %d ranks for a mesh of %lld", nr, (long long)expect);
-    for (int i = 0; i < nr; ++i) {
-      if (r64[i] < 0 || r64[i] > INT32_MAX) return rs_fail(RS_ERR_INVALID, "mesh.ranks[%d]: out of range", i);
-      r32[i] = (int32_t)r64[i];
-    }
+    if ((st = rs_json_i64_array(ranks, "mesh.ranks", RS_MAX_RANKS, 0, INT32_MAX, r64, &nr))) return st;
+    if (nr != nranks)
+      return rs_fail(RS_ERR_INVALID, "mesh.ranks: %d ranks for a mesh of %lld", nr, (long long)nranks);
+    for (int i = 0; i < nr; ++i) r32[i] = (int32_t)r64[i];
     if ((st = rs_mesh_init(&c->mesh, nd, sizes, r32))) return st;
   } else if ((st = rs_mesh_init(&c->mesh, nd, sizes, NULL))) {
     return st;
@@ -135,12 +141,14 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
 
   const cJSON *tensor = cJSON_GetObjectItemCaseSensitive(root, "tensor");
   if (!cJSON_IsObject(tensor)) return rs_fail(RS_ERR_INVALID, "tensor: expected an object");
-  if ((st = read_int_array(cJSON_GetObjectItemCaseSensitive(tensor, "shape"), "tensor.shape",
-                           RS_MAX_DIMS, c->tensor.shape, &c->tensor.ndim)))
+  if ((st = rs_json_i64_array(cJSON_GetObjectItemCaseSensitive(tensor, "shape"), "tensor.shape",
+                              RS_MAX_DIMS, 0, INT64_MAX, c->tensor.shape, &c->tensor.ndim)))
     return st;
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(tensor, "dtype");
   if (!cJSON_IsString(dt)) return rs_fail(RS_ERR_INVALID, "tensor.dtype: expected a string");
   if ((st = rs_dtype_parse(dt->valuestring, &c->tensor.dtype))) return rs_fail_prefix(st, "tensor.");
+  int64_t nbytes;
+  if ((st = rs_tensor_nbytes(&c->tensor, &nbytes))) return st;
 
   if ((st = read_sharding(cJSON_GetObjectItemCaseSensitive(root, "src"), "src", nd, c->tensor.ndim, &c->src)))
     return st;
@@ -148,40 +156,36 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
     return st;
   if ((st = parse_seed(cJSON_GetObjectItemCaseSensitive(root, "seed"), &c->seed))) return st;
 
-  const cJSON *values = cJSON_GetObjectItemCaseSensitive(root, "values");
-  if (values && !cJSON_IsNull(values)) {
-    if (!cJSON_IsString(values)) return rs_fail(RS_ERR_INVALID, "values: expected \"bits\" or \"exact\"");
-    if (strcmp(values->valuestring, "bits") == 0) c->values = RS_VALUES_BITS;
-    else if (strcmp(values->valuestring, "exact") == 0) c->values = RS_VALUES_EXACT;
-    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits or exact", values->valuestring);
+  const char *text;
+  if ((st = opt_string(root, "values", &text))) return st;
+  if (text) {
+    if (strcmp(text, "bits") == 0) c->values = RS_VALUES_BITS;
+    else if (strcmp(text, "exact") == 0) c->values = RS_VALUES_EXACT;
+    else if (strcmp(text, "order") == 0) c->values = RS_VALUES_ORDER;
+    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits, exact or order", text);
   } else {
     c->values = rs_case_default_values(c);
   }
-  const cJSON *planner = cJSON_GetObjectItemCaseSensitive(root, "planner");
-  if (planner && !cJSON_IsNull(planner)) {
-    if (!cJSON_IsString(planner)) return rs_fail(RS_ERR_INVALID, "planner: expected a string");
-    if ((st = rs_planner_parse(planner->valuestring, &c->planner))) return st;
+  if ((st = opt_string(root, "planner", &text))) return st;
+  if (text && (st = rs_planner_parse(text, &c->planner))) return st;
+  if ((st = opt_string(root, "cost", &text))) return st;
+  if (text) {
+    if (strcmp(text, "seed") == 0) c->cost = RS_COST_SEED;
+    else if (strcmp(text, "pytorch") == 0) c->cost = RS_COST_PYTORCH;
+    else return rs_fail(RS_ERR_INVALID, "cost: '%s', expected \"seed\" or \"pytorch\"", text);
   }
-  const cJSON *cost = cJSON_GetObjectItemCaseSensitive(root, "cost");
-  if (cost && !cJSON_IsNull(cost)) {
-    if (cJSON_IsString(cost) && strcmp(cost->valuestring, "seed") == 0) c->cost = RS_COST_SEED;
-    else if (cJSON_IsString(cost) && strcmp(cost->valuestring, "pytorch") == 0) c->cost = RS_COST_PYTORCH;
-    else return rs_fail(RS_ERR_INVALID, "cost: expected \"seed\" or \"pytorch\"");
-  }
+  if ((st = opt_string(root, "enumeration", &text))) return st;
+  if (text && (st = rs_enumeration_parse(text, &c->enumeration))) return st;
   return rs_case_validate(c);
 }
 
+rs_status rs__case_from_cjson(const cJSON *root, rs_case *out) { return case_from_cjson(root, out); }
+
 rs_status rs_case_from_json(const char *text, rs_case *out) {
-  cJSON *root = cJSON_Parse(text);
-  if (!root) {
-    const char *where = cJSON_GetErrorPtr();
-    char near[24] = "";
-    if (where) snprintf(near, sizeof near, "%.20s", where);
-    for (char *p = near; *p; ++p)
-      if (*p == '\n' || *p == '\r') *p = ' ';
-    return rs_fail(RS_ERR_INVALID, "json: parse error near '%s'", near);
-  }
-  rs_status st = case_from_cjson(root, out);
+  cJSON *root;
+  rs_status st = rs_json_parse(text, &root);
+  if (st) return st;
+  st = case_from_cjson(root, out);
   cJSON_Delete(root);
   return st;
 }
@@ -199,9 +203,17 @@ rs_status rs_case_from_file(const char *path, rs_case *out) {
   return RS_OK;
 }
 
+/* Integers are written from their int64 text (cJSON_CreateRaw), never through a double, so a
+ * size or seed beyond 2^53 reads back as itself. */
+static cJSON *raw_int(long long v) {
+  char b[24];
+  snprintf(b, sizeof b, "%lld", v);
+  return cJSON_CreateRaw(b);
+}
+
 static cJSON *int_array(const int64_t *v, int n) {
   cJSON *a = cJSON_CreateArray();
-  for (int i = 0; i < n; ++i) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+  for (int i = 0; a && i < n; ++i) cJSON_AddItemToArray(a, raw_int((long long)v[i]));
   return a;
 }
 
@@ -226,9 +238,9 @@ static cJSON *sharding_json(const rs_sharding *s, int tensor_ndim) {
   return o;
 }
 
-char *rs_case_to_json(const rs_case *c) {
+cJSON *rs__case_to_cjson(const rs_case *c) {
   cJSON *root = cJSON_CreateObject();
-  if (!root) { rs_fail(RS_ERR_NOMEM, "json: out of memory"); return NULL; }
+  if (!root) return NULL;
   if (c->name[0]) cJSON_AddStringToObject(root, "name", c->name);
   cJSON *mesh = cJSON_AddObjectToObject(root, "mesh");
   cJSON_AddItemToObject(mesh, "shape", int_array(c->mesh.size, c->mesh.ndim));
@@ -239,16 +251,21 @@ char *rs_case_to_json(const rs_case *c) {
   cJSON_AddStringToObject(tensor, "dtype", rs_dtype_name(c->tensor.dtype));
   cJSON_AddItemToObject(root, "src", sharding_json(&c->src, c->tensor.ndim));
   cJSON_AddItemToObject(root, "dst", sharding_json(&c->dst, c->tensor.ndim));
-  if (c->seed <= (1ull << 53)) {
-    cJSON_AddNumberToObject(root, "seed", (double)c->seed);
-  } else {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->seed);
-    cJSON_AddStringToObject(root, "seed", buf);
-  }
-  cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT ? "exact" : "bits");
+  char seed[24];
+  snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+  cJSON_AddItemToObject(root, "seed", cJSON_CreateRaw(seed));
+  cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT   ? "exact"
+                                        : c->values == RS_VALUES_ORDER ? "order"
+                                                                       : "bits");
   cJSON_AddStringToObject(root, "planner", rs_planner_name(c->planner));
   cJSON_AddStringToObject(root, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
+  cJSON_AddStringToObject(root, "enumeration", rs_enumeration_name(c->enumeration));
+  return root;
+}
+
+char *rs_case_to_json(const rs_case *c) {
+  cJSON *root = rs__case_to_cjson(c);
+  if (!root) { rs_fail(RS_ERR_NOMEM, "json: out of memory"); return NULL; }
   char *s = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   if (!s) rs_fail(RS_ERR_NOMEM, "json: out of memory");

@@ -1,6 +1,7 @@
 /* dtype.c - dtype names, sizes and the round-to-nearest-even conversions of SPEC 1. */
 #include <math.h>
 #include <string.h>
+#include "core/mutant.h"
 #include "reshard/dtype.h"
 
 static const char *const rs_dtype_names[RS_DTYPE_COUNT] = {
@@ -36,6 +37,8 @@ static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 uint16_t rs_f32_to_bf16(float f) {
   uint32_t u = f2u(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0; /* NaN, as PyTorch */
+  /* Mutant 209: ties round up (away from zero) instead of to even. */
+  if (RS_MUTANT(209)) return (uint16_t)((u + 0x8000u) >> 16);
   return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
@@ -60,7 +63,10 @@ static uint32_t round_to_small(float a, int mbits, int bias, uint32_t maxbits, i
   double fl = floor(scaled);
   double rem = scaled - fl;
   uint64_t q = (uint64_t)fl;
-  if (rem > 0.5 || (rem == 0.5 && (q & 1))) q++;
+  /* Mutant 210: ties round away from zero (F16/F8) instead of to even. */
+  if (rem > 0.5 || (rem == 0.5 && ((q & 1) || RS_MUTANT(210)))) q++;
+  /* Mutant 276: F16 values in [1024, 2048) lose their last mantissa bit (odd integers there). */
+  if (RS_MUTANT(276) && mbits == 10 && exp_unb == 10) q &= ~1ull;
   (void)m;
   /* value = q * 2^qexp; encode */
   uint32_t bits;

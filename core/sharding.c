@@ -1,6 +1,7 @@
 /* sharding.c - placements and shard order: construction, normalization, validation (SPEC 3). */
 #include <string.h>
 #include "reshard/layout.h"
+#include "core/mutant.h"
 
 rs_placement rs_pl_replicate(void) { rs_placement p = {RS_REPLICATE, 0, 0}; return p; }
 rs_placement rs_pl_shard(int dim) { rs_placement p = {RS_SHARD, (int8_t)dim, 0}; return p; }
@@ -46,6 +47,8 @@ rs_status rs_sharding_set_default_order(rs_sharding *s, int tensor_ndim) {
 }
 
 int rs_sharding_is_default_order(const rs_sharding *s, int tensor_ndim) {
+  /* Mutant 274: the last tensor dim's order is never looked at. */
+  if (RS_MUTANT(274) && tensor_ndim > 1) tensor_ndim--;
   for (int d = 0; d < tensor_ndim; ++d)
     for (int k = 1; k < s->order_len[d]; ++k)
       if (s->order[d][k] < s->order[d][k - 1]) return 0;

@@ -2,15 +2,23 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "reshard/status.h"
+#include "core/last_status.h"
 
 static _Thread_local char rs_err_buf[512];
+static _Thread_local rs_status rs_err_code;
+
+rs_status rs__last_status(void) { return rs_err_code; }
 
 const char *rs_last_error(void) { return rs_err_buf; }
 
-void rs_clear_error(void) { rs_err_buf[0] = '\0'; }
+void rs_clear_error(void) {
+  rs_err_buf[0] = '\0';
+  rs_err_code = RS_OK;
+}
 
 rs_status rs_fail(rs_status code, const char *fmt, ...) {
   va_list ap;
+  rs_err_code = code;
   va_start(ap, fmt);
   vsnprintf(rs_err_buf, sizeof rs_err_buf, fmt, ap);
   va_end(ap);

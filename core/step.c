@@ -1,11 +1,21 @@
 /* step.c - plan steps: the collective each performs, the shard-order bookkeeping with its legality
- * rules (SPEC 6), and seed 001's trace notation. */
+ * rules (SPEC 6), and the trace notation of PyTorch's _redistribute.py. */
 #include <stdio.h>
 #include <string.h>
 #include "reshard/plan.h"
+#include "core/mutant.h"
 
 static const char *const coll_names[RS_COLL_COUNT] = {
-    "none", "all_gather", "all_reduce", "reduce_scatter", "all_to_all", "chunk", "partition"};
+    "none", "all_gather", "all_reduce", "reduce_scatter", "all_to_all", "chunk", "partition",
+    "shard_to_partial"};
+
+const char *rs_enumeration_name(rs_enumeration e) { return e == RS_ENUM_PYTORCH ? "pytorch" : "seed"; }
+
+rs_status rs_enumeration_parse(const char *text, rs_enumeration *out) {
+  if (text && strcmp(text, "seed") == 0) { *out = RS_ENUM_SEED; return RS_OK; }
+  if (text && strcmp(text, "pytorch") == 0) { *out = RS_ENUM_PYTORCH; return RS_OK; }
+  return rs_fail(RS_ERR_INVALID, "enumeration: '%s' is not seed or pytorch", text ? text : "");
+}
 
 const char *rs_collective_name(rs_collective c) {
   return (unsigned)c < RS_COLL_COUNT ? coll_names[c] : "?";
@@ -29,6 +39,10 @@ rs_status rs_planner_parse(const char *text, rs_planner_kind *out) {
 static void pl_text(rs_placement p, char *buf, size_t cap) { rs_format_placement(p, buf, cap); }
 
 rs_status rs_step_collective(const rs_step *st, rs_collective *out) {
+  return rs_step_collective_enum(st, RS_ENUM_SEED, out);
+}
+
+rs_status rs_step_collective_enum(const rs_step *st, rs_enumeration e, rs_collective *out) {
   rs_placement f = st->from, t = st->to;
   *out = RS_COLL_NONE;
   if (rs_pl_equal(f, t)) return RS_OK;
@@ -48,6 +62,11 @@ rs_status rs_step_collective(const rs_step *st, rs_collective *out) {
     *out = RS_COLL_PARTITION;
     return RS_OK;
   }
+  /* PyTorch's explicit zero-fill: each rank embeds its shard in zeros, the sum is the tensor */
+  if (e == RS_ENUM_PYTORCH && f.kind == RS_SHARD && t.op == RS_SUM) {
+    *out = RS_COLL_SHARD_TO_PARTIAL;
+    return RS_OK;
+  }
   char a[32], b[32];
   pl_text(f, a, sizeof a);
   pl_text(t, b, sizeof b);
@@ -59,6 +78,11 @@ rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_n
 }
 
 rs_status rs_mesh_apply_step(const rs_mesh *mesh, rs_sharding *s, const rs_step *st, int tensor_ndim) {
+  return rs_mesh_apply_step_enum(mesh, s, st, tensor_ndim, RS_ENUM_SEED);
+}
+
+rs_status rs_mesh_apply_step_enum(const rs_mesh *mesh, rs_sharding *s, const rs_step *st, int tensor_ndim,
+                                  rs_enumeration e) {
   int m = st->mesh_dim;
   if (m < 0 || m >= s->mesh_ndim)
     return rs_fail(RS_ERR_ILLEGAL, "step: mesh dim %d out of range", m);
@@ -75,7 +99,7 @@ rs_status rs_mesh_apply_step(const rs_mesh *mesh, rs_sharding *s, const rs_step 
   if (to.kind == RS_SHARD && (to.dim < 0 || to.dim >= tensor_ndim))
     return rs_fail(RS_ERR_ILLEGAL, "step on mesh dim %d: shard dim of %s out of range", m, b);
   rs_collective c;
-  rs_status sc = rs_step_collective(st, &c);
+  rs_status sc = rs_step_collective_enum(st, e, &c);
   if (sc) return sc;
   if (c == RS_COLL_NONE) return RS_OK;
   if (from.kind == RS_SHARD) {
@@ -91,7 +115,14 @@ rs_status rs_mesh_apply_step(const rs_mesh *mesh, rs_sharding *s, const rs_step 
   }
   if (to.kind == RS_SHARD) {
     int d = to.dim;
-    s->order[d][s->order_len[d]++] = (int8_t)m;
+    /* Mutant 273: a mesh dim joining a list of two or more goes first instead of last. */
+    if (RS_MUTANT(273) && s->order_len[d] >= 2) {
+      for (int k = s->order_len[d]; k > 0; --k) s->order[d][k] = s->order[d][k - 1];
+      s->order[d][0] = (int8_t)m;
+      s->order_len[d]++;
+    } else {
+      s->order[d][s->order_len[d]++] = (int8_t)m;
+    }
   }
   s->p[m] = to;
   return RS_OK;
@@ -105,7 +136,7 @@ rs_status rs_plan_trace(const rs_mesh *m, const rs_sharding *src, int tensor_ndi
   if (cap) buf[0] = 0;
   for (int i = 0; i <= p->nsteps; ++i) {
     if (i > 0) {
-      rs_status st = rs_mesh_apply_step(m, &cur, &p->step[i - 1], tensor_ndim);
+      rs_status st = rs_mesh_apply_step_enum(m, &cur, &p->step[i - 1], tensor_ndim, p->enumeration);
       if (st) return st;
     }
     int n = rs_format_sharding(&cur, state, sizeof state);
@@ -124,7 +155,7 @@ rs_status rs_plan_check(const rs_mesh *m, const rs_sharding *src, const rs_shard
                         int tensor_ndim, const rs_plan *p) {
   rs_sharding cur = *src;
   for (int i = 0; i < p->nsteps; ++i) {
-    rs_status st = rs_mesh_apply_step(m, &cur, &p->step[i], tensor_ndim);
+    rs_status st = rs_mesh_apply_step_enum(m, &cur, &p->step[i], tensor_ndim, p->enumeration);
     if (st) {
       char where[32];
       snprintf(where, sizeof where, "plan step %d: ", i);

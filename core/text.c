@@ -1,21 +1,32 @@
 /* text.c - the CLI text syntax (shapes, rank lists, placements, shard orders) and PyTorch's
  * printed notation of placements and sharding states. */
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "reshard/layout.h"
+#include "core/fmt.h"
 
 static const char *const op_names[] = {"sum", "avg", "min", "max"};
 
-static int parse_int(const char **p, long long *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(*p, &end, 10);
-  if (end == *p || errno) return 0;
+/* An optional '-' (when lo < 0) and decimal digits, nothing else: no spaces, '+', hex or
+ * fractions; a value beyond [lo, hi] (overflow included) is refused, never wrapped. */
+static int parse_int(const char **p, long long lo, long long hi, long long *out) {
+  const char *q = *p;
+  int neg = 0;
+  if (*q == '-' && lo < 0) {
+    neg = 1;
+    ++q;
+  }
+  if (!isdigit((unsigned char)*q)) return 0;
+  long long v = 0;
+  for (; isdigit((unsigned char)*q); ++q) {
+    int dgt = *q - '0';
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -dgt : dgt, &v)) return 0;
+  }
+  if (v < lo || v > hi) return 0;
   *out = v;
-  *p = end;
+  *p = q;
   return 1;
 }
 
@@ -26,8 +37,8 @@ rs_status rs_parse_dims(const char *text, int max, int64_t *out, int *n) {
   const char *p = text;
   for (;;) {
     long long v;
-    if (!isdigit((unsigned char)*p) || !parse_int(&p, &v))
-      return rs_fail(RS_ERR_INVALID, "shape '%s': expected sizes like 4x2", text);
+    if (!parse_int(&p, 0, INT64_MAX, &v))
+      return rs_fail(RS_ERR_INVALID, "shape '%s': expected sizes like 4x2 (each 0..2^63-1)", text);
     if (*n >= max) return rs_fail(RS_ERR_INVALID, "shape '%s': more than %d dims", text, max);
     out[(*n)++] = v;
     if (!*p) return RS_OK;
@@ -43,7 +54,7 @@ rs_status rs_parse_ranks(const char *text, int32_t *out, int max, int *n) {
   if (!p || !*p) return rs_fail(RS_ERR_INVALID, "ranks: empty list");
   for (;;) {
     long long v;
-    if (!parse_int(&p, &v) || v < 0 || v > INT32_MAX)
+    if (!parse_int(&p, 0, INT32_MAX, &v))
       return rs_fail(RS_ERR_INVALID, "ranks '%s': expected non-negative integers like 3,1,2,0", text);
     if (*n >= max) return rs_fail(RS_ERR_INVALID, "ranks '%s': more than %d ranks", text, max);
     out[(*n)++] = (int32_t)v;
@@ -77,7 +88,7 @@ rs_status rs_parse_placement(const char *text, rs_placement *out) {
     int paren = (*q == '(');
     if (paren) ++q;
     long long d;
-    if (!parse_int(&q, &d) || d < -RS_MAX_DIMS || d >= RS_MAX_DIMS)
+    if (!parse_int(&q, -RS_MAX_DIMS, RS_MAX_DIMS - 1, &d))
       return rs_fail(RS_ERR_INVALID, "placement '%s': bad shard dim", text);
     if (paren && *q++ != ')') return rs_fail(RS_ERR_INVALID, "placement '%s': missing ')'", text);
     if (*q) return rs_fail(RS_ERR_INVALID, "placement '%s': trailing characters", text);
@@ -123,18 +134,21 @@ rs_status rs_parse_order(const char *text, rs_sharding *s, int tensor_ndim) {
   if (st) return st;
   if (!text || !*text) return RS_OK;
   const char *p = text;
+  int listed[RS_MAX_DIMS] = {0};
   for (;;) {
     long long d;
-    if (!parse_int(&p, &d) || *p != ':')
+    if (!parse_int(&p, -RS_MAX_DIMS, RS_MAX_DIMS - 1, &d) || *p != ':')
       return rs_fail(RS_ERR_INVALID, "order '%s': expected <tensor dim>:<mesh dims>, e.g. 0:1,0;1:0", text);
     ++p;
     if (d < 0) d += tensor_ndim;
     if (d < 0 || d >= tensor_ndim)
       return rs_fail(RS_ERR_INVALID, "order '%s': tensor dim out of range", text);
+    if (listed[d]++) /* a second entry would silently replace the first */
+      return rs_fail(RS_ERR_INVALID, "order '%s': tensor dim %lld is listed twice", text, d);
     int n = 0;
     for (;;) {
       long long m;
-      if (!parse_int(&p, &m) || m < 0 || m >= RS_MAX_MESH_DIMS)
+      if (!parse_int(&p, 0, RS_MAX_MESH_DIMS - 1, &m))
         return rs_fail(RS_ERR_INVALID, "order '%s': bad mesh dim", text);
       if (n >= RS_MAX_MESH_DIMS) return rs_fail(RS_ERR_INVALID, "order '%s': too many mesh dims", text);
       s->order[d][n++] = (int8_t)m;
@@ -160,14 +174,18 @@ int rs_format_sharding(const rs_sharding *s, char *buf, size_t cap) {
   size_t used = 0;
   if (cap) buf[0] = 0;
   for (int m = 0; m < s->mesh_ndim; ++m) {
-    char one[48];
-    int n = rs_format_placement(s->p[m], one, sizeof one);
+    char one[48], pl[16];
+    rs__sbuf ob;
+    rs__sbuf_init(&ob, one, sizeof one);
+    rs_format_placement(s->p[m], pl, sizeof pl);
+    rs__sbuf_add(&ob, "%s", pl);
     if (s->p[m].kind == RS_SHARD) {
       int d = s->p[m].dim;
       if (d >= 0 && d < RS_MAX_DIMS && s->order_len[d] > 1)
-        for (int k = 0; k < s->order_len[d]; ++k)
-          if (s->order[d][k] == m) n += snprintf(one + n, sizeof one - (size_t)n, "[%d]", k);
+        for (int k = 0; k < s->order_len[d] && k < RS_MAX_MESH_DIMS; ++k)
+          if (s->order[d][k] == m) rs__sbuf_add(&ob, "[%d]", k);
     }
+    int n = (int)ob.len;
     if (used + (size_t)n < cap) memcpy(buf + used, one, (size_t)n + 1);
     used += (size_t)n;
   }
@@ -180,9 +198,12 @@ int rs_format_order(const rs_sharding *s, int tensor_ndim, char *buf, size_t cap
   for (int d = 0; d < tensor_ndim; ++d) {
     if (!s->order_len[d]) continue;
     char one[64];
-    int n = snprintf(one, sizeof one, "%s%d:", used ? ";" : "", d);
-    for (int k = 0; k < s->order_len[d]; ++k)
-      n += snprintf(one + n, sizeof one - (size_t)n, "%s%d", k ? "," : "", s->order[d][k]);
+    rs__sbuf ob;
+    rs__sbuf_init(&ob, one, sizeof one);
+    rs__sbuf_add(&ob, "%s%d:", used ? ";" : "", d);
+    for (int k = 0; k < s->order_len[d] && k < RS_MAX_MESH_DIMS; ++k)
+      rs__sbuf_add(&ob, "%s%d", k ? "," : "", s->order[d][k]);
+    int n = (int)ob.len;
     if (used + (size_t)n < cap) memcpy(buf + used, one, (size_t)n + 1);
     used += (size_t)n;
   }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/values.h"
+#include "core/mutant.h"
 
 uint64_t rs_mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -17,16 +18,48 @@ uint64_t rs_hash3(uint64_t a, uint64_t b, uint64_t c) {
 }
 
 /* Hash streams, so that different uses of one (seed, index) never share bits. */
-enum { STREAM_BITS = 1, STREAM_EXACT = 2, STREAM_PIECE = 3 };
+enum { STREAM_BITS = 1, STREAM_EXACT = 2, STREAM_PIECE = 3, STREAM_ORDER = 4 };
+
+static void store_units_int(rs_dtype t, int64_t v, void *out) {
+  switch (t) {
+    case RS_I64: { int64_t x = v; memcpy(out, &x, 8); break; }
+    case RS_I32: { int32_t x = (int32_t)v; memcpy(out, &x, 4); break; }
+    case RS_I16: { int16_t x = (int16_t)v; memcpy(out, &x, 2); break; }
+    case RS_I8: { int8_t x = (int8_t)v; memcpy(out, &x, 1); break; }
+    case RS_U8: { uint8_t x = (uint8_t)v; memcpy(out, &x, 1); break; }
+    default: break;
+  }
+}
+
+static void store_units(rs_dtype t, int64_t v, void *out) {
+  switch (t) {
+    case RS_F64: { double d = (double)v; memcpy(out, &d, 8); break; }
+    case RS_F32: { float f = (float)v; memcpy(out, &f, 4); break; }
+    case RS_F16: { uint16_t h = rs_f32_to_f16((float)v); memcpy(out, &h, 2); break; }
+    case RS_BF16: { uint16_t h = rs_f32_to_bf16((float)v); memcpy(out, &h, 2); break; }
+    default: store_units_int(t, v, out); break;
+  }
+}
+
+static void bits_value(const rs_case *c, int64_t idx, void *out) {
+  uint64_t h = rs_hash3(c->seed, STREAM_BITS, (uint64_t)idx);
+  if (c->tensor.dtype == RS_BOOL) h &= 1;
+  memcpy(out, &h, (size_t)rs_dtype_size(c->tensor.dtype));
+}
 
 static int exact_mode(const rs_case *c) {
   return c->values == RS_VALUES_EXACT && rs_dtype_reducible(c->tensor.dtype);
 }
 
+static int order_mode(const rs_case *c) {
+  return c->values == RS_VALUES_ORDER && rs_dtype_reducible(c->tensor.dtype);
+}
+
 /* The range of the integer U with G = U * unit (unit = the mesh's rank count), chosen so that every
  * partial fold of the pieces stays exactly representable: for floats unit * |sum| <= 2^p; for
  * integers unit * |sum| <= the type's max. Pieces of avg dims sum to n * U, and min/max pieces move
- * up to 2 per level. */
+ * up to 2 per level, which is headroom taken off the budget before the range. hi < 1 means the dtype
+ * cannot hold exact values for this case (never filled with zeros: rs_case_check_values refuses). */
 typedef struct exact_params {
   int64_t unit, lo, hi;
   int is_unsigned;
@@ -59,42 +92,131 @@ static exact_params exact_range(const rs_case *c) {
     case RS_U8: budget = UINT8_MAX / e.unit; break;
     default: budget = 0; break;
   }
-  int64_t umax = (budget - 2 * levels) / navg;
-  if (umax < 0) umax = 0;
+  /* Mutant 216: the min/max headroom is forgotten, so pieces v +- k leave the dtype and wrap. */
+  int64_t umax = (budget - (RS_MUTANT(216) ? 0 : 2 * levels)) / navg;
   if (umax > 1000) umax = 1000;
   e.hi = umax;
   e.lo = e.is_unsigned ? 0 : -umax;
   return e;
 }
 
+/* Never all zeros: element 0 of a non-empty tensor is never 0, so no source is all-zero bytes. */
 static int64_t exact_units(const rs_case *c, const exact_params *e, int64_t idx) {
+  if (e->hi < 1) return 0; /* refused by rs_case_check_values; only reached by a planted bug */
   uint64_t h = rs_hash3(c->seed, STREAM_EXACT, (uint64_t)idx);
   uint64_t span = (uint64_t)(e->hi - e->lo + 1);
-  return e->lo + (int64_t)(h % span);
+  int64_t u = e->lo + (int64_t)(h % span);
+  if (u == 0 && idx == 0) u = e->hi;
+  return u;
 }
 
-static void store_units(rs_dtype t, int64_t v, void *out) {
-  switch (t) {
-    case RS_F64: { double d = (double)v; memcpy(out, &d, 8); break; }
-    case RS_F32: { float f = (float)v; memcpy(out, &f, 4); break; }
-    case RS_F16: { uint16_t h = rs_f32_to_f16((float)v); memcpy(out, &h, 2); break; }
-    case RS_BF16: { uint16_t h = rs_f32_to_bf16((float)v); memcpy(out, &h, 2); break; }
-    case RS_I64: { int64_t x = v; memcpy(out, &x, 8); break; }
-    case RS_I32: { int32_t x = (int32_t)v; memcpy(out, &x, 4); break; }
-    case RS_I16: { int16_t x = (int16_t)v; memcpy(out, &x, 2); break; }
-    case RS_I8: { int8_t x = (int8_t)v; memcpy(out, &x, 1); break; }
-    case RS_U8: { uint8_t x = (uint8_t)v; memcpy(out, &x, 1); break; }
-    default: break;
+/* Order values: ordinary random finite numbers with random mantissas over a spread of binades, a
+ * few signed zeros (which make min/max order-sensitive too), magnitudes small enough that no sum of
+ * the case's nranks pieces overflows (F16: 2^15 over the rank count rounded up to a power of two;
+ * integers: the type's max over the rank count). */
+static int ceil_log2(int64_t n) {
+  int k = 0;
+  while (((int64_t)1 << k) < n) ++k;
+  return k;
+}
+
+/* Only min/max Partials: no sum can overflow, so integers take the dtype's whole range (which is
+ * what tells a signed from an unsigned comparison). */
+static int order_minmax_only(const rs_case *c) {
+  const rs_sharding *ss[2] = {&c->src, &c->dst};
+  for (int k = 0; k < 2; ++k)
+    for (int m = 0; m < ss[k]->mesh_ndim; ++m)
+      if (ss[k]->p[m].kind == RS_PARTIAL && (ss[k]->p[m].op == RS_SUM || ss[k]->p[m].op == RS_AVG)) return 0;
+  return rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst);
+}
+
+static int64_t order_int_bound(const rs_case *c) {
+  int64_t mx;
+  switch (c->tensor.dtype) {
+    case RS_I64: mx = (int64_t)1 << 40; break;
+    case RS_I32: mx = INT32_MAX; break;
+    case RS_I16: mx = INT16_MAX; break;
+    case RS_I8: mx = INT8_MAX; break;
+    case RS_U8: mx = UINT8_MAX; break;
+    default: return 0;
+  }
+  return order_minmax_only(c) ? mx : mx / c->mesh.nranks;
+}
+
+static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
+  uint64_t h2 = rs_mix64(h ^ 0xD1B54A32D192ED03ull);
+  int zero = (h2 & 31) == 0 && idx != 0;
+  uint64_t neg = (h2 >> 5) & 1;
+  int espan;
+  switch (c->tensor.dtype) {
+    case RS_F64: {
+      espan = 25; /* 2^-12 .. 2^12 */
+      uint64_t e = (uint64_t)((int64_t)((h2 >> 8) % (uint64_t)espan) - 12 + 1023);
+      uint64_t b = zero ? neg << 63 : neg << 63 | e << 52 | (h & 0xFFFFFFFFFFFFFull);
+      memcpy(out, &b, 8);
+      break;
+    }
+    case RS_F32: {
+      espan = 25;
+      uint32_t e = (uint32_t)((int64_t)((h2 >> 8) % (uint64_t)espan) - 12 + 127);
+      uint32_t b = zero ? (uint32_t)neg << 31 : (uint32_t)neg << 31 | e << 23 | (uint32_t)(h & 0x7FFFFFu);
+      memcpy(out, &b, 4);
+      break;
+    }
+    case RS_BF16: {
+      espan = 17; /* 2^-8 .. 2^8 */
+      uint32_t e = (uint32_t)((int64_t)((h2 >> 8) % (uint64_t)espan) - 8 + 127);
+      uint16_t b = (uint16_t)(zero ? neg << 15 : neg << 15 | e << 7 | (h & 0x7Fu));
+      memcpy(out, &b, 2);
+      break;
+    }
+    case RS_F16: {
+      int ehi = 13 - ceil_log2(c->mesh.nranks), elo = ehi - 8; /* nranks * 2^(ehi+1) <= 2^14 */
+      uint32_t e = (uint32_t)(elo + (int)((h2 >> 8) % (uint64_t)(ehi - elo + 1)) + 15);
+      uint16_t b = (uint16_t)(zero ? neg << 15 : neg << 15 | e << 10 | (h & 0x3FFu));
+      memcpy(out, &b, 2);
+      break;
+    }
+    default: {
+      int64_t bound = order_int_bound(c);
+      int64_t lo = c->tensor.dtype == RS_U8 ? 0 : order_minmax_only(c) ? -bound - 1 : -bound;
+      int64_t v = lo + (int64_t)(h % (uint64_t)(bound - lo + 1));
+      if (v == 0 && idx == 0) v = bound;
+      store_units_int(c->tensor.dtype, v, out);
+      break;
+    }
   }
 }
 
-static void bits_value(const rs_case *c, int64_t idx, void *out) {
-  uint64_t h = rs_hash3(c->seed, STREAM_BITS, (uint64_t)idx);
-  if (c->tensor.dtype == RS_BOOL) h &= 1;
-  memcpy(out, &h, (size_t)rs_dtype_size(c->tensor.dtype));
+rs_status rs_case_check_values(const rs_case *c) {
+  if (!rs_dtype_reducible(c->tensor.dtype) || c->mesh.nranks < 1) return RS_OK;
+  /* Mutant 213: the check is skipped, so an impossible exact range fills the source with zeros. */
+  if (exact_mode(c) && exact_range(c).hi < 1 && !RS_MUTANT(213))
+    return rs_fail(RS_ERR_UNSUPPORTED,
+                   "values: %s cannot hold exact values on %d ranks with these Partial dims (use "
+                   "\"order\" or a wider dtype)", rs_dtype_name(c->tensor.dtype), (int)c->mesh.nranks);
+  if (order_mode(c) && !rs_dtype_is_float(c->tensor.dtype) && order_int_bound(c) < 1)
+    return rs_fail(RS_ERR_UNSUPPORTED, "values: %s order values would overflow on %d ranks",
+                   rs_dtype_name(c->tensor.dtype), (int)c->mesh.nranks);
+  if (order_mode(c) && c->tensor.dtype == RS_F16 && 13 - ceil_log2(c->mesh.nranks) - 8 < -14)
+    return rs_fail(RS_ERR_UNSUPPORTED, "values: F16 order values would overflow on %d ranks",
+                   (int)c->mesh.nranks);
+  return RS_OK;
+}
+
+/* Order mode: the value of the piece at the src Partial coordinates `coord` (NULL: no Partial). */
+static void order_piece(const rs_case *c, const int64_t *coord, int64_t idx, void *out) {
+  uint64_t key = rs_hash3(c->seed, STREAM_ORDER, (uint64_t)idx);
+  for (int m = 0; coord && m < c->src.mesh_ndim; ++m)
+    if (c->src.p[m].kind == RS_PARTIAL) key = rs_hash3(key, (uint64_t)m, (uint64_t)coord[m]);
+  order_value(c, key, idx, out);
 }
 
 void rs_value_global(const rs_case *c, int64_t idx, void *out) {
+  if (order_mode(c)) {
+    order_piece(c, NULL, idx, out);
+    return;
+  }
   if (!exact_mode(c)) {
     bits_value(c, idx, out);
     return;
@@ -134,6 +256,10 @@ static int64_t piece_of(int64_t v, rs_redop op, int64_t n, int64_t coord, uint64
 
 void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx,
                     void *out) {
+  if (order_mode(c)) {
+    order_piece(c, rs_sharding_has_partial(&c->src) ? coord : NULL, idx, out);
+    return;
+  }
   if (!exact_mode(c) || !rs_sharding_has_partial(&c->src)) {
     rs_value_global(c, idx, out);
     return;

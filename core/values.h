@@ -4,7 +4,11 @@
  * Exact mode: the logical global tensor G holds integers (times a unit, the mesh's rank count, so
  * that every partition division is exact); a source layout with Partial mesh dims holds, for each
  * coordinate on those dims, a piece whose canonical reduction is G. Pieces have one sign, so every
- * partial fold stays within the dtype's exact range whatever the order. */
+ * partial fold stays within the dtype's exact range whatever the order. A dtype too narrow for that
+ * is refused (rs_case_check_values), never filled with zeros; element 0 is never zero.
+ * Order mode: every piece is an independent ordinary random finite value (random mantissa, spread
+ * exponents, a few signed zeros) small enough that no sum overflows; results depend on the event
+ * sequence (SPEC 5). rs_value_global gives the value when src has no Partial. */
 #ifndef RESHARD_VALUES_H
 #define RESHARD_VALUES_H
 

@@ -88,7 +88,8 @@ static int make_nest(const rs_view *a, const rs_view *b, nest *o) {
     if (m > 0 && o->sd[m - 1] == size[d] * sa[d] && o->ss[m - 1] == size[d] * sb[d]) {
       o->size[m - 1] *= size[d];
       o->sd[m - 1] = sa[d];
-      o->ss[m - 1] = sb[d];
+      /* Mutant 282: a merge into a nest already two deep keeps the source's old stride. */
+      if (!(RS_MUTANT(282) && m >= 2)) o->ss[m - 1] = sb[d];
     } else {
       o->size[m] = size[d];
       o->sd[m] = sa[d];
@@ -108,7 +109,11 @@ static inline void copy_run(char *d, const char *s, int64_t run) {
     case 4: memcpy(d, s, 4); break;
     case 8: memcpy(d, s, 8); break;
     case 16: memcpy(d, s, 16); break;
-    default: memcpy(d, s, (size_t)run); break;
+    default:
+      /* Mutant 283: a contiguous run longer than 256 bytes that is not a multiple of 16 loses
+       * its last byte (only long rows of 1- and 2-byte dtypes make such runs). */
+      memcpy(d, s, (size_t)(RS_MUTANT(283) && run > 256 && run % 16 ? run - 1 : run));
+      break;
   }
 }
 

@@ -7,6 +7,7 @@
 #include "props/props.h"
 #include "core/values.h"
 #include "report.h"
+#include "features.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif
@@ -81,14 +82,16 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
     ok = still_fails(&x, &rc);
     rs_choices_free(&rc);
   }
-  if (!ok) snprintf(msg, MSG_CAP, "%s", first_msg); /* unreachable unless the property flakes */
+  /* A shrunk stream that passes means the shrinker (or a flaky property) lost the failure: say
+   * so instead of saving a case that replays as PASS. */
+  if (!ok) snprintf(msg, MSG_CAP, "%s (shrinking lost the failure: the saved case may pass)", first_msg);
   rs_prop_stats *s = &r->prop[id];
   snprintf(s->message, sizeof s->message, "%s", msg);
   s->message[strcspn(s->message, "\n")] = 0;
   int wrote = 0;
   if (o->print) {
     rs_status st = rs_write_regression(o->regress_dir ? o->regress_dir : "fixtures/regressions", id,
-                                       c, msg, s->fixture, sizeof s->fixture);
+                                       c, msg, env, s->fixture, sizeof s->fixture);
     wrote = st == RS_OK;
     if (!wrote) snprintf(s->fixture, sizeof s->fixture, "(not written: %s)", rs_last_error());
     char *cj = rs_case_to_json(c);
@@ -100,10 +103,32 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
       printf("  case: %s\n", cj);
       free(cj);
     }
-    if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
+    /* the file records impl and transport, so the plain command replays it as it failed */
+    if (wrote && env->distributed) printf("  replay: mpirun -np %d reshard replay %s\n", o->gen.world_size, s->fixture);
+    else if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
     fflush(stdout);
   }
   free(v);
+}
+
+/* ---- feature coverage (see props.h) ---- */
+
+static void tally_features(const rs_case *c, rs_campaign_result *r) {
+  int hit[RS_FEATURES_MAX];
+  rs__features_of_case(c, hit);
+  for (int f = 0; f < rs_feature_count(); f++) r->feature[f] += hit[f];
+}
+
+/* Campaigns stopped early by a failure are not judged: they may be short for a reason. */
+static void check_features(const rs_campaign_opts *o, rs_campaign_result *r) {
+  for (int f = 0; f < rs_feature_count(); f++) r->feature_required[f] = rs__feature_required(&o->gen, f);
+  if (r->cases < RS_FEATURE_MIN_CASES) return;
+  for (int f = 0; f < rs_feature_count(); f++)
+    if (r->feature_required[f] && r->feature[f] == 0) r->features_missing++;
+  if (r->features_missing) {
+    r->failed++;
+    if (!r->first_failure_case) r->first_failure_case = r->cases;
+  }
 }
 
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
@@ -113,6 +138,8 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   rs_case *c = malloc(sizeof *c);
   char *msg = malloc(MSG_CAP), *msg2 = malloc(MSG_CAP);
   rs_prop_env env = o->env;
+  rs_gen_opts gen = o->gen;
+  gen.redraws = &r->redraws;
   if (!env.memo && rs_prop_memo_create(&env.memo) != RS_OK) env.memo = NULL;
   if (!c || !msg || !msg2) {
     if (env.memo != o->env.memo) rs_prop_memo_free(env.memo);
@@ -135,7 +162,12 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
       /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case. */
       rs_choices ch;
       rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
-      rs_status gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c);
+      rs_status gst = pass ? rs_gen_bad_case(&ch, &gen, c) : rs_gen_case(&ch, &gen, c);
+      if (!pass && gst == RS_OK) tally_features(c, r);
+      if (!pass && gst == RS_OK && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst))) {
+        r->partial_cases++;
+        r->order_cases += c->values == RS_VALUES_ORDER;
+      }
       for (int p = 0; p < RS_PROP_COUNT; p++) {
         rs_prop_id id = (rs_prop_id)p;
         if (!en[p] || rs_prop_bad_cases(id) != pass) continue;
@@ -154,6 +186,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
           /* already reported: one shrunk failure per property, later ones only counted */
         } else {
           r->failed++;
+          if (!r->first_failure_case) r->first_failure_case = i + 1;
           rs_progress_end(&prog);
           prog.last = 0;
           snprintf(msg2, MSG_CAP, "%s", msg);
@@ -165,7 +198,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
           /* regenerate: shrinking reused the case buffer of this iteration */
           rs_choices_free(&ch);
           rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
-          gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c);
+          gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c); /* not recounted */
         }
       }
       rs_choices_free(&ch);
@@ -177,6 +210,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     }
   }
   r->cases = i;
+  check_features(o, r);
   r->seconds = rs_now() - t0;
   r->cpu_seconds = (double)(clock() - c0) / CLOCKS_PER_SEC;
   if (o->print && !o->quiet) rs_progress_update(&prog, r->cases, r->seconds, r->failed, 1);

@@ -4,17 +4,34 @@
  * monotone for the same reason: a smaller draw never gives a bigger case. */
 #include <string.h>
 #include "props/props.h"
-
-/* Bounds the work of one case (global elements x ranks) so the campaign stays fast. */
-#define RS_GEN_MAX_WORK (1 << 16)
+#include "core/mutant.h"
 
 enum { FAM_SUMAVG = 0, FAM_MIN, FAM_MAX };
 
 void rs_gen_opts_default(rs_gen_opts *o) {
+  memset(o, 0, sizeof *o);
   o->max_ranks = 64;
-  o->max_mesh_dims = 4;
-  o->world_size = 0;
-  o->max_numel = 4096;
+  o->max_mesh_dims = RS_MAX_MESH_DIMS;
+  o->max_tensor_dims = RS_MAX_DIMS;
+  o->max_numel = 1 << 14;
+  o->max_work = 1 << 16;
+  o->max_dim = 64;
+  o->partial = RS_GEN_PARTIAL_SOME;
+  o->rank_lists = RS_GEN_RANKS_PERMUTED | RS_GEN_RANKS_SPARSE;
+  o->orders = 1;
+  o->graph_states = 729;
+  o->order_share = 50;
+}
+
+static int64_t graph_states(int mesh_ndim, int tensor_ndim) {
+  int64_t n = 1;
+  for (int i = 0; i < mesh_ndim && n <= ((int64_t)1 << 40); i++) n *= tensor_ndim + 2;
+  return n;
+}
+
+int rs_gen_graph_bounded(const rs_gen_opts *o, const rs_case *c) {
+  int64_t bound = o && o->graph_states > 0 ? o->graph_states : 729;
+  return graph_states(c->mesh.ndim, c->tensor.ndim) > bound;
 }
 
 #define PICK(ch, tbl) (tbl)[rs_draw((ch), sizeof(tbl) / sizeof((tbl)[0]))]
@@ -28,11 +45,25 @@ static void shuffle_prefix(rs_choices *ch, int32_t *a, int len, int take) {
   }
 }
 
-static const int MESH_ND[] = {1, 1, 2, 2, 2, 3, 3, 4};
+static const int MESH_ND[] = {1, 1, 2, 2, 2, 3, 3, 4, 5, 6};
 static const int MESH_SZ[] = {1, 2, 2, 2, 2, 3, 3, 4, 4, 5, 6, 8};
 static const rs_dtype DTYPES[] = {RS_F32, RS_F64, RS_I32, RS_BF16, RS_F16, RS_I64,
                                   RS_I16, RS_I8,  RS_U8,  RS_BOOL, RS_F8_E4M3, RS_F8_E5M2};
-static const int TENSOR_ND[] = {0, 1, 1, 1, 2, 2, 2, 3, 3, 4};
+static const int TENSOR_ND[] = {0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 7, 8};
+
+/* The dtype table filtered by the options' mask, in the table's order (0 stays the simplest). */
+static rs_dtype gen_dtype(rs_choices *ch, const rs_gen_opts *o) {
+  rs_dtype ok[sizeof DTYPES / sizeof DTYPES[0]];
+  int n = 0;
+  for (size_t i = 0; i < sizeof DTYPES / sizeof DTYPES[0]; i++) {
+    rs_dtype t = DTYPES[i];
+    if (o->dtypes && !(o->dtypes & (1u << t))) continue;
+    if (o->partial == RS_GEN_PARTIAL_OFTEN && !rs_dtype_reducible(t)) continue;
+    ok[n++] = t;
+  }
+  if (n == 0) return RS_F32;
+  return ok[rs_draw(ch, (uint64_t)n)];
+}
 
 /* Sizes drawn, then the rank list: default, a permutation, or a subset of a bigger world. */
 static rs_status gen_ranks(rs_choices *ch, const rs_gen_opts *o, int nd, int64_t *size, rs_mesh *m) {
@@ -52,6 +83,10 @@ static rs_status gen_ranks(rs_choices *ch, const rs_gen_opts *o, int nd, int64_t
   int n = (int)prod;
   int32_t pool[RS_MAX_RANKS];
   int mode = (int)rs_draw(ch, 8); /* 0-3 default, 4-5 permutation, 6-7 subset of a bigger world */
+  /* Mutant 263: sparse rank lists (a subset of a bigger world) are never produced. */
+  if (RS_MUTANT(263) && mode >= 6) mode = 4;
+  if (mode >= 6 && !(o->rank_lists & RS_GEN_RANKS_SPARSE) && o->world_size <= 0) mode = 4;
+  if (mode >= 4 && mode < 6 && !(o->rank_lists & RS_GEN_RANKS_PERMUTED)) mode = 0;
   if (mode < 4 && o->world_size <= 0) return rs_mesh_init(m, nd, size, NULL);
   int world = n;
   if (mode >= 6) {
@@ -63,14 +98,14 @@ static rs_status gen_ranks(rs_choices *ch, const rs_gen_opts *o, int nd, int64_t
   return rs_mesh_init(m, nd, size, pool);
 }
 
-static int64_t gen_dim_size(rs_choices *ch, const rs_mesh *m) {
-  int64_t v, ms;
+static int64_t gen_dim_size(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m) {
+  int64_t v, ms, maxd = o->max_dim > 0 ? o->max_dim : 64;
   int kind = (int)rs_draw(ch, 6);
   switch (kind) {
-    case 0: return (int64_t)rs_draw(ch, 4); /* often smaller than a mesh dim: empty shards */
-    case 1: return (int64_t)rs_draw(ch, 9);
-    case 2: return (int64_t)rs_draw(ch, 17);
-    case 3: return (int64_t)rs_draw(ch, 41);
+    case 0: v = (int64_t)rs_draw(ch, 4); break; /* often smaller than a mesh dim: empty shards */
+    case 1: v = (int64_t)rs_draw(ch, 9); break;
+    case 2: v = (int64_t)rs_draw(ch, 17); break;
+    case 3: v = (int64_t)rs_draw(ch, (uint64_t)maxd + 1); break;
     default:
       /* sizes tied to a mesh dim: an even split, or just past one (uneven) */
       ms = m->size[rs_draw(ch, (uint64_t)m->ndim)];
@@ -78,14 +113,15 @@ static int64_t gen_dim_size(rs_choices *ch, const rs_mesh *m) {
       else v = ms * (int64_t)rs_draw(ch, 3) + 1 + (int64_t)rs_draw(ch, (uint64_t)ms);
       break;
   }
-  return v > 40 ? 40 : v;
+  return v > maxd ? maxd : v;
 }
 
 /* Dim sizes (some tied to mesh sizes), halved until the case is small enough. */
 static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
-  for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, m);
-  int64_t cap = o->max_numel > 0 ? o->max_numel : 4096;
-  if (cap > RS_GEN_MAX_WORK / m->nranks) cap = RS_GEN_MAX_WORK / m->nranks;
+  for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, o, m);
+  int64_t cap = o->max_numel > 0 ? o->max_numel : 1 << 14;
+  int64_t work = o->max_work > 0 ? o->max_work : 1 << 16;
+  if (cap > work / m->nranks) cap = work / m->nranks;
   if (cap < 1) cap = 1;
   for (;;) {
     int64_t numel = 1;
@@ -99,8 +135,11 @@ static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs
   }
 }
 
-static rs_placement gen_placement(rs_choices *ch, int ndim, int reducible, int fam) {
+static rs_placement gen_placement(rs_choices *ch, const rs_gen_opts *o, int ndim, int reducible,
+                                  int fam) {
   uint64_t k = rs_draw(ch, 10);
+  if (o->partial == RS_GEN_PARTIAL_NONE) reducible = 0;
+  if (o->partial == RS_GEN_PARTIAL_OFTEN && k >= 5) k = 8;
   if (k >= 3 && k <= 7 && ndim > 0) {
     int d = (int)rs_draw(ch, (uint64_t)ndim);
     if (rs_draw(ch, 4) == 3) d -= ndim; /* the negative spelling of the same dim */
@@ -109,7 +148,12 @@ static rs_placement gen_placement(rs_choices *ch, int ndim, int reducible, int f
   if (k >= 8 && reducible) {
     if (fam == FAM_MIN) return rs_pl_partial(RS_MIN);
     if (fam == FAM_MAX) return rs_pl_partial(RS_MAX);
-    return rs_pl_partial(rs_draw(ch, 3) == 2 ? RS_AVG : RS_SUM);
+    rs_redop op = rs_draw(ch, 3) == 2 ? RS_AVG : RS_SUM;
+    /* Mutant 260: the generator stops producing Partial(avg). */
+    if (RS_MUTANT(260)) op = RS_SUM;
+    if (o->ops && !(o->ops & (1u << op))) op = op == RS_AVG ? RS_SUM : RS_AVG;
+    if (o->ops && !(o->ops & (1u << op))) return rs_pl_replicate();
+    return rs_pl_partial(op);
   }
   return rs_pl_replicate();
 }
@@ -120,22 +164,29 @@ static rs_placement gen_placement(rs_choices *ch, int ndim, int reducible, int f
 static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int *fam) {
   static const int fam_tbl[] = {FAM_SUMAVG, FAM_SUMAVG, FAM_SUMAVG, FAM_SUMAVG, FAM_MIN, FAM_MAX};
   memset(c, 0, sizeof *c);
-  int maxd = o->max_mesh_dims < 1 ? 1 : o->max_mesh_dims > 4 ? 4 : o->max_mesh_dims;
+  int maxd = o->max_mesh_dims < 1 ? 1 : o->max_mesh_dims > RS_MAX_MESH_DIMS ? RS_MAX_MESH_DIMS : o->max_mesh_dims;
+  int maxt = o->max_tensor_dims < 0 ? 0 : o->max_tensor_dims > RS_MAX_DIMS ? RS_MAX_DIMS : o->max_tensor_dims;
   int nd = PICK(ch, MESH_ND);
   if (nd > maxd) nd = maxd;
-  c->tensor.dtype = PICK(ch, DTYPES);
+  /* Mutant 264: the mesh-rank table tops out at 5 dims. */
+  if (RS_MUTANT(264) && nd > 5) nd = 5;
+  c->tensor.dtype = gen_dtype(ch, o);
   c->tensor.ndim = PICK(ch, TENSOR_ND);
-  /* The graph planner's state space grows as (tensor dims + 2) ^ mesh dims: on 4-d meshes 4-d
-   * tensors cost more than all other cases together, for little extra coverage. */
-  if (nd >= 4 && c->tensor.ndim > 3) c->tensor.ndim = 3;
+  if (c->tensor.ndim > maxt) c->tensor.ndim = maxt;
   *fam = PICK(ch, fam_tbl);
+  /* An ops mask narrows the family to one it allows (sum/avg first). */
+  if (o->ops) {
+    int allow[3] = {(o->ops & ((1u << RS_SUM) | (1u << RS_AVG))) != 0, (o->ops & (1u << RS_MIN)) != 0,
+                    (o->ops & (1u << RS_MAX)) != 0};
+    for (int k = 0; k < 3 && !allow[*fam]; k++) *fam = (*fam + 1) % 3;
+  }
   int red = rs_dtype_reducible(c->tensor.dtype), tnd = c->tensor.ndim;
   int64_t size[RS_MAX_MESH_DIMS];
   c->src.mesh_ndim = c->dst.mesh_ndim = nd;
   for (int m = 0; m < nd; m++) {
     size[m] = PICK(ch, MESH_SZ);
-    c->src.p[m] = gen_placement(ch, tnd, red, *fam);
-    c->dst.p[m] = gen_placement(ch, tnd, red, *fam);
+    c->src.p[m] = gen_placement(ch, o, tnd, red, *fam);
+    c->dst.p[m] = gen_placement(ch, o, tnd, red, *fam);
   }
   rs_status st = gen_ranks(ch, o, nd, size, &c->mesh);
   if (st) return st;
@@ -152,6 +203,8 @@ static rs_status gen_order(rs_choices *ch, rs_sharding *s, int ndim) {
     int len = s->order_len[d];
     for (int i = 0; i + 1 < len; i++) {
       int j = i + (int)rs_draw(ch, (uint64_t)(len - i));
+      /* Mutant 261: the shuffle never reorders a 2-way split (a tensor dim on two mesh dims). */
+      if (RS_MUTANT(261) && len == 2) j = i;
       int8_t t = s->order[d][i];
       s->order[d][i] = s->order[d][j];
       s->order[d][j] = t;
@@ -160,15 +213,32 @@ static rs_status gen_order(rs_choices *ch, rs_sharding *s, int ndim) {
   return RS_OK;
 }
 
-static void gen_tail(rs_choices *ch, rs_case *c) {
+static void gen_tail(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   c->seed = rs_draw(ch, 1ull << 32);
   c->planner = RS_PLANNER_AUTO;
   c->cost = rs_draw(ch, 4) == 3 ? RS_COST_PYTORCH : RS_COST_SEED;
   c->values = rs_case_default_values(c);
+  /* SPEC 8: a large share of Partial cases carry ordinary values, which pin SPEC 5's order (draw 0,
+   * the shrinker's simplest choice, keeps exact values) */
+  if (c->values == RS_VALUES_EXACT && (int)rs_draw(ch, 100) >= 100 - o->order_share)
+    c->values = RS_VALUES_ORDER;
   strcpy(c->name, "generated");
 }
 
+static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c);
+
 rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
+  /* A dtype that cannot hold the case's values (exact values for the rank count) is never filled
+   * with zeros: the case is drawn again from the following draws of the stream, and counted. */
+  for (int attempt = 0;; attempt++) {
+    rs_status st = gen_one(ch, o, c);
+    if (st || attempt >= 63 || rs_case_check_values(c) == RS_OK) return st ? st : rs_case_validate(c);
+    rs_clear_error();
+    if (o->redraws) (*o->redraws)++;
+  }
+}
+
+static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   int fam;
   rs_status st = gen_parts(ch, o, c, &fam);
   if (st) return st;
@@ -180,8 +250,14 @@ rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   }
   if ((st = gen_order(ch, &c->src, c->tensor.ndim))) return st;
   if ((st = gen_order(ch, &c->dst, c->tensor.ndim))) return st;
-  gen_tail(ch, c);
-  return rs_case_validate(c);
+  /* Beyond the graph bound (or when asked) orders stay default, so AUTO plans greedily. The
+   * draws above are still taken: the stream layout does not depend on the bound. */
+  if (!o->orders || rs_gen_graph_bounded(o, c)) {
+    if ((st = rs_sharding_set_default_order(&c->src, c->tensor.ndim))) return st;
+    if ((st = rs_sharding_set_default_order(&c->dst, c->tensor.ndim))) return st;
+  }
+  gen_tail(ch, o, c);
+  return RS_OK;
 }
 
 rs_status rs_gen_bad_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
@@ -221,7 +297,7 @@ rs_status rs_gen_bad_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   /* Orders are best effort here: a planted bad dim makes them fail, which validation reports. */
   if (gen_order(ch, &c->src, tnd) != RS_OK) rs_clear_error();
   if (gen_order(ch, &c->dst, tnd) != RS_OK) rs_clear_error();
-  gen_tail(ch, c);
+  gen_tail(ch, o, c);
   c->values = RS_VALUES_EXACT;
   strcpy(c->name, "generated-bad");
   return RS_OK;

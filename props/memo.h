@@ -4,9 +4,12 @@
 #define RS_PROPS_MEMO_H
 
 #include "props/props.h"
+#include "reshard/events.h"
 
 rs_status rs_memo_source(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, const rs_locals **out);
-rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, const rs_locals **out);
+/* The oracle's locals of c->dst after the events ev (NULL: the canonical sequence of src -> dst). */
+rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, const rs_events *ev, rs_locals *tmp,
+                           const rs_locals **out);
 /* k: greedy, graph (with c->cost) or auto (resolved as SPEC 7 says). */
 rs_status rs_memo_plan(rs_prop_memo *m, const rs_case *c, rs_planner_kind k, rs_plan *out);
 

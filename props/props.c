@@ -27,8 +27,10 @@ static const struct {
     [RS_PROP_PLAN_LEGAL_GREEDY] = {"plan_legal_greedy", RS_PLANNER_GREEDY, 0, 0},
     [RS_PROP_PLAN_LEGAL_GRAPH] = {"plan_legal_graph", RS_PLANNER_GRAPH, 0, 0},
     [RS_PROP_REJECT_BAD] = {"reject_bad", RS_PLANNER_AUTO, 1, 0},
+    [RS_PROP_COMPARE_SEES] = {"compare_sees", RS_PLANNER_AUTO, 0, 0},
     [RS_PROP_OPT_ORACLE] = {"opt_oracle", RS_PLANNER_AUTO, 0, 1},
     [RS_PROP_OPT_PLAN] = {"opt_plan", RS_PLANNER_AUTO, 0, 1},
+    [RS_PROP_VALUES] = {"values", RS_PLANNER_AUTO, 0, 0},
 };
 
 const char *rs_prop_name(rs_prop_id id) {
@@ -74,7 +76,7 @@ static rs_outcome fail_st(char *msg, size_t cap, const char *what, rs_status st)
   return say(RS_FAIL, msg, cap, "%s failed: %s: %s", what, rs_status_name(st), e[0] ? e : "(no message)");
 }
 
-/* The seed's graph planner creates Partial only as Partial(sum) from Replicate, and cannot move a
+/* The reference graph planner makes Partial only as Partial(sum) from Replicate, and cannot move a
  * Partial between mesh dims: a dst Partial(op != sum) is reachable only where src has it already.
  * Searching for an unreachable state explores the whole state space, so it is skipped up front. */
 static int graph_reachable(const rs_case *c) {
@@ -100,6 +102,10 @@ static rs_outcome make_plan(const rs_prop_env *env, const rs_case *c, rs_planner
     if (st) return fail_st(msg, cap, "rs_ref_plan_greedy", st);
   } else if (k == RS_PLANNER_GRAPH) {
     if (!graph_reachable(c)) return say(RS_SKIP, msg, cap, "graph: dst Partial not reachable");
+    /* The generator keeps such cases to default orders (greedy); the campaign counts them. */
+    if (rs_gen_graph_bounded(NULL, c))
+      return say(RS_SKIP, msg, cap, "graph: state space of %d mesh dims x %d tensor dims beyond the bound",
+                 c->mesh.ndim, c->tensor.ndim);
     st = rs_memo_plan(memo, c, RS_PLANNER_GRAPH, p);
     if (st) return fail_st(msg, cap, "rs_ref_plan_graph", st);
   } else {
@@ -111,7 +117,7 @@ static rs_outcome make_plan(const rs_prop_env *env, const rs_case *c, rs_planner
   return RS_PASS;
 }
 
-/* Seed 001's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
+/* PyTorch's trace; for a plan whose bookkeeping breaks (no trace exists), its raw steps. */
 static void trace_of(const rs_case *c, const rs_plan *p, char *buf, size_t cap) {
   if (rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, p, buf, cap) == RS_OK) return;
   size_t n = (size_t)snprintf(buf, cap, "steps");
@@ -120,6 +126,17 @@ static void trace_of(const rs_case *c, const rs_plan *p, char *buf, size_t cap) 
     rs_format_placement(p->step[i].from, a, sizeof a);
     rs_format_placement(p->step[i].to, b, sizeof b);
     n += (size_t)snprintf(buf + n, cap - n, " [mesh dim %d: %s->%s]", p->step[i].mesh_dim, a, b);
+  }
+}
+
+/* The trace plus the plan's value-changing events (what the oracle was given). */
+static void trace_with_events(const rs_case *c, const rs_plan *p, const rs_events *ev, char *buf,
+                              size_t cap) {
+  trace_of(c, p, buf, cap);
+  size_t n = strlen(buf);
+  if (ev->n && n + 12 < cap) {
+    n += (size_t)snprintf(buf + n, cap - n, "; events ");
+    rs_events_format(ev, buf + n, cap - n);
   }
 }
 
@@ -260,7 +277,7 @@ static rs_outcome prop_boxes(const rs_prop_env *env, const rs_case *c, char *msg
   rs_outcome o;
   if (st) {
     o = fail_st(msg, cap, "rs_make_source", st);
-  } else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp)) != RS_OK) {
+  } else if ((st = rs_memo_expected(env->memo, c, NULL, &s.exp, &exp)) != RS_OK) {
     o = fail_st(msg, cap, "rs_oracle_expected", st);
   } else if ((o = check_layout_boxes(c, &c->src, "src", in, msg, cap)) == RS_PASS) {
     o = check_layout_boxes(c, &c->dst, "dst", exp, msg, cap);
@@ -279,12 +296,14 @@ static rs_outcome prop_oracle(const rs_prop_env *env, const rs_case *c, rs_plann
   scratch s = {0};
   const rs_locals *in, *exp;
   rs_status st;
+  rs_events ev;
   if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
   else if ((st = rs_ref_execute(c, &p, in, &s.out))) o = fail_st(msg, cap, "rs_ref_execute", st);
-  else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else if ((st = rs_events_from_plan(&c->mesh, &p, &ev))) o = fail_st(msg, cap, "rs_events_from_plan", st);
+  else if ((st = rs_memo_expected(env->memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else {
     char tr[1024];
-    trace_of(c, &p, tr, sizeof tr);
+    trace_with_events(c, &p, &ev, tr, sizeof tr);
     o = compare(c, &c->dst, exp, &s.out, "ref vs oracle", tr, msg, cap);
   }
   scratch_free(&s);
@@ -314,7 +333,24 @@ static rs_outcome prop_roundtrip(const rs_prop_env *env, const rs_case *c, rs_pl
     trace_of(c, &p1, t1, sizeof t1);
     trace_of(&back, &p2, t2, sizeof t2);
     snprintf(tr, sizeof tr, "%s, back %s", t1, t2);
-    o = compare(c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
+    if (c->values == RS_VALUES_ORDER && rs_sharding_has_partial(&c->dst)) {
+      /* Partition there and reduction back round order values: the truth is the oracle's run of
+       * both plans' events, from the source layout back to it. */
+      rs_events ev, ev2;
+      if ((st = rs_events_from_plan(&c->mesh, &p1, &ev)) || (st = rs_events_from_plan(&c->mesh, &p2, &ev2))) {
+        o = fail_st(msg, cap, "rs_events_from_plan", st);
+      } else if (ev.n + ev2.n > RS_MAX_EVENTS) {
+        o = say(RS_SKIP, msg, cap, "round trip: too many events");
+      } else {
+        for (int i = 0; i < ev2.n; i++) ev.ev[ev.n++] = ev2.ev[i];
+        if ((st = rs_oracle_expected_events(c, &c->src, &ev, &s.exp)))
+          o = fail_st(msg, cap, "rs_oracle_expected_events", st);
+        else
+          o = compare(c, &c->src, &s.exp, &s.back, "round trip vs oracle", tr, msg, cap);
+      }
+    } else {
+      o = compare(c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
+    }
   }
   scratch_free(&s);
   return o;
@@ -445,6 +481,68 @@ static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *m
   return o;
 }
 
+/* ---- 6b. the comparator itself ---- */
+
+/* Every verdict rests on rs_oracle_compare: flip one bit of one element of the expected locals
+ * (rank and element drawn from the case seed, so every rank and the last element come up) and
+ * require exactly that element to be reported, at its rank and global index; unchanged locals
+ * must compare equal. */
+static rs_outcome prop_compare_sees(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
+  scratch s = {0};
+  const rs_locals *exp;
+  rs_status st = rs_memo_expected(env->memo, c, NULL, &s.exp, &exp);
+  if (st) {
+    scratch_free(&s);
+    return fail_st(msg, cap, "rs_oracle_expected", st);
+  }
+  int es = rs_dtype_size(c->tensor.dtype), n = c->mesh.nranks, pos = -1;
+  uint64_t h = rs_mix64(c->seed ^ 0xC0FFEEull);
+  for (int k = 0; k < n && pos < 0; k++) {
+    int p = (int)((h >> 20) % (uint64_t)n + (uint64_t)k) % n;
+    if (exp->r[p].nbytes >= es && es > 0) pos = p;
+  }
+  rs_outcome o = RS_PASS;
+  rs_diff *d = calloc(1, sizeof *d);
+  rs_local *r = n > 0 ? calloc((size_t)n, sizeof *r) : NULL;
+  char *buf = pos >= 0 ? malloc((size_t)exp->r[pos].nbytes) : NULL;
+  if (!d || !r || (pos >= 0 && !buf)) { /* n >= 1 for every valid mesh */
+    o = say(RS_FAIL, msg, cap, "compare_sees: out of memory");
+  } else if (rs_oracle_compare(c, &c->dst, exp, exp, d) != 0) {
+    o = say(RS_FAIL, msg, cap, "compare_sees: identical locals reported as differing\n%s", d->text);
+  } else if (pos >= 0) {
+    const rs_local *e = &exp->r[pos];
+    int64_t numel = e->nbytes / es, k = (int64_t)(h % (uint64_t)numel);
+    /* Half the cases flip the last element: the end of a buffer is where loops stop early. */
+    if (h & (1ull << 40)) k = numel - 1;
+    memcpy(r, exp->r, sizeof *r * (size_t)n);
+    memcpy(buf, e->data, (size_t)e->nbytes);
+    buf[k * es + (int64_t)((h >> 8) % (uint64_t)es)] ^= (char)(1 << ((h >> 12) % 8));
+    r[pos].data = buf;
+    rs_locals act = {n, r};
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], gi[RS_MAX_DIMS];
+    rs_mesh_coord(&c->mesh, pos, coord);
+    rs_local_box(&c->mesh, &c->dst, &c->tensor, coord, start, size);
+    int64_t rest = k;
+    for (int dd = c->tensor.ndim - 1; dd >= 0; dd--) {
+      gi[dd] = start[dd] + rest % size[dd];
+      rest /= size[dd];
+    }
+    int bad = rs_oracle_compare(c, &c->dst, exp, &act, d);
+    int index_ok = 1;
+    for (int dd = 0; dd < c->tensor.ndim; dd++) index_ok &= d->index[dd] == gi[dd];
+    if (bad != 1 || d->nbad_elems != 1 || d->pos != pos || !index_ok)
+      o = say(RS_FAIL, msg, cap,
+              "compare_sees: one bit flipped in element %lld of rank position %d: reported %d rank(s), "
+              "%lld element(s), first at position %d%s",
+              (long long)k, pos, bad, (long long)d->nbad_elems, d->pos, index_ok ? "" : ", wrong global index");
+  }
+  free(buf);
+  free(r);
+  free(d);
+  scratch_free(&s);
+  return o;
+}
+
 /* ---- 7. opt (when built) ---- */
 
 #ifdef RS_HAVE_OPT
@@ -483,6 +581,64 @@ static rs_outcome check_opt(const rs_prop_env *env, const rs_case *c, const rs_l
   return o;
 }
 
+/* The bytes the transport layer counted against what opt meant to send: per (sender, receiver)
+ * pair of world ranks against its own schedule, or in total against the step schedules of a ref
+ * plan; a copy-only case with opt's own schedule must also meet SPEC 7's lower bound exactly.
+ * Under MPI a process sees its own sends and receives only: those pairs are compared. */
+static rs_outcome check_posted(const rs_prop_env *env, const rs_case *c, int use_ref_plan,
+                               const rs_opt_stats *stats, char *msg, size_t cap) {
+  if (!env->world) return RS_PASS;
+  rs_world *w = (rs_world *)env->world;
+  int me = rs_world_rank(w), all = !env->distributed;
+  rs_posted *got = NULL, *want = NULL;
+  int64_t ng = 0, nw = 0, sent = 0;
+  rs_outcome o = RS_PASS;
+  rs_status st = rs_world_posted(w, &got, &ng);
+  if (st) return fail_st(msg, cap, "rs_world_posted", st);
+  for (int64_t i = 0; i < ng; i++) sent += got[i].sent;
+  if (use_ref_plan) {
+    if (all && sent != stats->bytes_sent)
+      o = say(RS_FAIL, msg, cap, "byte count: the transport was handed %lld bytes, the step schedules send %lld",
+              (long long)sent, (long long)stats->bytes_sent);
+    free(got);
+    return o;
+  }
+  if ((st = rs_opt_sched_pairs((rs_opt *)env->opt, c, &want, &nw))) {
+    free(got);
+    return fail_st(msg, cap, "rs_opt_sched_pairs", st);
+  }
+  /* Every counted pair must be in the schedule with the same bytes, and the other way round. */
+  for (int pass = 0; pass < 2 && o == RS_PASS; pass++) {
+    const rs_posted *a = pass ? want : got, *b = pass ? got : want;
+    int64_t na = pass ? nw : ng, nb = pass ? ng : nw;
+    for (int64_t i = 0; i < na && o == RS_PASS; i++) {
+      int64_t j = 0;
+      while (j < nb && !(b[j].from == a[i].from && b[j].to == a[i].to)) j++;
+      const rs_posted *g = pass ? (j < nb ? &b[j] : NULL) : &a[i], *x = pass ? &a[i] : (j < nb ? &b[j] : NULL);
+      int64_t gs = g ? g->sent : 0, gr = g ? g->recvd : 0, xs = x ? x->sent : 0;
+      int32_t from = a[i].from, to = a[i].to;
+      if ((all || from == me) && gs != xs)
+        o = say(RS_FAIL, msg, cap, "byte count: rank %d -> %d posted %lld bytes of sends, the schedule sends %lld",
+                from, to, (long long)gs, (long long)xs);
+      else if ((all || to == me) && gr != xs)
+        o = say(RS_FAIL, msg, cap, "byte count: rank %d -> %d posted %lld bytes of receives, the schedule sends %lld",
+                from, to, (long long)gr, (long long)xs);
+    }
+  }
+  if (o == RS_PASS && all && !rs_sharding_has_partial(&c->src) && !rs_sharding_has_partial(&c->dst)) {
+    int64_t lb = -1;
+    rs_case cc = *c;
+    if ((st = rs_case_validate(&cc)) || (st = rs_traffic_lower_bound(&cc.mesh, &cc.tensor, &cc.src, &cc.dst, &lb)))
+      o = fail_st(msg, cap, "rs_traffic_lower_bound", st);
+    else if (sent != lb)
+      o = say(RS_FAIL, msg, cap, "byte count: a copy-only case posted %lld bytes, SPEC 7's lower bound is %lld",
+              (long long)sent, (long long)lb);
+  }
+  free(got);
+  free(want);
+  return o;
+}
+
 static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref_plan, char *msg,
                            size_t cap) {
   if (env->impl != RS_IMPL_OPT || !env->opt) return say(RS_SKIP, msg, cap, "opt not selected");
@@ -494,8 +650,18 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
   rs_outcome o = RS_PASS;
   int have_ref = 0;
   const rs_locals *in = NULL, *exp = NULL;
+  /* opt's own schedule follows the canonical event sequence, a given plan its own (SPEC 5); ref
+   * runs its plan, so it is the same truth only when the two sequences agree. */
+  rs_events canon, planned, *ev = &canon;
+  int same_events = 1;
+  if ((st = rs_events_canonical(&c->mesh, &c->src, &c->dst, &canon))) return fail_st(msg, cap, "rs_events_canonical", st);
+  if (po == RS_PASS) {
+    if ((st = rs_events_from_plan(&c->mesh, &p, &planned))) return fail_st(msg, cap, "rs_events_from_plan", st);
+    if (use_ref_plan) ev = &planned;
+    else same_events = rs_events_equal(&canon, &planned) || c->values != RS_VALUES_ORDER;
+  }
   if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
-  else if ((st = rs_memo_expected(env->memo, c, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else if ((st = rs_memo_expected(env->memo, c, ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else if (po == RS_PASS) {
     /* ref's own failures are other properties' business; here they only decide what opt is
      * compared with - except that a plan ref refuses must be refused by opt too. */
@@ -511,20 +677,80 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
     }
   }
   if (o == RS_PASS) {
+    rs_opt_stats stats;
+    rs_world_posted_reset((rs_world *)env->world);
     if (use_ref_plan) {
-      st = rs_opt_execute_plan(env->opt, env->world, c, &p, in, &s.out, NULL);
+      st = rs_opt_execute_plan(env->opt, env->world, c, &p, in, &s.out, &stats);
       o = st ? fail_st(msg, cap, "rs_opt_execute_plan", st)
              : check_opt(env, c, exp, have_ref ? &s.back : NULL, &s.out, &p, "opt(ref plan)", msg, cap);
     } else {
-      st = rs_opt_redistribute(env->opt, env->world, c, in, &s.out, NULL);
+      st = rs_opt_redistribute(env->opt, env->world, c, in, &s.out, &stats);
       o = st ? fail_st(msg, cap, "rs_opt_redistribute", st)
-             : check_opt(env, c, exp, have_ref ? &s.back : NULL, &s.out, NULL, "opt", msg, cap);
+             : check_opt(env, c, exp, have_ref && same_events ? &s.back : NULL, &s.out, NULL, "opt", msg, cap);
     }
+    if (o == RS_PASS) o = check_posted(env, c, use_ref_plan, &stats, msg, cap);
   }
   scratch_free(&s);
   return o;
 }
 #endif
+
+/* ---- 8. the test values themselves (SPEC 8) ---- */
+
+/* (a) exact and order sources of a non-empty tensor are never all zero bytes (a degenerate source
+ * hides every reduction bug); (b) exact pieces reduce, with the canonical reductions of src's
+ * Partial dims, to the logical tensor rs_value_global defines (pieces that wrapped or rounded
+ * would not). */
+static rs_outcome prop_values(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
+  if (c->values == RS_VALUES_BITS || !rs_dtype_reducible(c->tensor.dtype))
+    return say(RS_SKIP, msg, cap, "bits values");
+  int64_t numel = 1;
+  for (int d = 0; d < c->tensor.ndim; d++) numel *= c->tensor.shape[d];
+  scratch s = {0};
+  const rs_locals *in;
+  rs_status st = rs_memo_source(env->memo, c, &s.in, &in);
+  if (st) return fail_st(msg, cap, "rs_make_source", st);
+  rs_outcome o = RS_PASS;
+  int nonzero = 0;
+  for (int pos = 0; pos < in->n && !nonzero; pos++) {
+    const unsigned char *b = in->r[pos].data;
+    for (int64_t i = 0; i < in->r[pos].nbytes; i++)
+      if (b[i]) {
+        nonzero = 1;
+        break;
+      }
+  }
+  if (numel > 0 && !nonzero) {
+    o = say(RS_FAIL, msg, cap, "values: all %lld source elements of every rank are zero (%s values, %s)",
+            (long long)numel, c->values == RS_VALUES_EXACT ? "exact" : "order", rs_dtype_name(c->tensor.dtype));
+  } else if (c->values == RS_VALUES_EXACT && rs_sharding_has_partial(&c->src) && numel > 0) {
+    rs_sharding whole;
+    memset(&whole, 0, sizeof whole);
+    whole.mesh_ndim = c->mesh.ndim; /* every mesh dim Replicate: each rank holds the reduced tensor */
+    rs_events ev;
+    if ((st = rs_events_canonical(&c->mesh, &c->src, &whole, &ev)) ||
+        (st = rs_oracle_expected_events(c, &whole, &ev, &s.exp))) {
+      o = fail_st(msg, cap, "rs_oracle_expected_events", st);
+    } else {
+      int es = rs_dtype_size(c->tensor.dtype);
+      unsigned char g[8];
+      const unsigned char *r0 = s.exp.r[0].data;
+      for (int64_t i = 0; i < numel; i++) {
+        rs_value_global(c, i, g);
+        if (memcmp(g, r0 + i * es, (size_t)es) != 0) {
+          o = say(RS_FAIL, msg, cap,
+                  "values: the source pieces reduce to 0x%llx at flat index %lld, the logical tensor "
+                  "holds 0x%llx (%s, exact values)", (unsigned long long)rs_elem_bits(c->tensor.dtype, r0, i),
+                  (long long)i, (unsigned long long)rs_elem_bits(c->tensor.dtype, g, 0),
+                  rs_dtype_name(c->tensor.dtype));
+          break;
+        }
+      }
+    }
+  }
+  scratch_free(&s);
+  return o;
+}
 
 /* ---- dispatch ---- */
 
@@ -542,6 +768,8 @@ rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, 
     case RS_PROP_PLAN_LEGAL_GREEDY: return prop_plan_legal(env, c, RS_PLANNER_GREEDY, msg, cap);
     case RS_PROP_PLAN_LEGAL_GRAPH: return prop_plan_legal(env, c, RS_PLANNER_GRAPH, msg, cap);
     case RS_PROP_REJECT_BAD: return prop_reject(env, c, msg, cap);
+    case RS_PROP_COMPARE_SEES: return prop_compare_sees(env, c, msg, cap);
+    case RS_PROP_VALUES: return prop_values(env, c, msg, cap);
 #ifdef RS_HAVE_OPT
     case RS_PROP_OPT_ORACLE: return prop_opt(env, c, 0, msg, cap);
     case RS_PROP_OPT_PLAN: return prop_opt(env, c, 1, msg, cap);

@@ -31,11 +31,37 @@ void rs_choices_free(rs_choices *ch);
 uint64_t rs_draw(rs_choices *ch, uint64_t n);
 
 /* ---- generators ---- */
+/* The one case generator every test and campaign draws from; options narrow or widen what it
+ * produces. Defaults reach every mesh rank of SPEC 2 (6-d meshes, 8-d tensors), keep a case small
+ * (elements x ranks bounded, high-rank tensors get small dims) and produce every feature the
+ * campaign's coverage report counts. */
+enum {
+  RS_GEN_PARTIAL_SOME = 0,  /* Partial on some mesh dims of some cases (default) */
+  RS_GEN_PARTIAL_NONE = 1,  /* copy-only cases */
+  RS_GEN_PARTIAL_OFTEN = 2  /* reducible dtypes only, Partial on about half of the mesh dims */
+};
+enum { RS_GEN_RANKS_PERMUTED = 1, RS_GEN_RANKS_SPARSE = 2 };
+
 typedef struct rs_gen_opts {
-  int max_ranks;     /* ranks in the mesh, at most (default 64) */
-  int max_mesh_dims; /* 1..4 (default 4) */
-  int world_size;    /* > 0: mesh ranks are drawn from 0..world_size-1 (MPI campaigns) */
-  int64_t max_numel; /* elements of the global tensor, at most (default 4096) */
+  int max_ranks;       /* ranks in the mesh, at most (default 64) */
+  int max_mesh_dims;   /* 1..6 (default 6) */
+  int max_tensor_dims; /* 0..8 (default 8) */
+  int world_size;      /* > 0: mesh ranks are drawn from 0..world_size-1 (MPI campaigns) */
+  int64_t max_numel;   /* elements of the global tensor, at most (default 16384) */
+  int64_t max_work;    /* elements x ranks, at most (default 65536): big meshes get small tensors */
+  int64_t max_dim;     /* size of one tensor dim, at most (default 64) */
+  uint32_t dtypes;     /* bit 1 << rs_dtype per allowed dtype; 0: all */
+  uint32_t ops;        /* bit 1 << rs_redop per allowed Partial op; 0: all */
+  int partial;         /* RS_GEN_PARTIAL_* */
+  int rank_lists;      /* RS_GEN_RANKS_* bits: permuted and/or sparse (world subset) rank lists */
+  int orders;          /* 0: default shard orders only; 1: any (default) */
+  /* Cases whose graph-planner state space ((tensor dims + 2) ^ mesh dims) exceeds this keep
+   * default shard orders (so AUTO plans them greedily) and the graph properties skip them
+   * (counted as "graph_bounded"). Default 729: 4-d meshes up to 3-d
+   * tensors, 5-6-d meshes up to 1-d tensors. */
+  int64_t graph_states;
+  int order_share;     /* percent of Partial cases drawn with `order` values, the rest `exact` (default 50) */
+  int64_t *redraws;    /* optional: +1 per case drawn again because its dtype cannot hold its values */
 } rs_gen_opts;
 
 void rs_gen_opts_default(rs_gen_opts *o);
@@ -44,6 +70,9 @@ rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *out);
 /* A case with a planted contract violation (S->P or P(x)->P(y) on one mesh dim, mixed Partial
  * ops, Partial on a copy-only dtype, shard dim out of range). Not validated. */
 rs_status rs_gen_bad_case(rs_choices *ch, const rs_gen_opts *o, rs_case *out);
+
+/* 1 when the graph planner's state space of c is beyond o's bound (see graph_states). */
+int rs_gen_graph_bounded(const rs_gen_opts *o, const rs_case *c);
 
 /* ---- properties ---- */
 typedef enum rs_prop_id {
@@ -55,8 +84,10 @@ typedef enum rs_prop_id {
   RS_PROP_PLAN_LEGAL_GREEDY, /* every step legal, plan ends at dst */
   RS_PROP_PLAN_LEGAL_GRAPH,
   RS_PROP_REJECT_BAD,     /* contract violations are rejected with a message, never a crash */
+  RS_PROP_COMPARE_SEES,   /* the comparator reports one planted bit flip: its rank and index */
   RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
   RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
+  RS_PROP_VALUES,         /* sources of a non-empty tensor are not all zero; exact pieces reduce to G */
   RS_PROP_COUNT
 } rs_prop_id;
 
@@ -125,23 +156,61 @@ typedef struct rs_prop_stats {
   char fixture[512];    /* the regression file written for it */
 } rs_prop_stats;
 
+/* ---- feature coverage ---- */
+/* A campaign counts, per feature of the generated space (uneven / empty shards, non-default shard
+ * orders, each Partial op, dtype and value mode, 5-d / 6-d meshes, 0-d and 8-d tensors, permuted /
+ * sparse rank lists, ...), how many of its valid cases exercised it. A campaign of at least
+ * RS_FEATURE_MIN_CASES cases fails when a feature its generator options allow was never produced:
+ * a generator that silently stops producing something is a bug of the test, not a pass. */
+#define RS_FEATURES_MAX 48
+#define RS_FEATURE_MIN_CASES 2000
+int rs_feature_count(void);
+const char *rs_feature_name(int f);
+
 typedef struct rs_campaign_result {
   int64_t cases;
+  int64_t partial_cases, order_cases; /* valid cases with a Partial in src or dst; of them `order` */
+  int64_t redraws;      /* cases drawn again because the dtype could not hold exact values */
   double seconds;       /* wall clock */
   double cpu_seconds;   /* this process's CPU time (the rate on a shared machine) */
-  int failed;           /* properties that failed */
+  int failed;           /* properties that failed, plus 1 when feature coverage failed */
+  int64_t first_failure_case; /* 1-based index of the first case a property failed on; 0: none */
   rs_prop_stats prop[RS_PROP_COUNT];
+  int64_t feature[RS_FEATURES_MAX]; /* valid cases that exercised each feature */
+  int feature_required[RS_FEATURES_MAX];
+  int features_missing; /* required features with a zero count (checked from RS_FEATURE_MIN_CASES) */
 } rs_campaign_result;
 
 void rs_campaign_opts_default(rs_campaign_opts *o);
 /* Runs the campaign; returns RS_OK whether or not properties failed (see r->failed). */
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r);
 
-/* Write the shrunk failing case as JSON (case + "property" + "message") to dir; path_out gets the
- * file name (<property>-<hash>.json). */
+/* ---- saved failures (props/replay.c) ---- */
+/* Write the shrunk failing case as JSON (case + "property" + "message" + what it failed with:
+ * "impl" ref|opt, "transport" local|mpi and, for mpi, "world_size") to dir; path_out gets the file
+ * name (<property>-<hash>.json). The case itself carries its planner, cost and values. */
 rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, const char *msg,
-                              char *path_out, size_t cap);
-/* Replay a saved regression file: runs its property. *failed = 1 if it still fails. */
+                              const rs_prop_env *env, char *path_out, size_t cap);
+
+/* A saved failure as read back: the property, the case (or the parser's refusal of it, for the
+ * bad-case property) and what it failed with. Files written before "impl" existed replay with opt
+ * when their property needs opt, else with ref. */
+typedef struct rs_saved_failure {
+  rs_prop_id id;
+  int case_ok;            /* 0: the case parser refused the case; reject holds why */
+  char reject[512];
+  rs_case c;
+  rs_impl impl;
+  char transport[8];      /* "local" or "mpi" */
+  int world_size;         /* mpi: processes it ran on (0: not recorded) */
+} rs_saved_failure;
+
+rs_status rs_saved_failure_read(const char *path, rs_saved_failure *out);
+/* Run the saved property against env. *failed = 1 if it still fails. An env whose impl cannot run
+ * the property (an opt property under ref) is RS_ERR_INVALID, not a silent skip. */
+rs_status rs_saved_failure_replay(const rs_saved_failure *f, const rs_prop_env *env, int *failed,
+                                  char *msg, size_t cap);
+/* Both, with env as given (kept for callers that choose the impl themselves). */
 rs_status rs_replay_file(const char *path, const rs_prop_env *env, int *failed, char *msg,
                          size_t cap);
 

@@ -37,6 +37,29 @@ void rs_progress_end(rs_progress *p) {
   if (p->on && p->last > 0) fprintf(stderr, "\n");
 }
 
+/* Feature coverage: cases per feature, a "!" on a required feature never produced. */
+void rs_report_features(FILE *f, const rs_campaign_result *r) {
+  fprintf(f, "features (valid cases exercising each; * = required from %d cases):\n", RS_FEATURE_MIN_CASES);
+  int col = 0;
+  for (int i = 0; i < rs_feature_count(); i++) {
+    char cell[64];
+    snprintf(cell, sizeof cell, "%s%s %lld", rs_feature_name(i), r->feature_required[i] ? "*" : "",
+             (long long)r->feature[i]);
+    fprintf(f, "  %-30s", cell);
+    if (++col == 3) {
+      fputc('\n', f);
+      col = 0;
+    }
+  }
+  if (col) fputc('\n', f);
+  if (r->features_missing) {
+    fprintf(f, "FAIL feature coverage: %d required feature(s) never generated:", r->features_missing);
+    for (int i = 0; i < rs_feature_count(); i++)
+      if (r->feature_required[i] && r->feature[i] == 0) fprintf(f, " %s", rs_feature_name(i));
+    fputc('\n', f);
+  }
+}
+
 void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_result *r,
                        const int *enabled) {
   fprintf(f, "%-20s %10s %8s %10s\n", "property", "pass", "fail", "skip");
@@ -46,11 +69,17 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
     fprintf(f, "%-20s %10lld %8lld %10lld%s\n", rs_prop_name((rs_prop_id)i), (long long)s->pass,
             (long long)s->fail, (long long)s->skip, s->fail ? "  FAILED" : "");
   }
+  rs_report_features(f, r);
   double rate = r->seconds > 0 ? (double)r->cases / r->seconds : 0;
   double cpu_rate = r->cpu_seconds > 0 ? (double)r->cases / r->cpu_seconds : 0;
   fprintf(f, "seed %llu: %lld cases in %.2f s (%.0f cases/s; %.0f per CPU second), %d failing propert%s\n",
           (unsigned long long)o->seed, (long long)r->cases, r->seconds, rate, cpu_rate, r->failed,
           r->failed == 1 ? "y" : "ies");
+  if (r->partial_cases || r->redraws)
+    fprintf(f, "values: %lld of %lld Partial cases with order values (%.0f%%); %lld cases redrawn (dtype "
+            "could not hold exact values)\n", (long long)r->order_cases, (long long)r->partial_cases,
+            r->partial_cases ? 100.0 * (double)r->order_cases / (double)r->partial_cases : 0.0,
+            (long long)r->redraws);
 }
 
 static void xml_escape(FILE *f, const char *s) {
@@ -103,11 +132,23 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   cJSON_AddNumberToObject(root, "seed", (double)o->seed);
   cJSON_AddStringToObject(root, "seed_text", buf);
   cJSON_AddNumberToObject(root, "cases", (double)r->cases);
+  cJSON_AddNumberToObject(root, "partial_cases", (double)r->partial_cases);
+  cJSON_AddNumberToObject(root, "order_cases", (double)r->order_cases);
+  cJSON_AddNumberToObject(root, "redrawn_cases", (double)r->redraws);
   cJSON_AddNumberToObject(root, "seconds", r->seconds);
   cJSON_AddNumberToObject(root, "cases_per_second", r->seconds > 0 ? (double)r->cases / r->seconds : 0);
   cJSON_AddNumberToObject(root, "cpu_seconds", r->cpu_seconds);
   cJSON_AddStringToObject(root, "impl", o->impl == RS_IMPL_OPT ? "opt" : "ref");
   cJSON_AddNumberToObject(root, "failed", r->failed);
+  cJSON_AddNumberToObject(root, "first_failure_case", (double)r->first_failure_case);
+  cJSON *feat = cJSON_AddObjectToObject(root, "features"), *miss = cJSON_AddArrayToObject(root, "features_missing");
+  cJSON *req = cJSON_AddArrayToObject(root, "features_required");
+  for (int i = 0; i < rs_feature_count(); i++) {
+    cJSON_AddNumberToObject(feat, rs_feature_name(i), (double)r->feature[i]);
+    if (r->feature_required[i]) cJSON_AddItemToArray(req, cJSON_CreateString(rs_feature_name(i)));
+    if (r->feature_required[i] && r->feature[i] == 0 && r->cases >= RS_FEATURE_MIN_CASES)
+      cJSON_AddItemToArray(miss, cJSON_CreateString(rs_feature_name(i)));
+  }
   for (int i = 0; i < RS_PROP_COUNT; i++) {
     if (!enabled[i]) continue;
     const rs_prop_stats *s = &r->prop[i];
@@ -141,107 +182,5 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   fputc('\n', f);
   free(text);
   if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
-  return RS_OK;
-}
-
-/* mkdir -p */
-static rs_status make_dirs(const char *dir) {
-  char p[512];
-  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return rs_fail(RS_ERR_IO, "--regress-dir: path too long");
-  for (char *s = p + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = 0;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) return rs_fail(RS_ERR_IO, "--regress-dir: mkdir %s: %s", p, strerror(errno));
-    *s = '/';
-  }
-  if (mkdir(p, 0777) != 0 && errno != EEXIST) return rs_fail(RS_ERR_IO, "--regress-dir: mkdir %s: %s", p, strerror(errno));
-  return RS_OK;
-}
-
-rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, const char *msg,
-                              char *path_out, size_t cap) {
-  char *cj = rs_case_to_json(c);
-  if (!cj) return RS_ERR_INVALID;
-  cJSON *root = cJSON_Parse(cj);
-  uint64_t h = XXH3_64bits(cj, strlen(cj)) ^ (uint64_t)id * 0x9E3779B97F4A7C15ull;
-  free(cj);
-  if (!root) return rs_fail(RS_ERR_INVALID, "regression: rs_case_to_json gave invalid JSON");
-  cJSON_AddStringToObject(root, "property", rs_prop_name(id));
-  /* One line: the first line of the message (diff lines follow it). */
-  char line[512];
-  snprintf(line, sizeof line, "%s", msg);
-  line[strcspn(line, "\n")] = 0;
-  cJSON_AddStringToObject(root, "message", line);
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return rs_fail(RS_ERR_NOMEM, "regression: out of memory");
-  rs_status st = make_dirs(dir);
-  if (st) {
-    free(text);
-    return st;
-  }
-  snprintf(path_out, cap, "%s/%s-%012llx.json", dir, rs_prop_name(id),
-           (unsigned long long)(h & 0xFFFFFFFFFFFFull));
-  FILE *f = fopen(path_out, "w");
-  if (!f) {
-    free(text);
-    return rs_fail(RS_ERR_IO, "regression: cannot write %s: %s", path_out, strerror(errno));
-  }
-  fputs(text, f);
-  fputc('\n', f);
-  free(text);
-  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "regression: cannot write %s", path_out);
-  return RS_OK;
-}
-
-
-rs_status rs_replay_file(const char *path, const rs_prop_env *env, int *failed, char *msg,
-                         size_t cap) {
-  char *text = rs_read_text(path);
-  if (!text) return rs_fail(RS_ERR_IO, "replay: cannot read %s", path);
-  cJSON *root = cJSON_Parse(text);
-  if (!root) {
-    free(text);
-    return rs_fail(RS_ERR_INVALID, "replay: %s: invalid JSON", path);
-  }
-  const cJSON *pj = cJSON_GetObjectItemCaseSensitive(root, "property");
-  rs_prop_id id;
-  rs_status st = cJSON_IsString(pj) ? rs_prop_parse(pj->valuestring, &id)
-                                    : rs_fail(RS_ERR_INVALID, "replay: %s: \"property\" missing", path);
-  cJSON_Delete(root);
-  if (st) {
-    free(text);
-    return st;
-  }
-  rs_case *c = calloc(1, sizeof *c);
-  if (!c) {
-    free(text);
-    return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
-  }
-  rs_clear_error();
-  st = rs_case_from_json(text, c);
-  free(text);
-  if (st) {
-    if (rs_prop_bad_cases(id)) {
-      /* A bad case the parser refuses is a rejection; it passes when it says why. */
-      *failed = rs_last_error()[0] == 0;
-      snprintf(msg, cap, "%s: rejected by the parser: %s", rs_prop_name(id), rs_last_error());
-      free(c);
-      return RS_OK;
-    }
-    free(c);
-    return st;
-  }
-  char *m = malloc(8192);
-  if (!m) {
-    free(c);
-    return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
-  }
-  rs_outcome o = rs_prop_run(id, env, c, m, 8192);
-  *failed = o == RS_FAIL;
-  snprintf(msg, cap, "%s: %s%s%s", rs_prop_name(id),
-           o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS", m[0] ? ": " : "", m);
-  free(m);
-  free(c);
   return RS_OK;
 }

@@ -18,6 +18,7 @@ void rs_progress_end(rs_progress *p);
 /* Names of the properties that ran, for reports. */
 void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_result *r,
                        const int *enabled);
+void rs_report_features(FILE *f, const rs_campaign_result *r);
 rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled);
 rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_campaign_result *r,
                          const int *enabled);

@@ -10,6 +10,15 @@ if(TARGET reshard)
   add_test(NAME regressions COMMAND bash ${CMAKE_SOURCE_DIR}/tests/replay_regressions.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR}/fixtures/regressions)
 endif()
+# standalone: the repository stands alone (no pointers outside the checkout, no numbered source
+# documents) and docs/contract.md has sections 1-12 (the "SPEC n" that comments cite).
+add_test(NAME standalone COMMAND bash ${CMAKE_SOURCE_DIR}/tests/standalone.sh ${CMAKE_SOURCE_DIR})
+# test_pytorch_order reads fixtures/pytorch_order/*.jsonl.gz (order values recorded from PyTorch).
+target_link_libraries(test_pytorch_order PRIVATE z)
+# cli_hostile: overflowing and malformed CLI/JSON input, typed "expected", exit 3, run --json, replay impl.
+if(TARGET reshard)
+  add_test(NAME cli_hostile COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_hostile.sh $<TARGET_FILE:reshard>)
+endif()
 # ---- ckpt (distributed checkpoints) ----
 # ckpt_cli: the stable forms and exit codes of `reshard ckpt ...`; ckpt_torture: 100 saves killed
 # with SIGKILL at random moments, `latest` must always load correctly (torn = 0).
@@ -22,4 +31,22 @@ endif()
 if(TARGET reshard AND RS_CKPT_PYTHON)
   add_test(NAME ckpt_interop COMMAND bash ${CMAKE_SOURCE_DIR}/tests/ckpt_interop.sh $<TARGET_FILE:reshard>
            ${CMAKE_SOURCE_DIR} ${RS_CKPT_PYTHON})
+endif()
+
+# ---- cross-config resharding (reshard p2p) ----
+# The example copy-service plug-in (plain C ABI of reshard/copy_service.h), loaded with dlopen.
+add_library(p2p_copy_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/p2p_copy_plugin.c)
+if(TARGET reshard)
+  # hand-made models (Megatron templates, explicit layouts) with ref, opt and the example plug-in,
+  # the saved shrunk failures, and the CLI's stable forms and exit codes
+  add_test(NAME p2p_fixtures COMMAND bash ${CMAKE_SOURCE_DIR}/tests/p2p_fixtures.sh $<TARGET_FILE:reshard>
+           ${CMAKE_SOURCE_DIR}/fixtures/p2p $<TARGET_FILE:p2p_copy_plugin>)
+  get_property(RS_P2P_MPIEXEC GLOBAL PROPERTY RS_OPT_MPIEXEC)
+  if(RS_P2P_MPIEXEC)
+    add_test(NAME p2p_mpi_np4
+             COMMAND ${RS_P2P_MPIEXEC} --oversubscribe --allow-run-as-root -np 4 $<TARGET_FILE:reshard>
+                     p2p check --impl opt --transport mpi --seed 21 --cases 300 --quiet)
+    set_tests_properties(p2p_mpi_np4 PROPERTIES TIMEOUT 300
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+  endif()
 endif()

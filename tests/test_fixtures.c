@@ -5,17 +5,17 @@
  *  - layouts: rs_local_shape_offset of each rank against PyTorch's local shape and global offset;
  *  - plans: the trace of ref's planners against PyTorch's, like with like - greedy against
  *    PyTorch's greedy planner; graph with the `pytorch` cost against PyTorch's graph planner cut
- *    back to seed 001's transition enumeration ("trace_graph_pytorch_cost"); graph with the `seed`
- *    cost against the same with seed 001's constant weights ("trace_graph_seed"). Curated cases
+ *    back to the reference enumeration ("trace_graph_pytorch_cost"); graph with the `seed`
+ *    cost against the same with the reference constant weights ("trace_graph_seed"). Curated cases
  *    also check the collective counts of ref's plan;
  *  - data: xxh3 of each rank's local after rs_make_source -> rs_ref_redistribute against the
  *    digest of PyTorch's redistributed local tensor.
  * A case marked known_bug (a PyTorch issue) or pytorch_deviates (PyTorch differs from SPEC) is held
  * to the oracle instead of PyTorch's digests.
  *
- * One documented difference between current PyTorch and seed 001 is normalized, not skipped: on a
+ * One documented difference between current and reference PyTorch is normalized, not skipped: on a
  * 1-D mesh with equal source and destination placements PyTorch's greedy planner emits no step,
- * seed 001 one no-op step ("X->X"). */
+ * the reference planner one no-op step ("X->X"). */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdint.h>
@@ -28,6 +28,10 @@
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
 #include "core/values.h"
+#include "core/fmt.h"
+#include "core/json.h"
+#include "core/case_json.h"
+#include "core/expected.h"
 
 #define MAX_REPORTS 25
 
@@ -64,59 +68,40 @@ static void report(const char *name, const char *fmt, const char *a, const char 
 }
 
 
-static int int_array(const cJSON *a, int64_t *out, int max) {
-  int n = 0;
-  const cJSON *it;
-  cJSON_ArrayForEach(it, a) {
-    if (n < max) out[n] = (int64_t)it->valuedouble;
-    n++;
-  }
-  return n;
-}
-
 static const char *str_of(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* ---- layouts ---- */
-static void check_layouts(counts *k, const rs_case *c, const cJSON *ranks) {
-  const cJSON *r;
-  cJSON_ArrayForEach(r, ranks) {
-    int64_t coord[RS_MAX_MESH_DIMS] = {0}, want_shape[RS_MAX_DIMS], want_off[RS_MAX_DIMS];
-    int nc = int_array(cJSON_GetObjectItemCaseSensitive(r, "coord"), coord, RS_MAX_MESH_DIMS);
-    int ns = int_array(cJSON_GetObjectItemCaseSensitive(r, "local_shape"), want_shape, RS_MAX_DIMS);
-    int no = int_array(cJSON_GetObjectItemCaseSensitive(r, "global_offset"), want_off, RS_MAX_DIMS);
-    int64_t shape[RS_MAX_DIMS], off[RS_MAX_DIMS];
-    k->layout_ranks++;
+static void check_layouts(counts *k, const rs_case *c, const rs__expected *e) {
+  for (int i = 0; i < e->nranks; ++i) {
+    const rs__exp_rank *r = &e->ranks[i];
+    int64_t coord[RS_MAX_MESH_DIMS] = {0}, shape[RS_MAX_DIMS], off[RS_MAX_DIMS];
     char got[256], want[256];
-    if (nc != c->mesh.ndim || ns != c->tensor.ndim || no != c->tensor.ndim) {
+    k->layout_ranks++;
+    if (!r->has_coord || !r->has_shape || !r->has_offset) {
       k->layout_fail++;
-      report(c->name, "rank entry malformed (%s%s)", "", "");
+      report(c->name, "rank entry without coord, local_shape or global_offset%s%s", "", "");
       continue;
     }
+    rs_mesh_coord(&c->mesh, r->pos, coord);
     rs_local_shape_offset(&c->mesh, &c->dst, &c->tensor, coord, shape, off);
     int bad = 0;
     for (int d = 0; d < c->tensor.ndim; ++d)
-      if (shape[d] != want_shape[d] || off[d] != want_off[d]) bad = 1;
-    const cJSON *rank = cJSON_GetObjectItemCaseSensitive(r, "rank");
-    int pos = rs_mesh_pos(&c->mesh, coord);
-    if (!cJSON_IsNumber(rank) || c->mesh.ranks[pos] != (int32_t)rank->valuedouble) bad = 1;
+      if (shape[d] != r->shape[d] || off[d] != r->offset[d]) bad = 1;
     if (!bad) continue;
     k->layout_fail++;
-    int u = 0, w = 0;
-    u += snprintf(got + u, sizeof got - (size_t)u, "pos %d shape", pos);
-    w += snprintf(want + w, sizeof want - (size_t)w, "shape");
-    for (int d = 0; d < c->tensor.ndim; ++d) {
-      u += snprintf(got + u, sizeof got - (size_t)u, " %lld", (long long)shape[d]);
-      w += snprintf(want + w, sizeof want - (size_t)w, " %lld", (long long)want_shape[d]);
-    }
-    u += snprintf(got + u, sizeof got - (size_t)u, " offset");
-    w += snprintf(want + w, sizeof want - (size_t)w, " offset");
-    for (int d = 0; d < c->tensor.ndim; ++d) {
-      u += snprintf(got + u, sizeof got - (size_t)u, " %lld", (long long)off[d]);
-      w += snprintf(want + w, sizeof want - (size_t)w, " %lld", (long long)want_off[d]);
-    }
+    int pos = r->pos;
+    const int64_t *want_shape = r->shape, *want_off = r->offset;
+    rs__sbuf gb, wb;
+    rs__sbuf_init(&gb, got, sizeof got);
+    rs__sbuf_init(&wb, want, sizeof want);
+    rs__sbuf_add(&gb, "pos %d ", pos);
+    rs__sbuf_ints(&gb, shape, c->tensor.ndim, "shape ", " ", " offset ");
+    rs__sbuf_ints(&wb, want_shape, c->tensor.ndim, "shape ", " ", " offset ");
+    rs__sbuf_ints(&gb, off, c->tensor.ndim, "", " ", "");
+    rs__sbuf_ints(&wb, want_off, c->tensor.ndim, "", " ", "");
     report(c->name, "layout: ref %s, PyTorch %s", got, want);
   }
 }
@@ -134,7 +119,7 @@ static int trace_of(const rs_case *c, rs_status st, const rs_plan *p, char *buf,
   return 1;
 }
 
-/* PyTorch's greedy trace as seed 001 writes it (see the header comment). */
+/* PyTorch's greedy trace as the reference planner writes it (see the header comment). */
 static void seed_greedy_form(const rs_case *c, const char *torch_trace, char *out, size_t cap) {
   if (c->mesh.ndim == 1 && !strstr(torch_trace, "->"))
     snprintf(out, cap, "%s->%s", torch_trace, torch_trace);
@@ -185,8 +170,8 @@ static void check_plans_pytorch(counts *k, const rs_case *c, const cJSON *pt) {
   }
 }
 
-static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp) {
-  const char *want = str_of(exp, "trace");
+static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp, const rs__expected *e) {
+  const char *want = e->trace;
   if (!want) return;
   rs_plan p;
   rs_status st = rs_ref_plan(c, &p);
@@ -197,8 +182,8 @@ static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp) {
   else
     snprintf(w, sizeof w, "%s", want);
   check_trace(k, c, "trace", w, st, &p, &k->trace, &k->trace_fail);
+  if (st || !e->has_collectives) return;
   const cJSON *coll = cJSON_GetObjectItemCaseSensitive(exp, "collectives");
-  if (st || !cJSON_IsObject(coll)) return;
   int have[RS_COLL_COUNT] = {0};
   for (int i = 0; i < p.nsteps; ++i) {
     rs_collective cc;
@@ -208,17 +193,15 @@ static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp) {
   }
   k->coll++;
   int bad = 0;
-  for (int cc = RS_COLL_ALL_GATHER; cc < RS_COLL_COUNT; ++cc) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(coll, rs_collective_name((rs_collective)cc));
-    int want_n = cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
-    if (want_n != have[cc]) bad = 1;
-  }
+  for (int cc = RS_COLL_ALL_GATHER; cc < RS_COLL_COUNT; ++cc)
+    if (e->collectives[cc] != have[cc]) bad = 1;
   if (bad) {
     k->coll_fail++;
     char got[256];
-    int u = 0;
+    rs__sbuf gb;
+    rs__sbuf_init(&gb, got, sizeof got);
     for (int cc = RS_COLL_ALL_GATHER; cc < RS_COLL_COUNT; ++cc)
-      if (have[cc]) u += snprintf(got + u, sizeof got - (size_t)u, "%s=%d ", rs_collective_name((rs_collective)cc), have[cc]);
+      if (have[cc]) rs__sbuf_add(&gb, "%s=%d ", rs_collective_name((rs_collective)cc), have[cc]);
     char *want_s = cJSON_PrintUnformatted(coll);
     report(c->name, "collectives: ref %s, PyTorch %s", got, want_s ? want_s : "?");
     free(want_s);
@@ -226,11 +209,17 @@ static void check_plans_curated(counts *k, const rs_case *c, const cJSON *exp) {
 }
 
 /* ---- data ---- */
-/* nopath_ok: PyTorch's like-for-like planner (seed 001's enumeration) found no path either. */
-static void check_data(counts *k, const rs_case *c, const cJSON *ranks, int bugged, int nopath_ok) {
+/* nopath_ok: PyTorch's like-for-like planner (the reference enumeration) found no path either. */
+static void check_data(counts *k, const rs_case *c, const rs__expected *e, int bugged, int nopath_ok) {
   rs_locals in = {0}, out = {0};
+  rs_plan plan;
+  rs_events ev = {0}, canon = {0};
+  memset(&plan, 0, sizeof plan);
   rs_status st = rs_make_source(c, &in);
-  if (!st) st = rs_ref_redistribute(c, &in, &out, NULL);
+  if (!st) st = rs_ref_redistribute(c, &in, &out, &plan);
+  /* SPEC 5: ref's result is defined by its plan's events, opt's own schedule by the canonical ones */
+  if (!st) st = rs_events_from_plan(&c->mesh, &plan, &ev);
+  if (!st) st = rs_events_canonical(&c->mesh, &c->src, &c->dst, &canon);
   if (st == RS_ERR_NOPATH && nopath_ok) {
     k->nopath_agree++;
     rs_locals_free(&in);
@@ -247,7 +236,7 @@ static void check_data(counts *k, const rs_case *c, const cJSON *ranks, int bugg
   if (bugged) {
     rs_locals exp = {0};
     k->oracle_cases++;
-    if ((st = rs_oracle_expected(c, &c->dst, &exp))) {
+    if ((st = rs_oracle_expected_events(c, &c->dst, &ev, &exp))) {
       k->oracle_fail++;
       report(c->name, "oracle failed: %s%s", rs_last_error(), "");
     } else {
@@ -260,20 +249,17 @@ static void check_data(counts *k, const rs_case *c, const cJSON *ranks, int bugg
     rs_locals_free(&exp);
   } else {
     k->digest_cases++;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, ranks) {
-      const char *want = str_of(r, "xxh3");
-      if (!want) continue;
-      int64_t coord[RS_MAX_MESH_DIMS] = {0};
-      int_array(cJSON_GetObjectItemCaseSensitive(r, "coord"), coord, RS_MAX_MESH_DIMS);
-      int pos = rs_mesh_pos(&c->mesh, coord);
-      char got[24];
-      snprintf(got, sizeof got, "%016llx", (unsigned long long)rs_local_digest(&out.r[pos]));
+    for (int i = 0; e && i < e->nranks; ++i) {
+      const rs__exp_rank *r = &e->ranks[i];
+      if (!r->has_xxh3) continue;
+      int pos = r->pos;
+      uint64_t got = rs_local_digest(&out.r[pos]);
       k->digest_ranks++;
-      if (strcmp(got, want)) {
+      if (got != r->xxh3) {
         k->digest_fail++;
-        char where[64];
-        snprintf(where, sizeof where, "pos %d: ref %s", pos, got);
+        char where[64], want[24];
+        snprintf(where, sizeof where, "pos %d: ref %016llx", pos, (unsigned long long)got);
+        snprintf(want, sizeof want, "%016llx", (unsigned long long)r->xxh3);
         report(c->name, "digest %s, PyTorch %s", where, want);
       }
     }
@@ -282,13 +268,24 @@ static void check_data(counts *k, const rs_case *c, const cJSON *ranks, int bugg
   if (g_opt) {
     rs_locals oo = {0};
     rs_diff diff;
+    memset(&diff, 0, sizeof diff);
     k->opt_cases++;
     if ((st = rs_opt_redistribute(g_opt, NULL, c, &in, &oo, NULL))) {
       k->opt_fail++;
       report(c->name, "opt failed: %s%s", rs_last_error(), "");
-    } else if (rs_oracle_compare(c, &c->dst, &out, &oo, &diff)) {
-      k->opt_fail++;
-      report(c->name, "opt differs from ref: %s%s", diff.text, "");
+    } else if (rs_events_equal(&ev, &canon) || c->values != RS_VALUES_ORDER) {
+      if (rs_oracle_compare(c, &c->dst, &out, &oo, &diff)) {
+        k->opt_fail++;
+        report(c->name, "opt differs from ref: %s%s", diff.text, "");
+      }
+    } else {
+      /* order values, another event sequence than ref's plan: opt is held to the oracle */
+      rs_locals exp = {0};
+      if (rs_oracle_expected(c, &c->dst, &exp) || rs_oracle_compare(c, &c->dst, &exp, &oo, &diff)) {
+        k->opt_fail++;
+        report(c->name, "opt differs from the oracle (canonical events): %s%s", diff.text, "");
+      }
+      rs_locals_free(&exp);
     }
     rs_locals_free(&oo);
   }
@@ -298,49 +295,61 @@ static void check_data(counts *k, const rs_case *c, const cJSON *ranks, int bugg
 }
 
 /* ---- one case ---- */
+/* Every number is read exactly (core/json.h) and the recorded block by type (core/expected.h):
+ * a record that does not read is counted as unreadable, never compared loosely. */
 static void check_case(counts *k, const char *text, int curated, const char *where) {
   rs_case c;
   k->cases++;
-  if (rs_case_from_json(text, &c)) {
+  cJSON *root;
+  if (rs_json_parse(text, &root)) {
+    k->parse_fail++;
+    report(where, "JSON does not parse: %s%s", rs_last_error(), "");
+    return;
+  }
+  if (rs__case_from_cjson(root, &c)) {
     k->parse_fail++;
     report(where, "case does not load: %s%s", rs_last_error(), "");
+    cJSON_Delete(root);
     return;
   }
-  if (!c.name[0]) snprintf(c.name, sizeof c.name, "%s", where);
-  cJSON *root = cJSON_Parse(text);
-  if (!root) {
-    k->parse_fail++;
-    report(where, "JSON does not parse%s%s", "", "");
-    return;
-  }
+  if (!c.name[0]) snprintf(c.name, sizeof c.name, "%.*s", (int)sizeof c.name - 1, where);
   int bugged = cJSON_GetObjectItemCaseSensitive(root, "known_bug") != NULL ||
                cJSON_GetObjectItemCaseSensitive(root, "pytorch_deviates") != NULL;
-  const cJSON *rec = cJSON_GetObjectItemCaseSensitive(root, curated ? "expected" : "pytorch");
-  const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(rec, "ranks");
-  if (!cJSON_IsObject(rec) || !cJSON_IsArray(ranks)) {
+  const char *key = curated ? "expected" : "pytorch";
+  const cJSON *rec = cJSON_GetObjectItemCaseSensitive(root, key);
+  rs__expected e;
+  if (rs__expected_parse(rec, key, curated, &c, &e)) {
+    k->parse_fail++;
+    report(c.name, "recorded block does not read: %s%s", rs_last_error(), "");
+    cJSON_Delete(root);
+    return;
+  }
+  if (!e.has_ranks) {
     /* PyTorch raised: only a known-bug case may lack results; ref is held to the oracle */
-    if (bugged && cJSON_IsObject(rec) && cJSON_GetObjectItemCaseSensitive(rec, "error")) {
+    if (bugged && e.error) {
       k->torch_errors++;
       check_data(k, &c, NULL, 1, 0);
     } else {
       k->parse_fail++;
       report(c.name, "no recorded ranks%s%s", "", "");
     }
+    rs__expected_free(&e);
     cJSON_Delete(root);
     return;
   }
-  check_layouts(k, &c, ranks);
+  check_layouts(k, &c, &e);
   if (curated)
-    check_plans_curated(k, &c, rec);
+    check_plans_curated(k, &c, rec, &e);
   else
     check_plans_pytorch(k, &c, rec);
   int nopath_ok = 0;
   if (rs_case_resolve_planner(&c) == RS_PLANNER_GRAPH) {
-    const char *t = curated ? str_of(rec, "trace")
+    const char *t = curated ? e.trace
                             : str_of(rec, c.cost == RS_COST_PYTORCH ? "trace_graph_pytorch_cost" : "trace_graph_seed");
     nopath_ok = t && strcmp(t, "ERR no path") == 0;
   }
-  check_data(k, &c, ranks, bugged, nopath_ok);
+  check_data(k, &c, &e, bugged, nopath_ok);
+  rs__expected_free(&e);
   cJSON_Delete(root);
 }
 
@@ -451,7 +460,7 @@ static void print_counts(const counts *k) {
   printf("  ref errors     %6d\n", k->exec_err);
   if (k->opt_cases) printf("  opt == ref     %6d cases, %d wrong\n", k->opt_cases, k->opt_fail);
   if (k->nopath_agree)
-    printf("  no plan, as seed 001's enumeration (no data compared) %d\n", k->nopath_agree);
+    printf("  no plan, as the reference enumeration (no data compared) %d\n", k->nopath_agree);
   if (k->torch_errors) printf("  PyTorch raised (known bug, ref checked by the oracle) %d\n", k->torch_errors);
 }
 

@@ -11,32 +11,22 @@
 #include "reshard/reshard.h"
 #include "reshard/opt.h"
 
-#include "rand_case.h"
+#include "props/props.h"
 
-/* Every process draws the same case (same generator state). max_ranks bounds the mesh. */
-static int draw(rs_case *c, int max_ranks) {
-  memset(c, 0, sizeof *c);
-  int nm = 1 + rint_(3);
-  int64_t sizes[RS_MAX_MESH_DIMS], n = 1;
-  for (int m = 0; m < nm; ++m) {
-    sizes[m] = 1 + rint_(4);
-    if (n * sizes[m] > max_ranks) sizes[m] = 1;
-    n *= sizes[m];
-  }
-  int32_t pool[64];
-  random_rank_pool(pool, max_ranks);
-  if (rs_mesh_init(&c->mesh, nm, sizes, pool) != RS_OK) return 0;
-  int partial = rint_(2);
-  static const rs_dtype red[] = {RS_F64, RS_F32, RS_F16, RS_BF16, RS_I64, RS_I32, RS_I16, RS_I8, RS_U8};
-  c->tensor.dtype = partial ? red[rint_(9)] : (rs_dtype)rint_(RS_DTYPE_COUNT);
-  c->tensor.ndim = rint_(5);
-  for (int d = 0; d < c->tensor.ndim; ++d) c->tensor.shape[d] = rint_(10) == 0 ? 0 : 1 + rint_(d < 2 ? 24 : 6);
-  rs_redop op = (rs_redop)rint_(4);
-  random_sharding(&c->src, nm, c->tensor.ndim, partial, op);
-  random_sharding(&c->dst, nm, c->tensor.ndim, partial, op);
-  c->seed = rnd();
-  c->values = rs_case_default_values(c);
-  return rs_case_validate(c) == RS_OK;
+/* Every process draws the same case (props' generator, same stream). max_ranks bounds the mesh;
+ * on a distributed world mesh ranks are drawn from the world's. */
+static int draw(rs_case *c, int max_ranks, int world, int it) {
+  rs_gen_opts o;
+  rs_gen_opts_default(&o);
+  o.max_ranks = max_ranks;
+  o.world_size = world;
+  o.max_mesh_dims = 3;
+  o.max_tensor_dims = 4;
+  rs_choices ch;
+  rs_choices_seed(&ch, 0xC0FFEE123456789ull + (uint64_t)it);
+  rs_status st = rs_gen_case(&ch, &o, c);
+  rs_choices_free(&ch);
+  return st == RS_OK;
 }
 
 static int same_local(const rs_local *a, const rs_local *b) {
@@ -44,7 +34,6 @@ static int same_local(const rs_local *a, const rs_local *b) {
 }
 
 int main(int argc, char **argv) {
-  rng_state = 0xC0FFEE123456789ull;
   int cases = argc > 2 ? atoi(argv[2]) : 300;
   const char *transport = argc > 3 ? argv[3] : "local-device";
   rs_world *w = NULL, *host = NULL;
@@ -73,7 +62,7 @@ int main(int argc, char **argv) {
   int ran = 0, bad_total = 0;
   for (int it = 0; ran < cases && it < cases * 4; ++it) {
     rs_case c;
-    if (!draw(&c, max_ranks)) continue;
+    if (!draw(&c, max_ranks, dist ? max_ranks : 0, it)) continue;
     rs_locals in = {0, NULL}, exp = {0, NULL}, got = {0, NULL}, cpu = {0, NULL};
     int bad = rs_make_source(&c, &in) != RS_OK || rs_oracle_expected(&c, &c.dst, &exp) != RS_OK;
     rs_status sh = bad ? RS_OK : rs_opt_redistribute(oh, host, &c, &in, &cpu, NULL);

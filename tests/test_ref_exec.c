@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "props/props.h"
 #include "core/mutant.h"
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
@@ -193,84 +194,32 @@ static void hand_cases(void) {
 
 /* ---- random campaign ---- */
 
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static int below(int n) { return (int)(rnd() % (uint64_t)n); }
-
-static void random_order(rs_sharding *s, int ndim) {
-  for (int d = 0; d < ndim; d++)
-    for (int k = s->order_len[d] - 1; k > 0; k--) {
-      int j = below(k + 1);
-      int8_t t = s->order[d][k];
-      s->order[d][k] = s->order[d][j];
-      s->order[d][j] = t;
-    }
-}
-
-static void random_placements(rs_sharding *s, int mesh_ndim, int ndim, const rs_redop *ops,
-                              int nops) {
-  memset(s, 0, sizeof *s);
-  s->mesh_ndim = mesh_ndim;
-  for (int m = 0; m < mesh_ndim; m++) {
-    int r = below(10);
-    if (r < 5 && ndim > 0) s->p[m] = rs_pl_shard(below(2) ? below(ndim) : below(ndim) - ndim);
-    else if (r < 8 || nops == 0) s->p[m] = rs_pl_replicate();
-    else s->p[m] = rs_pl_partial(ops[below(nops)]);
-  }
-  rs_sharding_set_default_order(s, ndim);
-}
-
-/* A random valid case whose planner is expected to succeed (see the skips below). */
-static void random_case(rs_case *c) {
-  for (;;) {
-    memset(c, 0, sizeof *c);
-    int mnd = 1 + below(10) / 3; /* 1..4 */
-    int64_t ms[RS_MAX_MESH_DIMS];
-    static const int64_t sizes[] = {1, 2, 2, 3, 4};
-    int64_t nr = 1;
-    for (int i = 0; i < mnd; i++) nr *= (ms[i] = sizes[below(5)]);
-    if (nr > 64 || rs_mesh_init(&c->mesh, mnd, ms, NULL)) continue;
-    c->tensor.dtype = (rs_dtype)below(RS_DTYPE_COUNT);
-    c->tensor.ndim = below(8) == 0 ? 0 : 1 + below(3);
-    int64_t numel = 1;
-    for (int d = 0; d < c->tensor.ndim; d++) numel *= (c->tensor.shape[d] = below(below(2) ? 6 : 11));
-    if (numel > 2048) continue;
-    rs_redop ops[2];
-    int nops = 0;
-    if (rs_dtype_reducible(c->tensor.dtype)) {
-      switch (below(5)) {
-      case 0: ops[0] = RS_SUM, nops = 1; break;
-      case 1: ops[0] = RS_AVG, nops = 1; break;
-      case 2: ops[0] = RS_SUM, ops[1] = RS_AVG, nops = 2; break;
-      case 3: ops[0] = RS_MIN, nops = 1; break;
-      default: ops[0] = RS_MAX, nops = 1; break;
-      }
-    }
-    random_placements(&c->src, mnd, c->tensor.ndim, ops, nops);
-    random_placements(&c->dst, mnd, c->tensor.ndim, ops, nops);
-    if (below(2)) random_order(&c->src, c->tensor.ndim);
-    if (below(2)) random_order(&c->dst, c->tensor.ndim);
-    c->planner = below(5) == 0 ? RS_PLANNER_GRAPH : RS_PLANNER_AUTO;
-    c->cost = below(5) == 0 ? RS_COST_PYTORCH : RS_COST_SEED;
-    c->seed = rnd();
-    c->values = rs_case_default_values(c);
-    if (rs_case_validate(c) != RS_OK) continue;
+/* Case `index` of the campaign from props' generator (the one every test draws from), skipping
+ * cases whose AUTO planner cannot reach the dst Partial (the seed's graph planner only makes
+ * Partial(sum); greedy steps into a Partial only from R or the same Partial). */
+static void random_case(rs_case *c, uint64_t *index) {
+  rs_gen_opts o;
+  rs_gen_opts_default(&o);
+  for (;; (*index)++) {
+    rs_choices ch;
+    rs_choices_seed(&ch, 0x5EEDull * 1000003u + *index);
+    rs_status st = rs_gen_case(&ch, &o, c);
+    rs_choices_free(&ch);
+    if (st != RS_OK) continue;
+    c->planner = (*index % 5) == 0 ? RS_PLANNER_GRAPH : RS_PLANNER_AUTO;
+    if (c->planner == RS_PLANNER_GRAPH && rs_gen_graph_bounded(&o, c)) c->planner = RS_PLANNER_AUTO;
     int graph = rs_case_resolve_planner(c) == RS_PLANNER_GRAPH, ok = 1;
-    for (int m = 0; m < mnd; m++) {
+    for (int m = 0; m < c->mesh.ndim; m++) {
       rs_placement s = c->src.p[m], d = c->dst.p[m];
       if (d.kind != RS_PARTIAL) continue;
       int same = s.kind == RS_PARTIAL && s.op == d.op;
-      /* graph: a Partial other than sum is only kept, never made */
       if (graph && d.op != RS_SUM && !same) ok = 0;
-      /* greedy: the step into a Partial is direct, so it must come from R or the same Partial */
       if (!graph && !same && s.kind != RS_REPLICATE) ok = 0;
     }
-    if (ok) return;
+    if (ok) {
+      (*index)++;
+      return;
+    }
   }
 }
 
@@ -281,6 +230,7 @@ typedef struct tally {
 static int one_case(const rs_case *c, tally *t, long index) {
   rs_locals in = {0}, out = {0}, exp = {0};
   rs_plan p;
+  rs_events ev;
   int bad = 0;
   char msg[4096] = "";
   rs_status st = rs_make_source(c, &in);
@@ -290,7 +240,11 @@ static int one_case(const rs_case *c, tally *t, long index) {
   } else if ((st = rs_ref_redistribute(c, &in, &out, &p)) != RS_OK) {
     snprintf(msg, sizeof msg, "ref: %s: %s", rs_status_name(st), rs_last_error());
     bad = 1;
-  } else if ((st = rs_oracle_expected(c, &c->dst, &exp)) != RS_OK) {
+  } else if ((st = rs_events_from_plan(&c->mesh, &p, &ev)) != RS_OK) {
+    snprintf(msg, sizeof msg, "events: %s", rs_last_error());
+    bad = 1;
+  } else if ((st = rs_oracle_expected_events(c, &c->dst, &ev, &exp)) != RS_OK) {
+    /* ref's value follows its plan's event sequence (SPEC 5) */
     snprintf(msg, sizeof msg, "oracle: %s", rs_last_error());
     bad = 1;
   } else {
@@ -324,12 +278,12 @@ int main(void) {
   long n = 3000;
   const char *env = getenv("RS_REF_CASES");
   if (env) n = atol(env);
-  rng_state = 0x5EEDull;
   tally t = {0, 0, 0, 0};
   clock_t t0 = clock();
+  uint64_t index = 0;
   for (long i = 0; i < n; i++) {
     rs_case c;
-    random_case(&c);
+    random_case(&c, &index);
     if (one_case(&c, &t, i) && rs_mutant_id()) {
       printf("mutant %d caught after %ld cases\n", rs_mutant_id(), i + 1);
       return 1;

@@ -1,15 +1,15 @@
-/* test_ref_planners.c - traces and collective counts of the reference planners (seed 001).
+/* test_ref_planners.c - traces and collective counts of the reference planners (SPEC 7).
  *
  * Where the expected values come from:
  *  - "pytorch test": PyTorch's own test_redistribute.py expectations (DistributeWithDeviceOrderTest
- *    test_ordered_redistribute, which runs the graph planner: the seed-era version of that test
- *    expects the seed's constant costs, the current one the byte/topology costs; and
+ *    test_ordered_redistribute, which runs the graph planner: the reference version of that test
+ *    expects the reference constant costs, the current one the byte/topology costs; and
  *    MultiDimRedistributeTest test_redistribute_shard_dim_multi_dim_mesh's comm counts, greedy);
  *  - "torch x-check": the installed torch 2.15 DTensorRedistributePlanner with its cost callback
- *    replaced by the seed's constants, case 6 limited to Partial(sum) and the explicit
- *    Shard -> Partial edge removed (what the seed enumerates); its greedy planner is unchanged
- *    from the seed except on 1-D meshes;
- *  - "seed": hand-run of the seed's algorithm where torch today behaves differently. */
+ *    replaced by the reference constants, case 6 limited to Partial(sum) and the explicit
+ *    Shard -> Partial edge removed (what the reference enumerates); its greedy planner is unchanged
+ *    from the reference except on 1-D meshes;
+ *  - "reference": hand-run of the reference algorithm where torch today behaves differently. */
 #include <stdio.h>
 #include <string.h>
 
@@ -24,7 +24,7 @@ typedef struct pcase {
 } pcase;
 
 static const pcase cases[] = {
-    /* pytorch test: test_ordered_redistribute, seed-era costs (graph planner) */
+    /* pytorch test: test_ordered_redistribute, reference-version costs (graph planner) */
     {"2x2x2", "8x8x8", "S0,S0,S0", "0:0,1,2", "R,S0,S0", "0:1,2", "graph", "seed",
      "S(0)[0]S(0)[1]S(0)[2]->S(0)[0]S(0)[1]S(1)->S(0)S(1)[1]S(1)[0]->RS(1)[1]S(1)[0]->RS(0)S(1)->"
      "RS(0)[0]S(0)[1]"},
@@ -43,7 +43,7 @@ static const pcase cases[] = {
      "S(0)[1]S(0)[0]S(0)[2]->S(0)[1]S(0)[0]R->RS(0)R->RRR->S(0)RR->S(0)[0]S(0)[1]R"},
     {"2x2x2", "8x8x8", "S0,S0,R", "0:0,1", "R,S1,S0", "0:2;1:1", "graph", "pytorch",
      "S(0)[0]S(0)[1]R->S(0)RR->S(0)S(1)R->RS(1)R->RS(1)S(0)"},
-    /* greedy, the nested-sharding examples of the seed's docstring */
+    /* greedy, the nested-sharding examples of the reference planner's docstring */
     {"2x2x2", "8x8x8", "S0,S0,S0", "", "R,S0,S0", "", "greedy", "seed",
      "S(0)[0]S(0)[1]S(0)[2]->S(0)[0]S(0)[1]R->S(0)RR->RRR->RS(0)R->RS(0)[0]S(0)[1]"},
     {"2x2", "8x8", "S0,S0", "", "R,S0", "", "greedy", "seed", "S(0)[0]S(0)[1]->S(0)R->RR->RS(0)"},
@@ -58,10 +58,10 @@ static const pcase cases[] = {
      "S(0)S(1)P(sum)R->S(0)[0]S(1)P(sum)S(0)[1]"},
     {"4x2x4x2", "", "P(avg),P,P,P(avg)", "", "R,R,R,P(avg)", "", "greedy", "seed",
      "P(avg)P(sum)P(sum)P(avg)->RP(sum)P(sum)P(avg)->RRP(sum)P(avg)->RRRP(avg)"},
-    /* seed: a 1-D mesh always gets its one direct step (torch today drops it when equal) */
+    /* reference: a 1-D mesh always gets its one direct step (torch today drops it when equal) */
     {"4", "8", "S0", "", "S0", "", "greedy", "seed", "S(0)->S(0)"},
     {"4", "8", "S0", "", "R", "", "greedy", "seed", "S(0)->R"},
-    /* the seed skips the nested-sharding pass when the sharded mesh dims all have size 1; the
+    /* the reference skips the nested-sharding pass when the sharded mesh dims all have size 1; the
      * resulting steps are legal because a size-1 mesh dim splits nothing (rs_mesh_apply_step) */
     {"4x1", "7", "R,S0", "", "S0,R", "", "greedy", "seed", "RS(0)->S(0)[1]S(0)[0]->S(0)R"},
     /* greedy plans containing S -> P or P(x) -> P(y): planned, rejected by the bookkeeping */

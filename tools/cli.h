@@ -6,7 +6,12 @@
 #include <stdio.h>
 #include "reshard/case.h"
 
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+/* Exit codes of every verb (docs/cli-robustness.md): 1 is kept for "a check failed", so running
+ * out of memory (or another resource) has a code of its own. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOMEM = 3 };
+
+/* Prints "reshard <cmd>: out of memory (...)" and returns CLI_NOMEM. */
+int cli_nomem(const char *cmd, const char *what);
 
 /* Prints "reshard <cmd>: <message>" to stderr and returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -14,7 +19,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Same, for an rs_status failure: the message is rs_last_error() prefixed with `what`. */
+/* Same, for an rs_status failure: the message is rs_last_error() prefixed with `what`. Returns
+ * CLI_NOMEM when that failure was RS_ERR_NOMEM, else CLI_USAGE. */
 int cli_status_error(const char *cmd, const char *what);
 
 /* If argv[*i] is --name (value in argv[*i+1]) or --name=value, sets *val, advances *i and returns
@@ -32,7 +38,8 @@ int cli_is_help(const char *a);
     continue;                                                                 \
   }
 
-/* Parse a decimal/hex unsigned or a non-negative int; 0 on success. */
+/* Parse a decimal (or 0x hex) unsigned, or a decimal int in [lo, hi]: digits only (no spaces,
+ * signs on unsigned, fractions), overflow refused; 0 on success. */
 int cli_u64(const char *s, unsigned long long *out);
 int cli_int(const char *s, long long lo, long long hi, long long *out);
 
@@ -59,5 +66,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
+int cmd_tp(int argc, char **argv);
+int cmd_p2p(int argc, char **argv);
 
 #endif

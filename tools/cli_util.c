@@ -1,10 +1,12 @@
 /* cli_util.c - flag scanning, layout-flag parsing and error printing shared by the subcommands.
  * Every error names the flag it came from and exits 2. */
-#include <errno.h>
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "core/checked.h"
+#include "core/last_status.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -20,7 +22,12 @@ int cli_status_error(const char *cmd, const char *what) {
   const char *e = rs_last_error();
   fprintf(stderr, "reshard %s: %s%s%s\n", cmd, what ? what : "", what && *what ? ": " : "",
           e[0] ? e : "error");
-  return CLI_USAGE;
+  return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : CLI_USAGE;
+}
+
+int cli_nomem(const char *cmd, const char *what) {
+  fprintf(stderr, "reshard %s: out of memory (%s)\n", cmd, what);
+  return CLI_NOMEM;
 }
 
 int cli_opt(int argc, char **argv, int *i, const char *name, const char **val) {
@@ -42,21 +49,38 @@ int cli_flag(char **argv, int i, const char *name) { return strcmp(argv[i], name
 int cli_is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
 int cli_u64(const char *s, unsigned long long *out) {
-  if (!s || !*s || *s == '-') return -1;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end) return -1;
+  if (!s || !*s) return -1;
+  int base = 10;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s += 2;
+    if (!*s) return -1;
+  }
+  unsigned long long v = 0;
+  for (; *s; ++s) {
+    int d = isdigit((unsigned char)*s) ? *s - '0'
+          : base == 16 && isxdigit((unsigned char)*s) ? tolower((unsigned char)*s) - 'a' + 10 : -1;
+    if (d < 0) return -1;
+    if (__builtin_mul_overflow(v, (unsigned long long)base, &v) ||
+        __builtin_add_overflow(v, (unsigned long long)d, &v))
+      return -1;
+  }
   *out = v;
   return 0;
 }
 
 int cli_int(const char *s, long long lo, long long hi, long long *out) {
   if (!s || !*s) return -1;
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || *end || v < lo || v > hi) return -1;
+  int neg = *s == '-';
+  if (neg) ++s;
+  if (!*s) return -1;
+  long long v = 0;
+  for (; *s; ++s) {
+    if (!isdigit((unsigned char)*s)) return -1;
+    int d = *s - '0';
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -d : d, &v)) return -1;
+  }
+  if (v < lo || v > hi) return -1;
   *out = v;
   return 0;
 }
@@ -71,13 +95,16 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
   int nr = 0;
   if (a->ranks) {
     ranks = malloc(sizeof(int32_t) * RS_MAX_RANKS);
-    if (!ranks) return cli_usage_error(cmd, "out of memory");
+    if (!ranks) return cli_nomem(cmd, "--ranks");
     if (rs_parse_ranks(a->ranks, ranks, RS_MAX_RANKS, &nr) != RS_OK) {
       free(ranks);
       return cli_status_error(cmd, "--ranks");
     }
-    int64_t prod = 1;
-    for (int i = 0; i < nd; i++) prod *= sizes[i];
+    int64_t prod;
+    if (!rs__numel_ok(sizes, nd, &prod) || prod > RS_MAX_RANKS) {
+      free(ranks);
+      return cli_usage_error(cmd, "--mesh: more than %d ranks", RS_MAX_RANKS);
+    }
     if (nr != prod) {
       free(ranks);
       return cli_usage_error(cmd, "--ranks: %d ranks for a mesh of %lld", nr, (long long)prod);

@@ -14,7 +14,10 @@ static const char *BENCH_HELP =
     "  plan     planning time per case (median ns) of greedy, graph and opt\n"
     "  local    opt on the local transport vs memcpy of the same bytes, 1 MiB .. --max-mib\n"
     "  mpi      opt on the mpi transport vs MPI_Alltoallv (run under mpirun)\n"
-    "  pytorch  our planners' time vs PyTorch's recorded time on fixtures/pytorch\n";
+    "  pytorch  our planners' time vs PyTorch's recorded time on fixtures/pytorch\n"
+    "  p2p [plan|move|all] [--max-ranks N] [--layers L]  cross-config resharding: planning time of a\n"
+    "           Megatron template against rank count (64 .. 32768), traffic ratio, max/mean sender load;\n"
+    "           move: TP4 PP2 DP2 -> TP8 PP1 DP2 over MPI vs MPI_Alltoallv (mpirun -np 16)\n";
 
 int cmd_bench(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)

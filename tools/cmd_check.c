@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli.h"
 #include "props/props.h"
+#include "core/mutant.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif
@@ -12,15 +13,22 @@
 static const char *HELP_CHECK =
     "usage: reshard check [--seed S] [--cases N | --seconds T] [--planner greedy|graph|both]\n"
     "                     [--impl ref|opt] [--transport local|mpi] [--max-ranks N]\n"
-    "                     [--max-mesh-dims K] [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
+    "                     [--max-mesh-dims K] [--max-tensor-dims K] [--max-failures N]\n"
+    "                     [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
     "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
     "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
-    "and printed with the command that replays it. Exit 0 pass, 1 a property failed.\n"
+    "and printed with the command that replays it. Exit 0 pass, 1 a property failed (or, from\n"
+    "2000 cases on, a generator feature was never produced: see the feature table).\n"
+    "--max-failures N stops after N failing properties (the JSON report's first_failure_case\n"
+    "says after how many cases the first one failed).\n"
     "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n";
 
 static const char *HELP_REPLAY =
-    "usage: reshard replay FILE [--impl ref|opt]\n"
-    "Re-runs the property named in a saved failing case; exit 1 if it still fails.\n";
+    "usage: reshard replay FILE [--impl ref|opt] [--transport local|mpi]\n"
+    "Re-runs the property named in a saved failing case with what it failed with: the file's\n"
+    "\"impl\" and \"transport\" (and, in the case, its planner and cost); the flags override them.\n"
+    "Under mpirun, a case saved by an MPI campaign replays with one process per rank.\n"
+    "Exit 0 passes now, 1 still fails, 2 bad file or flags, 3 out of memory.\n";
 
 /* Opt state for --impl opt; torn down by env_close. */
 static int env_open(const char *C, rs_prop_env *env, const char *impl, const char *transport,
@@ -104,8 +112,14 @@ int cmd_check(int argc, char **argv) {
       if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
       o.gen.max_ranks = (int)n;
     } else if ((r = cli_opt(argc, argv, &i, "--max-mesh-dims", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, 4, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..4");
+      if (r < 0 || cli_int(v, 1, RS_MAX_MESH_DIMS, &n)) return cli_usage_error(C, "--max-mesh-dims: expected 1..%d", RS_MAX_MESH_DIMS);
       o.gen.max_mesh_dims = (int)n;
+    } else if ((r = cli_opt(argc, argv, &i, "--max-tensor-dims", &v)) != 0) {
+      if (r < 0 || cli_int(v, 0, RS_MAX_DIMS, &n)) return cli_usage_error(C, "--max-tensor-dims: expected 0..%d", RS_MAX_DIMS);
+      o.gen.max_tensor_dims = (int)n;
+    } else if ((r = cli_opt(argc, argv, &i, "--max-failures", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, RS_PROP_COUNT, &n)) return cli_usage_error(C, "--max-failures: expected 1..%d", RS_PROP_COUNT);
+      o.max_failures = (int)n;
     } else if ((r = cli_opt(argc, argv, &i, "--junit", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--junit: missing file");
       o.junit = v;
@@ -134,7 +148,7 @@ int cmd_check(int argc, char **argv) {
   rs_campaign_result *res = calloc(1, sizeof *res);
   if (!res) {
     env_close(&o.env);
-    return cli_usage_error(C, "out of memory");
+    return cli_nomem(C, "campaign results");
   }
   rs_status st = rs_campaign_run(&o, res);
   int rc = st != RS_OK ? cli_status_error(C, NULL) : res->failed ? CLI_FAIL : CLI_OK;
@@ -144,28 +158,39 @@ int cmd_check(int argc, char **argv) {
 }
 
 int cmd_replay(int argc, char **argv) {
-  const char *C = "replay", *file = NULL, *impl = "ref", *v;
+  const char *C = "replay", *file = NULL, *impl = NULL, *transport = NULL, *v;
   int r;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP_REPLAY, stdout);
       return CLI_OK;
     }
-    if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
-      if (r < 0) return cli_usage_error(C, "--impl: missing value");
-      impl = v;
-      continue;
-    }
+    CLI_OPT(C, "--impl", impl)
+    CLI_OPT(C, "--transport", transport)
     if (argv[i][0] == '-' || file) return cli_usage_error(C, "unknown argument '%s'", argv[i]);
     file = argv[i];
   }
   if (!file) return cli_usage_error(C, "FILE: required");
+  rs_saved_failure *f = malloc(sizeof *f);
+  if (!f) return cli_nomem(C, "saved case");
+  if (rs_saved_failure_read(file, f) != RS_OK) {
+    free(f);
+    return cli_status_error(C, file);
+  }
+  /* what it failed with, unless a flag says otherwise */
+  if (!impl) impl = f->impl == RS_IMPL_OPT ? "opt" : "ref";
+  if (RS_MUTANT(236)) impl = "ref"; /* planted: replay drops the saved impl */
+  if (!transport) transport = f->transport;
   rs_prop_env env;
-  if ((r = env_open(C, &env, impl, "local", &argc, &argv)) != CLI_OK) return r;
+  if ((r = env_open(C, &env, impl, transport, &argc, &argv)) != CLI_OK) {
+    free(f);
+    return r;
+  }
   char msg[8192];
   int failed = 0;
-  rs_status st = rs_replay_file(file, &env, &failed, msg, sizeof msg);
+  rs_status st = rs_saved_failure_replay(f, &env, &failed, msg, sizeof msg);
   env_close(&env);
+  free(f);
   if (st) return cli_status_error(C, file);
   printf("%s\n", msg);
   return failed ? CLI_FAIL : CLI_OK;

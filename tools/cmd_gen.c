@@ -38,7 +38,7 @@ int cmd_gen(int argc, char **argv) {
     }
   }
   rs_case *c = malloc(sizeof *c);
-  if (!c) return cli_usage_error(C, "out of memory");
+  if (!c) return cli_nomem(C, "case");
   int rc = CLI_OK;
   for (long long i = 0; i < cases; i++) {
     rs_choices ch;

@@ -2,6 +2,7 @@
  * (PyTorch's compute_local_shape_and_global_offset), in mesh-position order. */
 #include <string.h>
 #include "cli.h"
+#include "core/fmt.h"
 
 static const char *HELP =
     "usage: reshard layout --mesh 4x2 --placements S0,S0 --shape 18x2 [--order 0:1,0]\n"
@@ -54,16 +55,9 @@ int cmd_layout(int argc, char **argv) {
       printf("}");
     } else {
       char b1[64], b2[96], b3[96];
-      int n = 0;
-      n += snprintf(b1 + n, sizeof b1 - n, "(");
-      for (int m = 0; m < c.mesh.ndim; m++) n += snprintf(b1 + n, sizeof b1 - n, "%s%lld", m ? "," : "", (long long)coord[m]);
-      snprintf(b1 + n, sizeof b1 - n, ")");
-      n = snprintf(b2, sizeof b2, "[");
-      for (int d = 0; d < c.tensor.ndim; d++) n += snprintf(b2 + n, sizeof b2 - n, "%s%lld", d ? "," : "", (long long)shp[d]);
-      snprintf(b2 + n, sizeof b2 - n, "]");
-      n = snprintf(b3, sizeof b3, "[");
-      for (int d = 0; d < c.tensor.ndim; d++) n += snprintf(b3 + n, sizeof b3 - n, "%s%lld", d ? "," : "", (long long)off[d]);
-      snprintf(b3 + n, sizeof b3 - n, "]");
+      rs__fmt_ints(b1, sizeof b1, coord, c.mesh.ndim, "(", ",", ")");
+      rs__fmt_ints(b2, sizeof b2, shp, c.tensor.ndim, "[", ",", "]");
+      rs__fmt_ints(b3, sizeof b3, off, c.tensor.ndim, "[", ",", "]");
       printf("%6d  %-14s %-20s %-20s\n", (int)c.mesh.ranks[pos], b1, b2, b3);
     }
   }

@@ -1,5 +1,5 @@
 /* cmd_plan.c - `reshard plan`: the step plan ref's planners produce for src -> dst, with each
- * step's collective and the trace in seed 001's notation. */
+ * step's collective and the trace in PyTorch's notation. */
 #include <string.h>
 #include "cli.h"
 #include "reshard/ref.h"

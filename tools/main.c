@@ -13,8 +13,10 @@ static const char *HELP =
     "  check    the property campaign: random cases, shrinking, regression fixtures\n"
     "  replay   re-run a saved failing case (exit 1 if it still fails)\n"
     "  gen      print generated cases as JSON lines\n"
+    "  p2p      cross-config resharding: P2P plans, runs, layouts and checks of model files\n"
     "  bench    benchmarks: traffic ratio, planning time, throughput (prints a table, writes CSV)\n"
     "  ckpt     distributed checkpoints: save, load, verify, inspect, export, check, torture\n"
+    "  tp       tensor-parallel styles: run a TP case, or the TP property campaign (docs/tp.md)\n"
     "\n"
     "examples:\n"
     "  reshard layout --mesh 4x2 --placements S0,S0 --shape 18x2 --json\n"
@@ -39,7 +41,10 @@ int main(int argc, char **argv) {
   } cmds[] = {{"layout", cmd_layout}, {"plan", cmd_plan},     {"run", cmd_run},
               {"check", cmd_check},   {"replay", cmd_replay}, {"gen", cmd_gen},
               {"bench", cmd_bench},
-              {"ckpt", cmd_ckpt}};
+              {"ckpt", cmd_ckpt},
+              {"tp", cmd_tp},
+              {"p2p", cmd_p2p},
+  };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmd, cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
   fprintf(stderr, "reshard: unknown command '%s' (see reshard --help)\n", cmd);

@@ -10,7 +10,9 @@
 extern "C" {
 #endif
 
-typedef enum rs_value_mode { RS_VALUES_BITS = 0, RS_VALUES_EXACT = 1 } rs_value_mode;
+/* SPEC 8 test values: raw bits (copy-only), exact integers (any order gives the same bits) and
+ * ordinary random finite values (results depend on the event sequence, SPEC 5). */
+typedef enum rs_value_mode { RS_VALUES_BITS = 0, RS_VALUES_EXACT = 1, RS_VALUES_ORDER = 2 } rs_value_mode;
 
 typedef struct rs_case {
   char name[128];
@@ -21,6 +23,7 @@ typedef struct rs_case {
   rs_value_mode values;
   rs_planner_kind planner;
   rs_cost_model cost;
+  rs_enumeration enumeration; /* the planner's transition set (JSON "enumeration", default seed) */
 } rs_case;
 
 /* Validate everything (mesh, tensor byte size, both shardings, partial-op mixing, value mode).
@@ -28,6 +31,10 @@ typedef struct rs_case {
 rs_status rs_case_validate(rs_case *c);
 /* The value mode a case needs: exact when any Partial appears in src or dst, else bits. */
 rs_value_mode rs_case_default_values(const rs_case *c);
+/* RS_OK when the case's dtype can hold its value mode for its mesh: exact values need a non-zero
+ * range after the headroom of every partial fold; order values need sums that cannot overflow.
+ * Otherwise RS_ERR_UNSUPPORTED naming the values field (a generator draws another case). */
+rs_status rs_case_check_values(const rs_case *c);
 /* Planner the case runs with once AUTO is resolved (graph if any non-default shard order). */
 rs_planner_kind rs_case_resolve_planner(const rs_case *c);
 

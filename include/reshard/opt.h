@@ -28,6 +28,18 @@ void rs_world_finalize(rs_world *w);
  * means a local one. */
 const char *rs_world_transport(const rs_world *w);
 int rs_world_uses_device(const rs_world *w);
+/* Bytes handed to the world's transport since the last reset, per (sender, receiver) pair of world
+ * ranks, counted by the layer every transport is wrapped in: `sent` sums the posted sends, `recvd`
+ * the posted receives. A process of an MPI/NCCL world sees only the sends and receives it posts
+ * itself. */
+typedef struct rs_posted {
+  int32_t from, to;
+  int64_t sent, recvd;
+} rs_posted;
+/* *out: malloc'd array of *n entries (pairs that posted nothing are absent); caller frees. */
+rs_status rs_world_posted(const rs_world *w, rs_posted **out, int64_t *n);
+void rs_world_posted_reset(rs_world *w);
+
 /* Usable CUDA devices (0 in a build without CUDA or on a machine without a GPU). */
 int rs_opt_cuda_devices(void);
 
@@ -58,8 +70,10 @@ rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs
 /* Compile (or fetch from the cache) opt's schedule for c and report its traffic, moving nothing.
  * Counts are over all ranks. */
 rs_status rs_opt_plan_stats(rs_opt *o, const rs_case *c, rs_opt_stats *stats);
-/* SPEC 7's traffic lower bound of a copy-only case in bytes (RS_ERR_UNSUPPORTED with Partial). */
-rs_status rs_opt_traffic_lb(const rs_case *c, int64_t *lb);
+/* The bytes opt's own schedule for c sends between distinct ranks, per (sender, receiver) pair of
+ * world ranks (all rounds together; sent == recvd in each entry). *out: malloc'd, caller frees.
+ * SPEC 7's lower bound of a copy-only case is core's rs_traffic_lower_bound (reshard/plan.h). */
+rs_status rs_opt_sched_pairs(rs_opt *o, const rs_case *c, rs_posted **out, int64_t *n);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@ typedef enum rs_collective {
   RS_COLL_ALL_TO_ALL,
   RS_COLL_CHUNK,
   RS_COLL_PARTITION,
+  RS_COLL_SHARD_TO_PARTIAL, /* S(d) -> P(sum) by zero-fill (pytorch enumeration only; no traffic) */
   RS_COLL_COUNT
 } rs_collective;
 
@@ -26,9 +27,18 @@ typedef struct rs_step {
   rs_placement from, to;
 } rs_step;
 
+/* Which transitions a planner may use (SPEC 6-7): `seed` is the contract's set (R -> P only as
+ * P(sum), S -> P an error); `pytorch` is current PyTorch's planner: R -> P(op) for every op in the
+ * source or destination, S(d) -> P(sum) by zero-fill toward a destination P(sum), and no step for
+ * an equal 1-D greedy redistribute. */
+typedef enum rs_enumeration { RS_ENUM_SEED = 0, RS_ENUM_PYTORCH = 1 } rs_enumeration;
+const char *rs_enumeration_name(rs_enumeration e);
+rs_status rs_enumeration_parse(const char *text, rs_enumeration *out);
+
 typedef struct rs_plan {
   int nsteps;
   rs_step step[RS_MAX_STEPS];
+  rs_enumeration enumeration; /* the transition set the steps were planned under */
 } rs_plan;
 
 typedef enum rs_planner_kind { RS_PLANNER_AUTO = 0, RS_PLANNER_GREEDY, RS_PLANNER_GRAPH } rs_planner_kind;
@@ -39,6 +49,8 @@ const char *rs_planner_name(rs_planner_kind k);
 rs_status rs_planner_parse(const char *text, rs_planner_kind *out);
 /* The collective a step performs (SPEC 6 table); S->P and P(x)->P(y) are RS_ERR_UNSUPPORTED. */
 rs_status rs_step_collective(const rs_step *st, rs_collective *out);
+/* The same under an enumeration: with RS_ENUM_PYTORCH, S(d) -> P(sum) is RS_COLL_SHARD_TO_PARTIAL. */
+rs_status rs_step_collective_enum(const rs_step *st, rs_enumeration e, rs_collective *out);
 /* Apply a step to a sharding: placement change plus shard-order bookkeeping. Checks legality:
  * `from` must be the current placement; S->R / S->S must take the last mesh dim of the list. */
 rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_ndim);
@@ -46,7 +58,10 @@ rs_status rs_sharding_apply_step(rs_sharding *s, const rs_step *st, int tensor_n
  * that mesh dim from any position of the list (PyTorch's greedy planner emits such steps when
  * every sharding mesh dim has size 1). m == NULL is the strict rule above. */
 rs_status rs_mesh_apply_step(const rs_mesh *m, rs_sharding *s, const rs_step *st, int tensor_ndim);
-/* Seed 001's stringify_transform_infos: "S(0)[0]S(0)[1]->S(0)R->RR". */
+/* The same under an enumeration (a zero-fill step takes the mesh dim off its tensor dim's list). */
+rs_status rs_mesh_apply_step_enum(const rs_mesh *m, rs_sharding *s, const rs_step *st, int tensor_ndim,
+                                  rs_enumeration e);
+/* PyTorch's stringify_transform_infos (_redistribute.py): "S(0)[0]S(0)[1]->S(0)R->RR". */
 rs_status rs_plan_trace(const rs_mesh *m, const rs_sharding *src, int tensor_ndim, const rs_plan *p,
                         char *buf, size_t cap);
 /* Run the bookkeeping of every step (rs_mesh_apply_step) and check the result equals dst. */

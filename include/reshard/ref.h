@@ -9,12 +9,19 @@
 extern "C" {
 #endif
 
-/* Seed 001's generate_greedy_transform_infos. */
+/* PyTorch's generate_greedy_transform_infos, reference version (SPEC 7). */
 rs_status rs_ref_plan_greedy(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                              const rs_sharding *dst, rs_plan *out);
-/* Seed 001's graph planner (Dijkstra over DistStates) with the given cost model. */
+/* PyTorch's reference graph planner (Dijkstra over DistStates) with the given cost model. */
 rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                             const rs_sharding *dst, rs_cost_model cost, rs_plan *out);
+/* The planners with a transition enumeration beside the cost model (RS_ENUM_SEED is the two
+ * above; RS_ENUM_PYTORCH is current PyTorch's planner, see rs_enumeration). */
+rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                                 const rs_sharding *dst, rs_cost_model cost, rs_enumeration e,
+                                 rs_plan *out);
+rs_status rs_ref_plan_greedy_enum(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                                  const rs_sharding *dst, rs_enumeration e, rs_plan *out);
 /* The planner the case names (AUTO resolved as SPEC 7 says). */
 rs_status rs_ref_plan(const rs_case *c, rs_plan *out);
 

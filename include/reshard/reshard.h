@@ -5,6 +5,7 @@
 #include "reshard/dtype.h"
 #include "reshard/layout.h"
 #include "reshard/plan.h"
+#include "reshard/events.h"
 #include "reshard/case.h"
 #include "reshard/ref.h"
 #include "reshard/oracle.h"

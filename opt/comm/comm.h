@@ -1,4 +1,4 @@
-/* comm.h - the copy service every transport implements (the shape of seed 000's CopyService):
+/* comm.h - the copy service every transport implements (Megatron-Core's CopyService shape):
  * submit_send(views, peer, task), submit_recv(views, peer, task), run(). A send and a receive match
  * when they name the same (sender, receiver, task); their views must hold the same byte count, and
  * bytes travel in row-major order of the views, one after the other. Views stay owned by the caller
@@ -27,6 +27,14 @@ struct rs_comm {
   const rs_comm_ops *ops;
   int device; /* views point to device memory */
 };
+
+/* ---- byte counting (count.c): wraps whatever transport serves a mesh ---- */
+rs_status rs__comm_count_create(rs_comm **out);
+/* Forward to `inner` from now on (the world points it at the comm of the current mesh). */
+void rs__comm_count_wrap(rs_comm *counter, rs_comm *inner);
+void rs__comm_count_reset(rs_comm *counter);
+/* The tally: one entry per (from, to) pair that posted anything; *out is malloc'd. */
+rs_status rs__comm_count_pairs(const rs_comm *counter, rs_posted **out, int64_t *n);
 
 /* In-process matcher: every rank lives in this process. device selects CUDA copies. */
 rs_status rs_comm_local_create(int device, rs_comm **out);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "comm/comm.h"
 #include "cuda/cuda_api.h"
+#include "core/mutant.h"
 
 typedef struct post {
   int32_t from, to;
@@ -126,6 +127,13 @@ static rs_status local_run(rs_comm *c) {
       break;
     }
     const post *s = &l->send[i++], *r = &l->recv[j++];
+    /* Mutant 265: in a run of more than 40 messages the last one is dropped (never copied). */
+    if (RS_MUTANT(265) && l->nsend > 40 && i == l->nsend) continue;
+    /* Mutant 266: a message whose receiver also got the previous message, with as many bytes,
+     * is delivered from the previous message's sender (misrouted, the other one duplicated). */
+    if (RS_MUTANT(266) && i >= 2 && l->send[i - 2].to == s->to && l->send[i - 2].bytes == s->bytes &&
+        l->send[i - 2].nv == s->nv)
+      s = &l->send[i - 2];
     if (s->bytes != r->bytes) {
       st = rs_fail(RS_ERR_TRANSPORT, "local transport: task %lld from rank %d to rank %d sends %lld bytes into %lld",
                    (long long)s->task, s->from, s->to, (long long)s->bytes, (long long)r->bytes);

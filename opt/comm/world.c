@@ -41,6 +41,7 @@ rs_status rs_world_init(const char *transport, int *argc, char ***argv, rs_world
   } else {
     st = rs_fail(RS_ERR_INVALID, "transport: unknown '%s' (local, local-device, mpi, nccl)", transport);
   }
+  if (!st) st = rs__comm_count_create(&w->count);
   if (st) {
     rs_world_finalize(w);
     return st;
@@ -61,13 +62,28 @@ rs_status rs_world_agree(rs_world *w, int *flag) {
 }
 
 rs_status rs_world_comm(rs_world *w, const rs_mesh *m, rs_comm **out) {
-  if (w->kind == RS_WORLD_NCCL) return rs_comm_nccl_for_mesh(w->nccl, m, out);
-  *out = w->comm;
+  rs_comm *inner = w->comm;
+  if (w->kind == RS_WORLD_NCCL) {
+    rs_status st = rs_comm_nccl_for_mesh(w->nccl, m, &inner);
+    if (st) return st;
+  }
+  rs__comm_count_wrap(w->count, inner);
+  *out = w->count;
   return RS_OK;
+}
+
+rs_status rs_world_posted(const rs_world *w, rs_posted **out, int64_t *n) {
+  if (!w || !out || !n) return rs_fail(RS_ERR_INVALID, "rs_world_posted: NULL argument");
+  return rs__comm_count_pairs(w->count, out, n);
+}
+
+void rs_world_posted_reset(rs_world *w) {
+  if (w && w->count) rs__comm_count_reset(w->count);
 }
 
 void rs_world_finalize(rs_world *w) {
   if (!w) return;
+  if (w->count) w->count->ops->destroy(w->count);
   if (w->comm) w->comm->ops->destroy(w->comm);
   if (w->nccl) rs_nccl_world_destroy(w->nccl);
   if (w->kind != RS_WORLD_LOCAL) rs_mpi_stop(w->mpi_owned);

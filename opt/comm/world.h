@@ -13,6 +13,7 @@ struct rs_world {
   int mpi_owned;
   rs_comm *comm; /* local or mpi; NCCL comms come per mesh from `nccl` */
   rs_nccl_world *nccl;
+  rs_comm *count; /* the byte counter in front of whichever comm serves the current mesh */
   char name[32];
 };
 

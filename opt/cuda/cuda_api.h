@@ -31,6 +31,10 @@ rs_status rs_cuda_fold(rs_dtype t, int nlevel, const int64_t *level_n, const int
 rs_status rs_cuda_div(rs_dtype t, void *x, int64_t d, int64_t n);
 /* The CUDA stream opt's kernels run on (a cudaStream_t), for NCCL. */
 void *rs_cuda_stream(void);
+/* TP Linear on host buffers (staged through the device): y[r, o] = sum over k ascending of
+ * x[r, k] * w[o, k] in F32 (no FMA), then + b[o] (b may be NULL). opt/cuda/tp_linear.cu. */
+rs_status rs_cuda_tp_linear(const float *x, int64_t rows, int64_t k, const float *w, int64_t n,
+                            const float *b, float *y);
 
 #ifdef __cplusplus
 }

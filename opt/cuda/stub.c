@@ -22,3 +22,7 @@ rs_status rs_cuda_fold(rs_dtype t, int nl, const int64_t *ln, const int8_t *lo, 
 }
 rs_status rs_cuda_div(rs_dtype t, void *x, int64_t d, int64_t n) { (void)t; (void)x; (void)d; (void)n; return none(); }
 void *rs_cuda_stream(void) { return 0; }
+rs_status rs_cuda_tp_linear(const float *x, int64_t r, int64_t k, const float *w, int64_t n,
+                            const float *b, float *y) {
+  (void)x; (void)r; (void)k; (void)w; (void)n; (void)b; (void)y; return none();
+}

@@ -104,6 +104,9 @@ rs_status rs_exec_sched(const rs_sched *s, const rs_exec_bufs *b, const rs_mesh 
       const rs_job *jb = &s->job[j];
       if (!b->played[jb->reducer]) continue;
       char *slot0 = b->ws[jb->reducer] + jb->ws_off;
+      if (RS_MUTANT(206) && !b->device)
+        /* Mutant 206: partition divisions applied to the contributions before the fold. */
+        for (int k = 0; k < s->ndiv; ++k) rs_arith_div(s->dtype, slot0, s->div[k], jb->numel * s->ncontrib);
       if (b->device) st = rs_cuda_fold(s->dtype, s->nlevel, s->level_n, s->level_op, slot0, jb->numel);
       else rs_fold_job(s, slot0, jb->numel);
     }
@@ -113,7 +116,7 @@ rs_status rs_exec_sched(const rs_sched *s, const rs_exec_bufs *b, const rs_mesh 
   for (int p = 0; p < s->nranks && !st; ++p) {
     if (!b->played[p]) continue;
     int64_t n = rs_box_numel(s->ndim, &s->out_box[p]);
-    for (int k = 0; k < s->ndiv && !st; ++k) {
+    for (int k = 0; k < s->ndiv && !st && !(RS_MUTANT(206) && s->nrounds == 2 && !b->device); ++k) {
       if (b->device) st = rs_cuda_div(s->dtype, b->out[p], s->div[k], n);
       else rs_arith_div(s->dtype, b->out[p], s->div[k], n);
     }

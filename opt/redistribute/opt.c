@@ -1,6 +1,6 @@
 /* opt.c - the rs_opt handle (schedule cache, scratch memory) and the public entry points:
  * redistribute with opt's own schedule, execute a given step plan step by step, plan statistics
- * and the traffic lower bound. */
+ * and the schedule's bytes per rank pair (SPEC 7's lower bound lives in core/traffic.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -334,22 +334,37 @@ rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs
   return st;
 }
 
-rs_status rs_opt_traffic_lb(const rs_case *c, int64_t *lb) {
-  rs_case cc = *c;
-  rs_status st = rs_case_validate(&cc);
+rs_status rs_opt_sched_pairs(rs_opt *o, const rs_case *c, rs_posted **out, int64_t *n) {
+  if (!o || !c || !out || !n) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+  *out = NULL;
+  *n = 0;
+  rs_case cc;
+  rs_sched *s;
+  int hit;
+  rs_status st = case_sched(o, c, &cc, &s, &hit);
   if (st) return st;
-  if (rs_sharding_has_partial(&cc.src) || rs_sharding_has_partial(&cc.dst))
-    return rs_fail(RS_ERR_UNSUPPORTED, "traffic bound: defined for copy-only cases (no Partial)");
-  int64_t total = 0;
-  int nd = cc.tensor.ndim;
-  for (int p = 0; p < cc.mesh.nranks; ++p) {
-    int64_t coord[RS_MAX_MESH_DIMS];
-    rs_box a, b, x;
-    rs_mesh_coord(&cc.mesh, p, coord);
-    rs_local_box(&cc.mesh, &cc.src, &cc.tensor, coord, a.start, a.size);
-    rs_local_box(&cc.mesh, &cc.dst, &cc.tensor, coord, b.start, b.size);
-    total += rs_box_numel(nd, &b) - rs_box_intersect(nd, &a, &b, &x);
-  }
-  *lb = total * rs_dtype_size(cc.tensor.dtype);
+  int64_t cap = 0;
+  for (int r = 0; r < s->nrounds; ++r) cap += s->round[r].nmsg;
+  rs_posted *a = malloc(sizeof *a * (size_t)(cap ? cap : 1));
+  if (!a) return rs_fail(RS_ERR_NOMEM, "opt: out of memory");
+  int64_t k = 0;
+  /* Few messages per case: a linear merge of equal pairs across the rounds is enough. */
+  for (int r = 0; r < s->nrounds; ++r)
+    for (int32_t i = 0; i < s->round[r].nmsg; ++i) {
+      const rs_msg *m = &s->round[r].msg[i];
+      int32_t from = cc.mesh.ranks[m->src], to = cc.mesh.ranks[m->dst];
+      int64_t j = 0;
+      while (j < k && !(a[j].from == from && a[j].to == to)) ++j;
+      if (j == k) {
+        a[k].from = from;
+        a[k].to = to;
+        a[k].sent = a[k].recvd = 0;
+        ++k;
+      }
+      a[j].sent += m->bytes;
+      a[j].recvd += m->bytes;
+    }
+  *out = a;
+  *n = k;
   return RS_OK;
 }

@@ -139,7 +139,36 @@ rs_status ref_reduce(const ref_buf *const *pieces, int n, rs_dtype t, rs_redop o
   if (st != RS_OK) return st;
   rs_redop fold_op = op;
   if (RS_MUTANT(13) && op == RS_MAX) fold_op = RS_MIN; /* planted bug: max folded as min */
-  for (int i = first + 1; i < n; i++) rs_arith_fold(t, fold_op, out->data, pieces[i]->data, out->numel);
+  if (RS_MUTANT(200) && n > 2) {
+    /* planted bug: the fold runs right to left, (v[n-1] op v[n-2]) op ... */
+    if ((st = ref_buf_copy(out, pieces[n - 1], esize)) != RS_OK) return st;
+    for (int i = n - 2; i >= 0; i--) rs_arith_fold(t, fold_op, out->data, pieces[i]->data, out->numel);
+  } else if (RS_MUTANT(202) && n > 2) {
+    /* planted bug: a pairwise tree ((v0 op v1) op (v2 op v3)) ..., as a ring/tree all-reduce would */
+    ref_buf *tmp = calloc((size_t)n, sizeof *tmp);
+    if (!tmp) return rs_fail(RS_ERR_NOMEM, "ref: out of memory");
+    for (int i = 0; i < n && st == RS_OK; i++) st = ref_buf_copy(&tmp[i], pieces[i], esize);
+    for (int w = 1; w < n && st == RS_OK; w *= 2)
+      for (int i = 0; i + w < n; i += 2 * w) rs_arith_fold(t, fold_op, tmp[i].data, tmp[i + w].data, out->numel);
+    if (st == RS_OK) memcpy(out->data, tmp[0].data, (size_t)(out->numel * esize));
+    for (int i = 0; i < n; i++) ref_buf_free(&tmp[i]);
+    free(tmp);
+    if (st != RS_OK) return st;
+  } else if (RS_MUTANT(201) && op == RS_AVG) {
+    /* planted bug: avg divides every piece by n before the sum instead of once at the event */
+    rs_arith_div(t, out->data, n, out->numel);
+    for (int i = first + 1; i < n; i++) {
+      ref_buf piece;
+      memset(&piece, 0, sizeof piece);
+      if ((st = ref_buf_copy(&piece, pieces[i], esize)) != RS_OK) return st;
+      rs_arith_div(t, piece.data, n, piece.numel);
+      rs_arith_fold(t, RS_SUM, out->data, piece.data, out->numel);
+      ref_buf_free(&piece);
+    }
+    return RS_OK;
+  } else {
+    for (int i = first + 1; i < n; i++) rs_arith_fold(t, fold_op, out->data, pieces[i]->data, out->numel);
+  }
   if (op == RS_AVG) {
     rs_arith_div(t, out->data, n, out->numel);
     if (RS_MUTANT(3)) rs_arith_div(t, out->data, n, out->numel); /* planted bug: divided twice */

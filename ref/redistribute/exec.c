@@ -46,7 +46,7 @@ static rs_status run_step(ref_exec *x, const rs_step *step, rs_collective coll) 
   if (to.kind == RS_SHARD && to.dim < 0) to.dim = (int8_t)(to.dim + c->tensor.ndim);
 
   if ((coll == RS_COLL_ALL_REDUCE || coll == RS_COLL_REDUCE_SCATTER ||
-       coll == RS_COLL_PARTITION) && !rs_dtype_reducible(dt))
+       coll == RS_COLL_PARTITION || coll == RS_COLL_SHARD_TO_PARTIAL) && !rs_dtype_reducible(dt))
     return rs_fail(RS_ERR_UNSUPPORTED, "step on mesh dim %d: %s is copy-only, no Partial", md,
                    rs_dtype_name(dt));
 
@@ -116,7 +116,30 @@ static rs_status run_step(ref_exec *x, const rs_step *step, rs_collective coll) 
       for (int i = 0; i < n && st == RS_OK; i++) {
         ref_buf *o = &x->next[members[i]];
         if ((st = ref_buf_copy(o, pieces[i], es)) != RS_OK) break;
-        if (to.op == RS_SUM && !RS_MUTANT(7)) rs_arith_div(dt, o->data, n, o->numel);
+        if (to.op == RS_SUM && !RS_MUTANT(7) && !RS_MUTANT(203)) rs_arith_div(dt, o->data, n, o->numel);
+      }
+      break;
+    case RS_COLL_SHARD_TO_PARTIAL:
+      /* S(d) -> P(sum) by zero-fill (pytorch enumeration, Shard._to_partial_tensor): each member
+       * holds the group's whole extent of d, zeros except its own split at its offset */
+      if ((st = ref_concat(pieces, n, from.dim, es, 0, 0, &whole)) != RS_OK) break;
+      for (int i = 0; i < n && st == RS_OK; i++) {
+        ref_buf *o = &x->next[members[i]];
+        if ((st = ref_buf_alloc(o, whole.ndim, whole.shape, es)) != RS_OK) break;
+        if (o->numel) memset(o->data, 0, (size_t)(o->numel * es));
+        int64_t size, off;
+        ref_split(whole.shape[from.dim], n, RS_MUTANT(243) ? 0 : i, 0, &size, &off);
+        if (size != pieces[i]->shape[from.dim]) {
+          st = rs_fail(RS_ERR_MISMATCH, "zero-fill on mesh dim %d: piece %d has %lld rows, its split %lld", md,
+                       i, (long long)pieces[i]->shape[from.dim], (long long)size);
+          break;
+        }
+        int64_t outer = 1, inner = (int64_t)es;
+        for (int d = 0; d < from.dim; d++) outer *= whole.shape[d];
+        for (int d = from.dim + 1; d < whole.ndim; d++) inner *= whole.shape[d];
+        for (int64_t k = 0; k < outer && size; k++)
+          memcpy(o->data + (k * whole.shape[from.dim] + off) * inner, pieces[i]->data + k * size * inner,
+                 (size_t)(size * inner));
       }
       break;
     default:
@@ -200,7 +223,7 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
   for (int k = 0; k < p->nsteps; k++) {
     const rs_step *step = &p->step[k];
     rs_sharding nxt = cur;
-    if ((st = rs_mesh_apply_step(&c->mesh, &nxt, step, c->tensor.ndim)) != RS_OK) {
+    if ((st = rs_mesh_apply_step_enum(&c->mesh, &nxt, step, c->tensor.ndim, p->enumeration)) != RS_OK) {
       char where[128];
       snprintf(where, sizeof where, "ref exec: plan step %d (mesh dim %d, %s -> %s): ", k,
                step->mesh_dim, pl_str(step->from, a, sizeof a), pl_str(step->to, b, sizeof b));
@@ -208,7 +231,7 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
       goto done;
     }
     rs_collective coll;
-    if ((st = rs_step_collective(step, &coll)) != RS_OK) goto done;
+    if ((st = rs_step_collective_enum(step, p->enumeration, &coll)) != RS_OK) goto done;
     if (RS_MUTANT(5) && coll == RS_COLL_ALL_TO_ALL) {
       /* planted bug: the all-to-all swaps placements but leaves the shard order alone */
       memcpy(nxt.order_len, cur.order_len, sizeof nxt.order_len);
@@ -231,6 +254,16 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
     st = rs_fail(RS_ERR_ILLEGAL, "ref exec: the %s plan ends at %s, not at the destination %s",
                  rs_planner_name(rs_case_resolve_planner(c)), got, want);
     goto done;
+  }
+  if (RS_MUTANT(203)) {
+    /* planted bug: R -> P(sum) partitions divide at the end of the plan, not at their event */
+    for (int k = 0; k < p->nsteps; k++) {
+      const rs_step *s = &p->step[k];
+      int64_t n = c->mesh.size[s->mesh_dim];
+      if (s->from.kind != RS_PARTIAL && s->to.kind == RS_PARTIAL && s->to.op == RS_SUM && n > 1)
+        for (int pos = 0; pos < nranks; pos++)
+          rs_arith_div(c->tensor.dtype, x.buf[pos].data, n, x.buf[pos].numel);
+    }
   }
   if ((st = rs_locals_alloc(out, nranks)) != RS_OK) goto done;
   for (int pos = 0; pos < nranks; pos++) {

@@ -6,9 +6,9 @@ rs_status rs_ref_plan(const rs_case *c, rs_plan *out) {
   if (!c || !out) return rs_fail(RS_ERR_INVALID, "ref plan: NULL argument");
   switch (rs_case_resolve_planner(c)) {
   case RS_PLANNER_GREEDY:
-    return rs_ref_plan_greedy(&c->mesh, &c->tensor, &c->src, &c->dst, out);
+    return rs_ref_plan_greedy_enum(&c->mesh, &c->tensor, &c->src, &c->dst, c->enumeration, out);
   case RS_PLANNER_GRAPH:
-    return rs_ref_plan_graph(&c->mesh, &c->tensor, &c->src, &c->dst, c->cost, out);
+    return rs_ref_plan_graph_enum(&c->mesh, &c->tensor, &c->src, &c->dst, c->cost, c->enumeration, out);
   default:
     return rs_fail(RS_ERR_INVALID, "planner: unknown planner %d", (int)c->planner);
   }

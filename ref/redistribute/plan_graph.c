@@ -1,9 +1,13 @@
-/* plan_graph.c - the graph redistribute planner of seed 001 (DTensorRedistributePlanner):
- * Dijkstra over DistStates = (placements, shard order), with the transitions of the seed's
- * get_next_state (cases 1..6, in its order) and a choice of cost model.
+/* plan_graph.c - PyTorch's graph redistribute planner (DTensorRedistributePlanner, reference):
+ * Dijkstra over DistStates = (placements, shard order), with the transitions of the reference
+ * get_next_state (cases 1..6, in its order), a choice of cost model, and a choice of transition
+ * enumeration: `seed` (the reference planner: case 6 makes P(sum) only) or `pytorch`, current
+ * PyTorch's torch/distributed/tensor/_redistribute.py (case 6 makes P(op) for each op in the source
+ * or the destination, never mixing ops other than sum with avg; and after each expansion the
+ * explicit Shard -> Partial(sum) zero-fill edges toward the destination, cost 0).
  *
  * Fidelity points that decide which of several equal-cost paths comes out:
- *  - next states are enumerated exactly in the seed's order, into a dict: a state produced twice
+ *  - next states are enumerated exactly in the reference order, into a dict: a state produced twice
  *    keeps its first position and its last cost;
  *  - the heap is keyed (cost, counter), the counter growing on every push, so equal costs pop in
  *    push order;
@@ -143,6 +147,10 @@ static rs_status table_intern(gtable *t, const gstate *g, int32_t *id) {
 
 typedef struct gcost {
   rs_cost_model model;
+  rs_enumeration e;
+  int nops;
+  int8_t ops[4];      /* pytorch: the Partial ops of src and dst, in order of appearance */
+  const gstate *dst;  /* pytorch: zero-fill edges go toward the destination's P(sum) */
   const rs_mesh *m;
   const rs_tensor *t;
   /* pytorch model: per mesh dim bandwidth (GB/s) and hop latency (us) */
@@ -188,7 +196,7 @@ static double step_cost(const gcost *c, const gstate *from, int kind, int md) {
     case T_GATHER: return 2;
     case T_REDUCE: return 4;
     case T_RSCATTER: return 2;
-    default: return 0; /* chunk, and the seed also charges chunk_cost for R -> P */
+    default: return 0; /* chunk; the reference planner also charges chunk_cost for R -> P */
     }
   }
   /* pytorch: bytes of the whole tensor over the current state's shard count, in GiB */
@@ -248,6 +256,40 @@ static rs_status next_put(gsearch *s, gnext *nx, int32_t expansion, const gstate
   nx->id[nx->n] = id;
   nx->cost[nx->n] = cost;
   nx->n++;
+  return RS_OK;
+}
+
+/* Current PyTorch after cases 1-5: case 6 for each op of the redistribution, then the
+ * destination-directed zero-fill edges (find_min_cost_path adds them to the same dict). */
+static rs_status next_states_pytorch(gsearch *s, const gcost *c, int mesh_ndim, int tndim,
+                                     const gstate *cur, int32_t expansion, gnext *nx) {
+  rs_status st;
+  gstate g;
+  for (int md = 0; md < mesh_ndim; md++) {
+    if (cur->pl[md][0] != RS_REPLICATE) continue;
+    for (int k = 0; k < c->nops; k++) {
+      if (RS_MUTANT(240) && c->ops[k] != RS_SUM) continue; /* planted: R -> P(avg|min|max) missing */
+      g = *cur;
+      set_pl(&g, md, rs_pl_partial((rs_redop)c->ops[k]));
+      int mask = 0;
+      for (int i = 0; i < mesh_ndim; i++)
+        if (g.pl[i][0] == RS_PARTIAL) mask |= 1 << g.pl[i][2];
+      /* no mixed Partial ops, except sum with avg (they commute) */
+      if ((mask & (mask - 1)) && mask != ((1 << RS_SUM) | (1 << RS_AVG))) continue;
+      if ((st = next_put(s, nx, expansion, &g, step_cost(c, cur, T_PARTITION, md))) != RS_OK) return st;
+    }
+  }
+  if (RS_MUTANT(241)) return RS_OK; /* planted: the zero-fill edge is missing */
+  for (int d = 0; d < tndim; d++) {
+    if (cur->len[d] == 0) continue;
+    int md = cur->ord[d][cur->len[d] - 1];
+    const int8_t *want = c->dst->pl[md];
+    if (want[0] != RS_PARTIAL || want[2] != RS_SUM) continue;
+    g = *cur;
+    g.ord[d][--g.len[d]] = 0;
+    set_pl(&g, md, rs_pl_partial(RS_SUM));
+    if ((st = next_put(s, nx, expansion, &g, 0.0)) != RS_OK) return st;
+  }
   return RS_OK;
 }
 
@@ -326,6 +368,7 @@ static rs_status next_states(gsearch *s, const gcost *c, int mesh_ndim, int tndi
         return st;
     }
   }
+  if (c->e == RS_ENUM_PYTORCH) return next_states_pytorch(s, c, mesh_ndim, tndim, &cur, expansion, nx);
   /* case 6: R -> P(sum), local partition (PyTorch's default Partial()) */
   for (int md = 0; md < mesh_ndim; md++) {
     if (cur.pl[md][0] != RS_REPLICATE) continue;
@@ -423,7 +466,7 @@ static rs_status path_to_plan(gsearch *s, int32_t node, int mesh_ndim, rs_plan *
       if (md != -1) return rs_fail(RS_ERR_INVALID, "plan_graph: a hop changes two mesh dims");
       md = j;
     }
-    if (md < 0) continue; /* placements equal: the seed emits no step */
+    if (md < 0) continue; /* placements equal: the reference planner emits no step */
     rs_step *st = &out->step[out->nsteps++];
     st->mesh_dim = md;
     st->from = get_pl(a, md);
@@ -438,6 +481,12 @@ static void describe(const rs_sharding *s, char *buf, size_t cap) {
 
 rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                             const rs_sharding *dst, rs_cost_model cost, rs_plan *out) {
+  return rs_ref_plan_graph_enum(m, t, src, dst, cost, RS_ENUM_SEED, out);
+}
+
+rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                                 const rs_sharding *dst, rs_cost_model cost, rs_enumeration e,
+                                 rs_plan *out) {
   if (!m || !t || !src || !dst || !out)
     return rs_fail(RS_ERR_INVALID, "plan_graph: NULL argument");
   if (src->mesh_ndim != m->ndim || dst->mesh_ndim != m->ndim)
@@ -445,6 +494,8 @@ rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_shard
                    src->mesh_ndim, dst->mesh_ndim, m->ndim);
   if (cost != RS_COST_SEED && cost != RS_COST_PYTORCH)
     return rs_fail(RS_ERR_INVALID, "plan_graph: cost: unknown cost model %d", (int)cost);
+  if (e != RS_ENUM_SEED && e != RS_ENUM_PYTORCH)
+    return rs_fail(RS_ERR_INVALID, "plan_graph: enumeration: unknown %d", (int)e);
   gstate gs, gd;
   rs_status st;
   if ((st = from_sharding(src, m->ndim, t->ndim, &gs)) != RS_OK) return st;
@@ -453,7 +504,7 @@ rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_shard
   /* Partial(op != sum) is never created (case 6 makes Partial(sum)) and no Partial moves to
    * another mesh dim, so such a destination Partial is reachable only where src has it already.
    * Saying so up front is what the exhaustive search would conclude, without the search. */
-  for (int i = 0; i < m->ndim; i++) {
+  for (int i = 0; e == RS_ENUM_SEED && i < m->ndim; i++) {
     if (gd.pl[i][0] == RS_PARTIAL && gd.pl[i][2] != RS_SUM && memcmp(gd.pl[i], gs.pl[i], 3) != 0) {
       char a[256], b[256], pd[32];
       describe(src, a, sizeof a);
@@ -461,12 +512,23 @@ rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_shard
       rs_format_placement(get_pl(&gd, i), pd, sizeof pd);
       return rs_fail(RS_ERR_NOPATH,
                      "plan_graph: no path from %s to %s: %s on mesh dim %d can only be kept from "
-                     "the source (the seed's planner creates Partial only as Partial(sum))",
+                     "the source (the reference planner creates Partial only as Partial(sum))",
                      a, b, pd, i);
     }
   }
   gcost c;
   cost_setup(&c, cost, m, t);
+  c.e = e;
+  c.dst = &gd;
+  c.nops = 0;
+  for (int pass = 0; pass < 2; pass++) /* the ops of src, then of dst, each once */
+    for (int i = 0; i < m->ndim; i++) {
+      const int8_t *pl = pass ? gd.pl[i] : gs.pl[i];
+      if (pl[0] != RS_PARTIAL) continue;
+      int seen = 0;
+      for (int k = 0; k < c.nops; k++) seen |= c.ops[k] == pl[2];
+      if (!seen) c.ops[c.nops++] = pl[2];
+    }
   gsearch s;
   memset(&s, 0, sizeof s);
   gnext *nx = malloc(sizeof *nx);
@@ -479,12 +541,14 @@ rs_status rs_ref_plan_graph(const rs_mesh *m, const rs_tensor *t, const rs_shard
   if ((st = node_add(&s, src_id, -1, &node)) != RS_OK) goto done;
   int64_t counter = 0;
   int32_t expansion = 0;
+  const rs_enumeration e_enum = e;
   hentry e0 = {0.0, counter, src_id, node};
   if ((st = heap_push(&s, e0)) != RS_OK) goto done;
   while (s.hn > 0) {
     hentry e = heap_pop(&s);
     if (e.state == dst_id) {
       st = path_to_plan(&s, e.node, m->ndim, out);
+      out->enumeration = e_enum;
       goto done;
     }
     if (s.visited[e.state]) continue;

@@ -1,4 +1,4 @@
-/* plan_greedy.c - the greedy redistribute planner of seed 001 (generate_greedy_transform_infos).
+/* plan_greedy.c - greedy redistribute planner of PyTorch's generate_greedy_transform_infos.
  *
  * It looks only at placements, never at shard orders: a 1-D mesh gets one direct step; otherwise a
  * pass from the last mesh dim to the first replicates every mesh dim whose target Shard would sit
@@ -29,12 +29,18 @@ static rs_status push_step(rs_plan *out, int mesh_dim, rs_placement from, rs_pla
 
 rs_status rs_ref_plan_greedy(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                              const rs_sharding *dst, rs_plan *out) {
+  return rs_ref_plan_greedy_enum(m, t, src, dst, RS_ENUM_SEED, out);
+}
+
+rs_status rs_ref_plan_greedy_enum(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                                  const rs_sharding *dst, rs_enumeration e, rs_plan *out) {
   if (!m || !t || !src || !dst || !out)
     return rs_fail(RS_ERR_INVALID, "plan_greedy: NULL argument");
   if (src->mesh_ndim != m->ndim || dst->mesh_ndim != m->ndim)
     return rs_fail(RS_ERR_INVALID, "plan_greedy: placements count (%d, %d) != mesh ndim %d",
                    src->mesh_ndim, dst->mesh_ndim, m->ndim);
   memset(out, 0, sizeof *out);
+  out->enumeration = e;
   const int nd = m->ndim;
   rs_placement cur[RS_MAX_MESH_DIMS], tgt[RS_MAX_MESH_DIMS];
   for (int i = 0; i < nd; i++) {
@@ -42,8 +48,12 @@ rs_status rs_ref_plan_greedy(const rs_mesh *m, const rs_tensor *t, const rs_shar
     tgt[i] = norm_pl(dst->p[i], t->ndim);
   }
 
-  /* The seed emits the direct step on a 1-D mesh even when both sides are equal. */
-  if (nd == 1) return push_step(out, 0, cur[0], tgt[0]);
+  /* The reference planner emits the direct step on a 1-D mesh even when both sides are equal;
+   * current PyTorch emits none. */
+  if (nd == 1) {
+    if (e == RS_ENUM_PYTORCH && rs_pl_equal(cur[0], tgt[0]) && !RS_MUTANT(242)) return RS_OK;
+    return push_step(out, 0, cur[0], tgt[0]);
+  }
 
   int64_t num_shards = 1;
   for (int i = 0; i < nd; i++)

@@ -1,4 +1,4 @@
-"""rs_model.py - the parts of SPEC.md the recorder needs, in Python: the case JSON, torch.chunk
+"""rs_model.py - the parts of the contract the recorder needs, in Python: the case JSON, torch.chunk
 boxes (SPEC 4) and the deterministic test values (SPEC 8, the same formulas as core/values.c,
 bit for bit), so that PyTorch is fed exactly the source tensors ref builds with rs_make_source.
 
@@ -221,11 +221,15 @@ def hash3(a, b, c):
     return mix64(_u(a) ^ mix64(_u(b) ^ mix64(_u(c))))
 
 
-STREAM_BITS, STREAM_EXACT, STREAM_PIECE = 1, 2, 3
+STREAM_BITS, STREAM_EXACT, STREAM_PIECE, STREAM_ORDER = 1, 2, 3, 4
 
 
 def exact_mode(case):
     return case.values == "exact" and DTYPES[case.dtype][2]
+
+
+def order_mode(case):
+    return case.values == "order" and DTYPES[case.dtype][2]
 
 
 def exact_range(case):
@@ -247,7 +251,10 @@ def exact_range(case):
     # C integer division truncates toward zero
     num = budget - 2 * levels
     umax = -((-num) // navg) if num < 0 else num // navg
-    umax = max(0, min(umax, 1000))
+    umax = min(umax, 1000)
+    if umax < 1:
+        # rs_case_check_values refuses the case: never filled with zeros
+        raise ValueError("values: %s cannot hold exact values on %d ranks" % (case.dtype, case.nranks))
     lo = 0 if case.dtype == "U8" else -umax
     return unit, lo, umax
 
@@ -255,7 +262,74 @@ def exact_range(case):
 def exact_units(case, lo, hi, idx):
     h = hash3(case.seed, STREAM_EXACT, idx)
     span = np.uint64(hi - lo + 1)
-    return lo + (h % span).astype(np.int64)
+    u = lo + (h % span).astype(np.int64)
+    # element 0 is never zero, so no source of a non-empty tensor is all zeros
+    return np.where((u == 0) & (_u(idx) == 0), hi, u)
+
+
+# ---- order values (SPEC 8 `order`, core/values.c order_value)
+
+def _ceil_log2(n):
+    k = 0
+    while (1 << k) < n:
+        k += 1
+    return k
+
+
+def _minmax_only(case):
+    for sh in (case.src, case.dst):
+        for p in sh.p:
+            if p.kind == "P" and p.op in ("sum", "avg"):
+                return False
+    return case.src.has_partial() or case.dst.has_partial()
+
+
+def order_int_bound(case):
+    mx = {"I64": 1 << 40, "I32": 2**31 - 1, "I16": 32767, "I8": 127, "U8": 255}[case.dtype]
+    return mx if _minmax_only(case) else mx // case.nranks
+
+
+def _order_value(case, h, idx):
+    U = np.uint64
+    h = _u(h)
+    idx = _u(idx)
+    with np.errstate(over="ignore"):
+        h2 = mix64(h ^ U(0xD1B54A32D192ED03))
+    zero = ((h2 & U(31)) == U(0)) & (idx != U(0))
+    neg = (h2 >> U(5)) & U(1)
+    dt = case.dtype
+    if dt in ("F64", "F32", "BF16", "F16"):
+        if dt == "F64":
+            e = ((h2 >> U(8)) % U(25)).astype(np.int64) - 12 + 1023
+            b = np.where(zero, neg << U(63), (neg << U(63)) | (e.astype(U) << U(52)) | (h & U(0xFFFFFFFFFFFFF)))
+            return b.astype(np.uint64)
+        if dt == "F32":
+            e = ((h2 >> U(8)) % U(25)).astype(np.int64) - 12 + 127
+            b = np.where(zero, neg << U(31), (neg << U(31)) | (e.astype(U) << U(23)) | (h & U(0x7FFFFF)))
+            return b.astype(np.uint32)
+        if dt == "BF16":
+            e = ((h2 >> U(8)) % U(17)).astype(np.int64) - 8 + 127
+            b = np.where(zero, neg << U(15), (neg << U(15)) | (e.astype(U) << U(7)) | (h & U(0x7F)))
+            return b.astype(np.uint16)
+        ehi = 13 - _ceil_log2(case.nranks)
+        elo = ehi - 8
+        e = elo + ((h2 >> U(8)) % U(ehi - elo + 1)).astype(np.int64) + 15
+        b = np.where(zero, neg << U(15), (neg << U(15)) | (e.astype(U) << U(10)) | (h & U(0x3FF)))
+        return b.astype(np.uint16)
+    bound = order_int_bound(case)
+    lo = 0 if dt == "U8" else (-bound - 1 if _minmax_only(case) else -bound)
+    v = lo + (h % U(bound - lo + 1)).astype(np.int64)
+    v = np.where((v == 0) & (idx == U(0)), bound, v)
+    return _store_units(dt, v)
+
+
+def _order_piece(case, coord, idx):
+    key = hash3(case.seed, STREAM_ORDER, idx)
+    if coord is not None:
+        for m, p in enumerate(case.src.p):
+            if p.kind == "P":
+                key = hash3(key, m, coord[m])
+    return _order_value(case, key, idx)
 
 
 def _piece_of(v, op, n, coord, key, is_unsigned):
@@ -325,6 +399,8 @@ def _bits(case, idx):
 
 def value_global(case, idx):
     idx = _u(idx)
+    if order_mode(case):
+        return _order_piece(case, None, idx)
     if not exact_mode(case):
         return _bits(case, idx)
     unit, lo, hi = exact_range(case)
@@ -333,6 +409,8 @@ def value_global(case, idx):
 
 def value_piece(case, coord, idx):
     idx = _u(idx)
+    if order_mode(case):
+        return _order_piece(case, coord if case.src.has_partial() else None, idx)
     if not exact_mode(case) or not case.src.has_partial():
         return value_global(case, idx)
     unit, lo, hi = exact_range(case)

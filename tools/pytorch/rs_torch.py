@@ -48,7 +48,7 @@ TORCH_DTYPES = {
     "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool,
 }
 
-# Seed 001's constant weights (SPEC 7 "seed" cost model), by transition kind.
+# The reference planner's constant weights (SPEC 7 "seed" cost model), by transition kind.
 SEED_COST = {"all_to_all": 1, "all_gather": 2, "all_reduce": 4, "reduce_scatter": 2,
              "chunk": 0, "partition": 0, "shard_to_partial": 0}
 
@@ -161,10 +161,10 @@ class Runner:
         return infos, t1 - t0
 
     def plan_seed_enum(self, mesh, src_spec, dst_spec, seed_cost=True):
-        """Seed 001's graph planner, run by PyTorch's own DTensorRedistributePlanner with its
-        transition enumeration cut back to the seed's (case 6 makes Partial(sum) only, always; no
+        """The reference graph planner, run by PyTorch's own DTensorRedistributePlanner with its
+        transition enumeration cut back to the reference (case 6 makes Partial(sum) only, always; no
         explicit Shard -> Partial(sum) edge) and, with seed_cost, its cost callback replaced by the
-        seed's constant weights. These are the like-for-like traces for ref's graph planner with
+        reference constant weights. These are the like-for-like traces for ref's graph planner with
         the `seed` and `pytorch` cost models (SPEC 7: the models differ in cost only)."""
         clear_redistribute_planner_cache()
         planner = get_redistribute_planner(mesh, src_spec.tensor_meta)
@@ -398,7 +398,7 @@ def run_case(runner, case, flatten=False, timing_reps=3, seedcost=True):
             try:
                 rec[key] = runner.trace(mesh, runner.plan_seed_enum(mesh, src_spec, dst_spec, sc), src_spec)
             except AssertionError as e:
-                # seed 001 only ever makes Partial(sum) from Replicate: no path to P(avg/min/max)
+                # the reference only makes Partial(sum) from Replicate: no path to P(avg/min/max)
                 rec[key] = "ERR no path" if "No path found" in str(e) else "ERR " + str(e)[:200]
 
     # ---- which plan redistribute_local_tensor runs (case.planner honoured; PyTorch forces the

@@ -1,0 +1,15 @@
+/* case_json.h - the case codec on an already parsed document, for readers that take more than the
+ * case from one file (a fixture's "expected", a saved failure's impl/transport) and parse it once. */
+#ifndef RS_CORE_CASE_JSON_H
+#define RS_CORE_CASE_JSON_H
+
+#include <cjson/cJSON.h>
+#include "reshard/case.h"
+
+/* root must come from rs_json_parse (exact integers). Same checks as rs_case_from_json. */
+rs_status rs__case_from_cjson(const cJSON *root, rs_case *out);
+
+/* The case as a cJSON tree (exact integers), for writers that add keys (saved failures). */
+cJSON *rs__case_to_cjson(const rs_case *c);
+
+#endif

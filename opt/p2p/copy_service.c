@@ -1,0 +1,207 @@
+/* copy_service.c - the copy service of SPEC 10 over opt's transports (opt/comm: local matcher, MPI,
+ * NCCL) and as plug-ins loaded with dlopen. Built-ins are the same vtable a plug-in exports, so the
+ * executor has one code path. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "comm/world.h"
+#include "cuda/cuda_api.h"
+#include "p2p/opt_p2p.h"
+
+typedef struct dev_post {
+  void *host, *dev;
+  int64_t bytes;
+} dev_post;
+
+typedef struct builtin {
+  rs_comm *comm;
+  int owned;
+  int device; /* nccl: stage bytes through device buffers */
+  dev_post *dp;
+  int64_t ndp, capdp;
+  char err[256];
+} builtin;
+
+static int keep_err(builtin *b, rs_status st) {
+  if (st) snprintf(b->err, sizeof b->err, "%s", rs_last_error());
+  return st ? (int)st : 0;
+}
+
+static int stage(builtin *b, const void *host, int64_t bytes, int is_send, rs_view *v) {
+  if (b->ndp == b->capdp) {
+    int64_t nc = b->capdp ? 2 * b->capdp : 64;
+    dev_post *p = realloc(b->dp, (size_t)nc * sizeof *p);
+    if (!p) return keep_err(b, rs_fail(RS_ERR_NOMEM, "copy service: out of memory"));
+    b->dp = p;
+    b->capdp = nc;
+  }
+  dev_post *p = &b->dp[b->ndp];
+  p->host = is_send ? NULL : (void *)host;
+  p->bytes = bytes;
+  rs_status st = rs_cuda_malloc(&p->dev, bytes ? bytes : 1);
+  if (!st && is_send && bytes) st = rs_cuda_h2d(p->dev, host, bytes);
+  if (st) return keep_err(b, st);
+  b->ndp++;
+  rs_view_packed(v, p->dev, 1, 1, &bytes);
+  return 0;
+}
+
+static int b_send(void *self, int32_t me, const void *buf, int64_t bytes, int32_t peer, int64_t task) {
+  builtin *b = self;
+  rs_view v;
+  if (b->device) {
+    int rc = stage(b, buf, bytes, 1, &v);
+    if (rc) return rc;
+  } else {
+    rs_view_packed(&v, (void *)buf, 1, 1, &bytes);
+  }
+  return keep_err(b, b->comm->ops->submit_send(b->comm, me, peer, task, &v, 1));
+}
+
+static int b_recv(void *self, int32_t me, void *buf, int64_t bytes, int32_t peer, int64_t task) {
+  builtin *b = self;
+  rs_view v;
+  if (b->device) {
+    int rc = stage(b, buf, bytes, 0, &v);
+    if (rc) return rc;
+  } else {
+    rs_view_packed(&v, buf, 1, 1, &bytes);
+  }
+  return keep_err(b, b->comm->ops->submit_recv(b->comm, me, peer, task, &v, 1));
+}
+
+static int b_run(void *self) {
+  builtin *b = self;
+  rs_status st = b->comm->ops->run(b->comm);
+  if (b->device) {
+    if (!st) st = rs_cuda_sync();
+    for (int64_t i = 0; i < b->ndp; ++i) {
+      if (!st && b->dp[i].host && b->dp[i].bytes) st = rs_cuda_d2h(b->dp[i].host, b->dp[i].dev, b->dp[i].bytes);
+      rs_cuda_free(b->dp[i].dev);
+    }
+    b->ndp = 0;
+  }
+  return keep_err(b, st);
+}
+
+static const char *b_err(void *self) { return ((builtin *)self)->err; }
+
+static void b_destroy(void *self) {
+  builtin *b = self;
+  if (!b) return;
+  if (b->owned && b->comm) b->comm->ops->destroy(b->comm);
+  free(b->dp);
+  free(b);
+}
+
+static const rs_copy_service_vtable local_vt = {RS_COPY_SERVICE_ABI_VERSION, "local", b_send, b_recv, b_run, b_err, b_destroy};
+static const rs_copy_service_vtable mpi_vt = {RS_COPY_SERVICE_ABI_VERSION, "mpi", b_send, b_recv, b_run, b_err, b_destroy};
+static const rs_copy_service_vtable nccl_vt = {RS_COPY_SERVICE_ABI_VERSION, "nccl", b_send, b_recv, b_run, b_err, b_destroy};
+
+rs_status rs__cs_builtin(const char *name, struct rs_world *w, const rs_copy_service_vtable **vt, void **self) {
+  builtin *b = calloc(1, sizeof *b);
+  if (!b) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
+  rs_status st = RS_OK;
+  int wk = w ? w->kind : RS_WORLD_LOCAL;
+  if (!strcmp(name, "local")) {
+    *vt = &local_vt;
+    b->owned = 1;
+    st = rs_comm_local_create(0, &b->comm);
+  } else if (!strcmp(name, "mpi")) {
+    *vt = &mpi_vt;
+    if (wk != RS_WORLD_MPI) st = rs_fail(RS_ERR_INVALID, "copy service: mpi needs an MPI world (--transport mpi)");
+    else b->comm = w->comm;
+  } else if (!strcmp(name, "nccl")) {
+    *vt = &nccl_vt;
+    if (wk != RS_WORLD_NCCL) {
+      st = rs_fail(RS_ERR_UNSUPPORTED, "copy service: nccl needs an NCCL world (--transport nccl)");
+    } else if (w->size > RS_MAX_RANKS) {
+      st = rs_fail(RS_ERR_UNSUPPORTED, "copy service: nccl is limited to %d processes", RS_MAX_RANKS);
+    } else {
+      /* one communicator over every process; the mesh is only the handle opt/comm caches it by */
+      rs_mesh *all = calloc(1, sizeof *all);
+      int64_t n = w->size;
+      if (!all) st = rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
+      else if (!(st = rs_mesh_init(all, 1, &n, NULL))) st = rs_world_comm(w, all, &b->comm);
+      free(all);
+      b->device = 1;
+    }
+  } else {
+    st = rs_fail(RS_ERR_INVALID, "copy service: unknown '%s' (local, mpi, nccl or a plug-in path)", name);
+  }
+  if (st) {
+    b_destroy(b);
+    return st;
+  }
+  *self = b;
+  return RS_OK;
+}
+
+static int is_plugin_path(const char *s) {
+  size_t n = strlen(s);
+  return strchr(s, '/') || (n > 3 && !strcmp(s + n - 3, ".so"));
+}
+
+rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_service **out) {
+  *out = NULL;
+  rs_copy_service *cs = calloc(1, sizeof *cs);
+  if (!cs) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
+  snprintf(cs->name, sizeof cs->name, "%s", name);
+  rs_status st = RS_OK;
+  if (!is_plugin_path(name)) {
+    st = rs__cs_builtin(name, w, &cs->vt, &cs->self);
+  } else {
+    cs->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!cs->dl) {
+      st = rs_fail(RS_ERR_INVALID, "--copy-service: cannot load '%s': %s", name, dlerror());
+    } else {
+      rs_copy_service_abi_version_fn ver = (rs_copy_service_abi_version_fn)dlsym(cs->dl, "rs_copy_service_abi_version");
+      rs_copy_service_create_fn mk = (rs_copy_service_create_fn)dlsym(cs->dl, "rs_copy_service_create");
+      int local = !w || w->kind == RS_WORLD_LOCAL;
+      if (!ver || !mk)
+        st = rs_fail(RS_ERR_INVALID, "--copy-service: '%s' does not export rs_copy_service_abi_version and rs_copy_service_create", name);
+      else if (ver() != RS_COPY_SERVICE_ABI_VERSION)
+        st = rs_fail(RS_ERR_UNSUPPORTED, "--copy-service: '%s' speaks ABI %d, reshard speaks %d", name, ver(),
+                     RS_COPY_SERVICE_ABI_VERSION);
+      else if (mk(local ? -1 : w->rank, local ? 1 : w->size, &cs->vt, &cs->self) || !cs->vt)
+        st = rs_fail(RS_ERR_TRANSPORT, "--copy-service: '%s' failed to create a service", name);
+      else if (cs->vt->abi_version != RS_COPY_SERVICE_ABI_VERSION || !cs->vt->submit_send || !cs->vt->submit_recv ||
+               !cs->vt->run || !cs->vt->destroy)
+        st = rs_fail(RS_ERR_INVALID, "--copy-service: '%s' returned an incomplete vtable", name);
+    }
+  }
+  if (st) {
+    rs_copy_service_close(cs);
+    return st;
+  }
+  *out = cs;
+  return RS_OK;
+}
+
+void rs_copy_service_close(rs_copy_service *cs) {
+  if (!cs) return;
+  if (cs->vt && cs->self) cs->vt->destroy(cs->self);
+  if (cs->dl) dlclose(cs->dl);
+  free(cs);
+}
+
+const char *rs_copy_service_name(const rs_copy_service *cs) { return cs->vt && cs->vt->name ? cs->vt->name : cs->name; }
+
+static rs_status cs_status(rs_copy_service *cs, int rc, const char *what) {
+  if (!rc) return RS_OK;
+  const char *e = cs->vt->last_error ? cs->vt->last_error(cs->self) : NULL;
+  return rs_fail(RS_ERR_TRANSPORT, "copy service %s: %s: %s", rs_copy_service_name(cs), what, e && *e ? e : "failed");
+}
+
+rs_status rs_copy_service_send(rs_copy_service *cs, int32_t me, const void *buf, int64_t bytes, int32_t peer,
+                               int64_t task_id) {
+  return cs_status(cs, cs->vt->submit_send(cs->self, me, buf, bytes, peer, task_id), "submit_send");
+}
+
+rs_status rs_copy_service_recv(rs_copy_service *cs, int32_t me, void *buf, int64_t bytes, int32_t peer,
+                               int64_t task_id) {
+  return cs_status(cs, cs->vt->submit_recv(cs->self, me, buf, bytes, peer, task_id), "submit_recv");
+}
+
+rs_status rs_copy_service_run(rs_copy_service *cs) { return cs_status(cs, cs->vt->run(cs->self), "run"); }

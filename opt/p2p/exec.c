@@ -1,0 +1,225 @@
+/* exec.c - opt's P2P executor over a copy service (SPEC 10). For the ranks this process plays:
+ * local transfers (src == dst) are strided copies; a send whose box is one contiguous byte range of
+ * the sender's local tensor goes out in place, else it is packed into a staging buffer; a receive
+ * is written back "direct" (received in place: the box is one contiguous byte range of the
+ * receiver's local tensor), "copy" (staging, then unpacked into the box) or "transform" (staging,
+ * then into the parameter's BF16 accumulator; the accumulator is quantized to MXFP8 once, after
+ * every slice has landed). Posts are issued in plan order on every process, so transports that
+ * match in issue order (MPI per tag, NCCL) pair them the same way. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/mutant.h"
+#include "core/p2p/p2p_internal.h"
+#include "opt_internal.h"
+#include "p2p/opt_p2p.h"
+
+rs_status rs__mxfp8_quantize_any(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what,
+                                 int *on_device);
+
+rs_status rs_p2p_opt_plan(const rs_p2p_model *m, rs_p2p_plan *out) { return rs__p2p_opt_plan(m, out); }
+
+/* 1 when `region` is one contiguous row-major byte range of a buffer holding box `buf`. */
+static int contiguous(int nd, const rs_box *buf, const rs_box *region) {
+  if (RS_MUTANT(405)) return 1; /* direct writeback for any box */
+  int d = 0;
+  while (d < nd && region->size[d] == 1) d++;
+  for (int k = d + 1; k < nd; ++k)
+    if (region->size[k] != buf->size[k]) return 0;
+  return 1;
+}
+
+static int inside(int nd, const rs_box *buf, const rs_box *region) {
+  for (int d = 0; d < nd; ++d)
+    if (region->size[d] < 0 || region->start[d] < buf->start[d] ||
+        region->start[d] + region->size[d] > buf->start[d] + buf->size[d])
+      return 0;
+  return 1;
+}
+
+static int64_t byte_offset(int nd, int es, const rs_box *buf, const rs_box *region) {
+  int64_t off = 0;
+  for (int d = 0; d < nd; ++d) off = off * buf->size[d] + (region->start[d] - buf->start[d]);
+  return off * es;
+}
+
+typedef struct xstate {
+  int64_t send_off, recv_off; /* staging offsets, -1: in place or not played */
+  int8_t wb;                  /* 0 none, 1 direct, 2 copy, 3 transform */
+} xstate;
+
+typedef struct ectx {
+  const rs_p2p_model *m;
+  const rs_p2p_plan *plan;
+  rs_p2p_locals *out;
+  uint16_t ***acc; /* [param][pos] BF16 accumulators of played MXFP8 destinations */
+} ectx;
+
+static void xfer_boxes(const ectx *c, const rs_p2p_xfer *x, int which, rs_box *buf, rs_box *region,
+                       int64_t *pos) {
+  const rs_tensor *t = &c->m->param[x->param].t;
+  *pos = rs_p2p_pos(c->m, which, x->param, which == RS_P2P_SRC ? x->src : x->dst);
+  rs_p2p_box(c->m, which, x->param, *pos, buf->start, buf->size);
+  memcpy(region->start, c->plan->coords + x->box, (size_t)t->ndim * sizeof(int64_t));
+  memcpy(region->size, c->plan->coords + x->box + t->ndim, (size_t)t->ndim * sizeof(int64_t));
+}
+
+/* Destination buffer (local tensor, or the BF16 accumulator of an MXFP8 parameter). */
+static char *dst_base(const ectx *c, int64_t p, int64_t pos) {
+  return c->acc[p] ? (char *)c->acc[p][pos] : c->out->loc[p][pos].data;
+}
+
+/* The planted "quantize per slice" bug: quantize what has landed so far, then forget it. */
+static rs_status slice_quantize(const ectx *c, int64_t p, int64_t pos) {
+  rs_p2p_local *l = &c->out->loc[p][pos];
+  int dev;
+  rs_status st = rs__mxfp8_quantize_any(c->acc[p][pos], l->numel, (uint8_t *)l->data, l->scale,
+                                        c->m->param[p].name, &dev);
+  memset(c->acc[p][pos], 0, (size_t)l->numel * 2);
+  return st;
+}
+
+rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_copy_service *cs,
+                             int32_t rank, const rs_p2p_locals *src, rs_p2p_locals *out,
+                             rs_p2p_exec_stats *stats) {
+  rs_p2p_exec_stats sx;
+  memset(&sx, 0, sizeof sx);
+  rs_status st = rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
+  if (st) return st;
+  ectx c = {m, plan, out, NULL};
+  xstate *xs = malloc((size_t)(plan->n ? plan->n : 1) * sizeof *xs);
+  c.acc = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *c.acc);
+  char *stage = NULL;
+  if (!xs || !c.acc) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  for (int64_t p = 0; p < m->nparams && !st; ++p) {
+    if (m->param[p].transform != RS_XFORM_MXFP8) continue;
+    if (!(c.acc[p] = calloc((size_t)(out->npos[p] ? out->npos[p] : 1), sizeof **c.acc))) {
+      st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+      break;
+    }
+    for (int64_t q = 0; q < out->npos[p] && !st; ++q)
+      if (out->loc[p][q].data && !(c.acc[p][q] = calloc((size_t)out->loc[p][q].numel + 1, 2)))
+        st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  }
+  /* pass 1: local copies now; decide writebacks and staging offsets */
+  int64_t staged = 0;
+  for (int64_t i = 0; i < plan->n && !st; ++i) {
+    const rs_p2p_xfer *x = &plan->x[i];
+    const rs_tensor *t = &m->param[x->param].t;
+    int es = rs_dtype_size(t->dtype), nd = t->ndim;
+    int psrc = rank < 0 || x->src == rank, pdst = rank < 0 || x->dst == rank;
+    int64_t bytes = rs__p2p_numel(nd, plan->coords + x->box + nd) * es;
+    xs[i].send_off = xs[i].recv_off = -1;
+    xs[i].wb = 0;
+    rs_box sb, db, region;
+    int64_t sq = -1, dq = -1;
+    if (psrc) xfer_boxes(&c, x, RS_P2P_SRC, &sb, &region, &sq);
+    if (pdst) xfer_boxes(&c, x, RS_P2P_DST, &db, &region, &dq);
+    if ((psrc && sq < 0) || (pdst && dq < 0) || (psrc && !inside(nd, &sb, &region)) || (pdst && !inside(nd, &db, &region))) {
+      st = rs_fail(RS_ERR_INVALID, "opt p2p: task %lld names a rank that does not hold its box of %s", (long long)x->task,
+                   m->param[x->param].name);
+      break;
+    }
+    if (bytes == 0 && x->src != x->dst) continue; /* nothing to move; no message either */
+    if (x->src == x->dst) {
+      if (!psrc) continue;
+      rs_view dv, sv;
+      rs_view_in_box(&sv, src->loc[x->param][sq].data, es, nd, &sb, &region);
+      rs_view_in_box(&dv, dst_base(&c, x->param, dq), es, nd, &db, &region);
+      rs_view_copy(&dv, &sv);
+      sx.local++;
+      sx.bytes_local += bytes;
+      if (c.acc[x->param] && RS_MUTANT(404)) st = slice_quantize(&c, x->param, dq);
+      continue;
+    }
+    if (psrc) {
+      sx.bytes_sent += bytes;
+      if (!contiguous(nd, &sb, &region)) {
+        xs[i].send_off = staged;
+        staged += bytes;
+      }
+    }
+    if (pdst) {
+      if (c.acc[x->param]) xs[i].wb = 3;
+      else if (contiguous(nd, &db, &region)) xs[i].wb = 1;
+      else xs[i].wb = 2;
+      if (xs[i].wb != 1) {
+        xs[i].recv_off = staged;
+        staged += bytes;
+      }
+    }
+  }
+  if (!st && !(stage = malloc((size_t)staged + 1))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  /* pass 2: post everything in plan order */
+  for (int64_t i = 0; i < plan->n && !st; ++i) {
+    const rs_p2p_xfer *x = &plan->x[i];
+    if (x->src == x->dst) continue;
+    const rs_tensor *t = &m->param[x->param].t;
+    int es = rs_dtype_size(t->dtype), nd = t->ndim;
+    int64_t bytes = rs__p2p_numel(nd, plan->coords + x->box + nd) * es;
+    if (bytes == 0) continue;
+    int psrc = rank < 0 || x->src == rank, pdst = rank < 0 || x->dst == rank;
+    rs_box b, region;
+    int64_t q;
+    if (psrc) {
+      xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
+      char *base = src->loc[x->param][q].data;
+      const char *buf;
+      if (xs[i].send_off >= 0) {
+        rs_view v;
+        rs_view_in_box(&v, base, es, nd, &b, &region);
+        rs_views_pack(stage + xs[i].send_off, &v, 1);
+        buf = stage + xs[i].send_off;
+      } else {
+        buf = base + byte_offset(nd, es, &b, &region);
+      }
+      if ((st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task))) break;
+    }
+    if (pdst) {
+      xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
+      char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
+                                : stage + xs[i].recv_off;
+      int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
+      if ((st = rs_copy_service_recv(cs, x->dst, buf, bytes, x->src, task))) break;
+      if (xs[i].wb == 1) sx.direct++;
+      else if (xs[i].wb == 2) sx.copy++;
+      else sx.transform++;
+    }
+  }
+  if (!st) st = rs_copy_service_run(cs);
+  /* pass 3: copy and transform writebacks */
+  for (int64_t i = 0; i < plan->n && !st; ++i) {
+    if (xs[i].recv_off < 0) continue;
+    const rs_p2p_xfer *x = &plan->x[i];
+    const rs_tensor *t = &m->param[x->param].t;
+    int es = rs_dtype_size(t->dtype), nd = t->ndim;
+    rs_box b, region;
+    int64_t q;
+    xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
+    rs_view v;
+    rs_view_in_box(&v, dst_base(&c, x->param, q), es, nd, &b, &region);
+    rs_views_unpack(&v, 1, stage + xs[i].recv_off);
+    if (xs[i].wb == 3 && RS_MUTANT(404)) st = slice_quantize(&c, x->param, q);
+  }
+  /* quantize every MXFP8 destination once, after all its slices have landed */
+  for (int64_t p = 0; p < m->nparams && !st && !RS_MUTANT(404); ++p) {
+    if (!c.acc[p]) continue;
+    for (int64_t q = 0; q < out->npos[p] && !st; ++q) {
+      rs_p2p_local *l = &out->loc[p][q];
+      if (!l->data) continue;
+      int dev = 0;
+      st = rs__mxfp8_quantize_any(c.acc[p][q], l->numel, (uint8_t *)l->data, l->scale, m->param[p].name, &dev);
+      sx.mxfp8_device |= dev;
+    }
+  }
+  for (int64_t p = 0; c.acc && p < m->nparams; ++p) {
+    if (!c.acc[p]) continue;
+    for (int64_t q = 0; q < out->npos[p]; ++q) free(c.acc[p][q]);
+    free(c.acc[p]);
+  }
+  free(c.acc);
+  free(xs);
+  free(stage);
+  if (st) rs_p2p_locals_free(out);
+  else if (stats) *stats = sx;
+  return st;
+}

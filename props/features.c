@@ -1,0 +1,159 @@
+/* features.c - what a generated case exercises. The campaign tallies these so that a generator
+ * which silently stops producing a feature (Partial(avg), reordered 2-way splits, 6-d meshes, ...)
+ * fails the campaign instead of passing it with less coverage than it claims. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "props/features.h"
+
+enum {
+  F_UNEVEN, F_EMPTY, F_ORDER, F_ORDER_2WAY,
+  F_P_SUM, F_P_AVG, F_P_MIN, F_P_MAX,
+  F_MESH_5D, F_MESH_6D, F_TENSOR_0D, F_TENSOR_5D_PLUS, F_TENSOR_8D, F_NUMEL_BIG,
+  F_RANKS_PERMUTED, F_RANKS_SPARSE,
+  F_VALUES_BITS, F_VALUES_EXACT, F_VALUES_ORDER,
+  F_GRAPH_BOUNDED,
+  F_DTYPE0, /* one per dtype */
+  F_COUNT = F_DTYPE0 + RS_DTYPE_COUNT
+};
+
+/* Cases above this many elements count as "numel_big" (the old generator's ceiling). */
+#define BIG_NUMEL 4096
+
+static const char *const NAMES[F_DTYPE0] = {
+    "uneven_shards", "empty_shards", "order_nondefault", "order_nondefault_2way",
+    "partial_sum", "partial_avg", "partial_min", "partial_max",
+    "mesh_5d", "mesh_6d", "tensor_0d", "tensor_5d_plus", "tensor_8d", "numel_over_4096",
+    "ranks_permuted", "ranks_sparse",
+    "values_bits", "values_exact", "values_order",
+    "graph_bounded"};
+
+int rs_feature_count(void) { return F_COUNT; }
+
+const char *rs_feature_name(int f) {
+  static char dt[F_COUNT][32];
+  if (f < 0 || f >= F_COUNT) return "?";
+  if (f < F_DTYPE0) return NAMES[f];
+  if (!dt[f][0]) snprintf(dt[f], sizeof dt[f], "dtype_%s", rs_dtype_name((rs_dtype)(f - F_DTYPE0)));
+  return dt[f];
+}
+
+/* The value modes by the name the case codec writes, so a mode added later ("order") is counted
+ * under its name without props knowing its enum value. -1: not a mode the codec names. */
+static int value_feature(rs_value_mode v) {
+  static int cache[8], done[8];
+  unsigned i = (unsigned)v;
+  if (i >= 8) return -1;
+  if (!done[i]) {
+    done[i] = 1;
+    cache[i] = -1;
+    rs_case c;
+    memset(&c, 0, sizeof c);
+    c.values = v;
+    char *j = rs_case_to_json(&c);
+    const char *p = j ? strstr(j, "\"values\"") : NULL;
+    if (p) {
+      p += 8;
+      while (*p == ':' || *p == ' ') p++;
+      if (!strncmp(p, "\"bits\"", 6)) cache[i] = F_VALUES_BITS;
+      else if (!strncmp(p, "\"exact\"", 7)) cache[i] = F_VALUES_EXACT;
+      else if (!strncmp(p, "\"order\"", 7)) cache[i] = F_VALUES_ORDER;
+    }
+    free(j);
+  }
+  return cache[i];
+}
+
+/* 1 when the codec knows an "order" value mode (then campaigns must produce it). */
+static int have_order_values(void) {
+  for (int v = 0; v < 8; v++)
+    if (value_feature((rs_value_mode)v) == F_VALUES_ORDER) return 1;
+  return 0;
+}
+
+static void layout_features(const rs_case *c, const rs_sharding *s, int *hit) {
+  const rs_tensor *t = &c->tensor;
+  int64_t lo[RS_MAX_DIMS], hi[RS_MAX_DIMS];
+  for (int d = 0; d < t->ndim; d++) {
+    lo[d] = INT64_MAX;
+    hi[d] = -1;
+    if (s->order_len[d] >= 2) {
+      for (int k = 0; k + 1 < s->order_len[d]; k++)
+        if (s->order[d][k] > s->order[d][k + 1]) {
+          hit[F_ORDER] = 1;
+          if (s->order_len[d] == 2) hit[F_ORDER_2WAY] = 1;
+        }
+    }
+  }
+  for (int pos = 0; pos < c->mesh.nranks; pos++) {
+    int64_t coord[RS_MAX_MESH_DIMS], st[RS_MAX_DIMS], sz[RS_MAX_DIMS];
+    rs_mesh_coord(&c->mesh, pos, coord);
+    rs_local_box(&c->mesh, s, t, coord, st, sz);
+    for (int d = 0; d < t->ndim; d++) {
+      if (sz[d] < lo[d]) lo[d] = sz[d];
+      if (sz[d] > hi[d]) hi[d] = sz[d];
+    }
+  }
+  for (int d = 0; d < t->ndim; d++) {
+    if (lo[d] != hi[d]) hit[F_UNEVEN] = 1;
+    if (lo[d] == 0 && t->shape[d] > 0) hit[F_EMPTY] = 1;
+  }
+  for (int m = 0; m < s->mesh_ndim; m++)
+    if (s->p[m].kind == RS_PARTIAL && s->p[m].op >= 0 && s->p[m].op <= RS_MAX) hit[F_P_SUM + s->p[m].op] = 1;
+}
+
+void rs__features_of_case(const rs_case *c, int *hit) {
+  memset(hit, 0, sizeof(int) * F_COUNT);
+  layout_features(c, &c->src, hit);
+  layout_features(c, &c->dst, hit);
+  hit[F_MESH_5D] = c->mesh.ndim == 5;
+  hit[F_MESH_6D] = c->mesh.ndim == 6;
+  hit[F_TENSOR_0D] = c->tensor.ndim == 0;
+  hit[F_TENSOR_5D_PLUS] = c->tensor.ndim >= 5;
+  hit[F_TENSOR_8D] = c->tensor.ndim == 8;
+  int64_t numel = 1;
+  for (int d = 0; d < c->tensor.ndim; d++) numel *= c->tensor.shape[d];
+  hit[F_NUMEL_BIG] = numel > BIG_NUMEL;
+  int perm = 0, sparse = 0;
+  for (int i = 0; i < c->mesh.nranks; i++) {
+    perm |= c->mesh.ranks[i] != i;
+    sparse |= c->mesh.ranks[i] >= c->mesh.nranks;
+  }
+  hit[F_RANKS_PERMUTED] = perm && !sparse;
+  hit[F_RANKS_SPARSE] = sparse;
+  int vf = value_feature(c->values);
+  if (vf >= 0) hit[vf] = 1;
+  hit[F_GRAPH_BOUNDED] = rs_gen_graph_bounded(NULL, c);
+  if ((unsigned)c->tensor.dtype < RS_DTYPE_COUNT) hit[F_DTYPE0 + c->tensor.dtype] = 1;
+}
+
+static int dtype_allowed(const rs_gen_opts *o, rs_dtype t) {
+  if (o->dtypes && !(o->dtypes & (1u << t))) return 0;
+  return o->partial != RS_GEN_PARTIAL_OFTEN || rs_dtype_reducible(t);
+}
+
+int rs__feature_required(const rs_gen_opts *o, int f) {
+  int reducible = 0;
+  for (int t = 0; t < RS_DTYPE_COUNT; t++) reducible |= dtype_allowed(o, (rs_dtype)t) && rs_dtype_reducible((rs_dtype)t);
+  int partial = o->partial != RS_GEN_PARTIAL_NONE && reducible;
+  switch (f) {
+    case F_TENSOR_0D: return 1;
+    case F_UNEVEN: case F_EMPTY: return o->max_tensor_dims >= 1;
+    case F_ORDER: case F_ORDER_2WAY: return o->orders && o->max_mesh_dims >= 2 && o->max_tensor_dims >= 1;
+    case F_P_SUM: case F_P_AVG: case F_P_MIN: case F_P_MAX:
+      return partial && (!o->ops || (o->ops & (1u << (f - F_P_SUM))));
+    case F_MESH_5D: return o->max_mesh_dims >= 5;
+    case F_MESH_6D: return o->max_mesh_dims >= 6;
+    case F_TENSOR_5D_PLUS: return o->max_tensor_dims >= 5;
+    case F_TENSOR_8D: return o->max_tensor_dims >= 8;
+    case F_NUMEL_BIG: return o->max_numel > BIG_NUMEL && o->max_work > BIG_NUMEL;
+    case F_RANKS_PERMUTED: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_PERMUTED);
+    case F_RANKS_SPARSE: return o->world_size > 1 || (o->rank_lists & RS_GEN_RANKS_SPARSE);
+    case F_VALUES_BITS: return o->partial != RS_GEN_PARTIAL_OFTEN;
+    case F_VALUES_EXACT: return partial;
+    case F_VALUES_ORDER: return partial && have_order_values();
+    case F_GRAPH_BOUNDED: return 0; /* how often the graph properties were bounded: a figure, not a goal */
+    default:
+      return f >= F_DTYPE0 && f < F_COUNT && dtype_allowed(o, (rs_dtype)(f - F_DTYPE0));
+  }
+}

@@ -1,0 +1,61 @@
+/* p2p.h - property testing of cross-config resharding (SPEC 10): the model generator (templates,
+ * MoE stacks, random explicit layouts, uneven and empty shards, 0-size parameters, MXFP8
+ * parameters, collocated / disjoint / overlapping / idle rank sets), the properties, and the
+ * campaign with shrinking and regression fixtures. Uses the props engine's choice stream. */
+#ifndef RS_PROPS_P2P_H
+#define RS_PROPS_P2P_H
+
+#include "props/props.h"
+#include "reshard/p2p.h"
+
+typedef struct rs_p2p_gen_opts {
+  int max_ranks; /* ranks one config uses, at most (default 12) */
+  int world;     /* > 0: ranks drawn from 0..world-1 (MPI campaigns: the process count) */
+  int collocate; /* -1 any (default), 1 src and dst on the same ranks, 0 disjoint where possible */
+} rs_p2p_gen_opts;
+
+void rs_p2p_gen_opts_default(rs_p2p_gen_opts *o);
+rs_status rs_p2p_gen(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_model *out);
+
+typedef enum rs_p2p_prop {
+  RS_P2P_PROP_REF_PLAN = 0, /* ref's plan: every dst element exactly once, legal holders, task ids */
+  RS_P2P_PROP_REF_ORACLE,   /* ref plan + ref execute == oracle (MXFP8 included) */
+  RS_P2P_PROP_OPT_PLAN,     /* opt's plan: as ref's, and deterministic */
+  RS_P2P_PROP_OPT_LB,       /* opt's traffic == SPEC 10's lower bound */
+  RS_P2P_PROP_OPT_ORACLE,   /* opt plan + opt execute over the copy service == oracle */
+  RS_P2P_PROP_COUNT
+} rs_p2p_prop;
+
+const char *rs_p2p_prop_name(rs_p2p_prop p);
+
+typedef struct rs_p2p_env {
+  int impl;       /* RS_IMPL_REF or RS_IMPL_OPT */
+  void *world;    /* rs_world* (opt) */
+  const char *copy_service; /* NULL: the world's transport */
+  int distributed;          /* 1: each process plays its world rank only */
+} rs_p2p_env;
+
+/* Run one property on one model; RS_FAIL fills msg. */
+rs_outcome rs_p2p_prop_run(rs_p2p_prop p, const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap);
+
+typedef struct rs_p2p_campaign {
+  uint64_t seed;
+  int64_t cases;
+  double seconds;
+  rs_p2p_gen_opts gen;
+  rs_p2p_env env;
+  const char *regress_dir;
+  int quiet, print, shrink_runs;
+} rs_p2p_campaign;
+
+typedef struct rs_p2p_campaign_result {
+  int64_t cases, pass[RS_P2P_PROP_COUNT], fail[RS_P2P_PROP_COUNT], skip[RS_P2P_PROP_COUNT];
+  double seconds;
+  int failed;
+  char message[RS_P2P_PROP_COUNT][512];
+  char fixture[RS_P2P_PROP_COUNT][512];
+} rs_p2p_campaign_result;
+
+rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r);
+
+#endif

@@ -1,0 +1,250 @@
+/* p2p_props.c - the properties of cross-config resharding and their campaign: plans checked against
+ * SPEC 10 (each destination element once, from a holder, task ids), ref and opt results against the
+ * oracle bit for bit (MXFP8 included), opt's traffic against the lower bound. A failure is shrunk
+ * through the choice stream and saved as a model file that `reshard p2p run` replays. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+#include "props/p2p.h"
+#ifdef RS_HAVE_OPT
+#include "reshard/copy_service.h"
+#include "reshard/opt.h"
+#endif
+
+static const char *NAMES[RS_P2P_PROP_COUNT] = {"p2p_ref_plan", "p2p_ref_oracle", "p2p_opt_plan", "p2p_opt_lb",
+                                               "p2p_opt_oracle"};
+
+const char *rs_p2p_prop_name(rs_p2p_prop p) { return p < RS_P2P_PROP_COUNT ? NAMES[p] : "?"; }
+
+static rs_outcome fail(char *msg, size_t cap, const char *what) {
+  snprintf(msg, cap, "%s: %s", what, rs_last_error());
+  return RS_FAIL;
+}
+
+static int same_plan(const rs_p2p_model *m, const rs_p2p_plan *a, const rs_p2p_plan *b) {
+  if (a->n != b->n || a->ncoords != b->ncoords) return 0;
+  for (int64_t i = 0; i < a->n; ++i)
+    if (a->x[i].task != b->x[i].task || a->x[i].param != b->x[i].param || a->x[i].src != b->x[i].src ||
+        a->x[i].dst != b->x[i].dst)
+      return 0;
+  (void)m;
+  return !memcmp(a->coords, b->coords, (size_t)a->ncoords * sizeof(int64_t));
+}
+
+static rs_outcome ref_oracle(const rs_p2p_model *m, char *msg, size_t cap) {
+  rs_p2p_plan plan;
+  rs_p2p_locals src, got, want;
+  rs_outcome o = RS_PASS;
+  if (rs_p2p_ref_plan(m, &plan)) return fail(msg, cap, "ref plan");
+  if (rs_p2p_source_locals(m, -1, &src)) {
+    rs_p2p_plan_free(&plan);
+    return fail(msg, cap, "source");
+  }
+  if (rs_p2p_ref_execute(m, &plan, &src, &got)) o = fail(msg, cap, "ref execute");
+  else {
+    if (rs_p2p_oracle_expected(m, -1, &want)) o = fail(msg, cap, "oracle");
+    else {
+      if (rs_p2p_compare(m, &want, &got)) o = fail(msg, cap, "ref != oracle");
+      rs_p2p_locals_free(&want);
+    }
+    rs_p2p_locals_free(&got);
+  }
+  rs_p2p_locals_free(&src);
+  rs_p2p_plan_free(&plan);
+  return o;
+}
+
+#ifdef RS_HAVE_OPT
+static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap) {
+  rs_world *w = env->world;
+  int32_t me = env->distributed ? rs_world_rank(w) : -1;
+  rs_p2p_plan plan;
+  rs_p2p_locals src, got, want;
+  rs_copy_service *cs = NULL;
+  rs_outcome o = RS_PASS;
+  memset(&src, 0, sizeof src);
+  memset(&got, 0, sizeof got);
+  memset(&want, 0, sizeof want);
+  const char *svc = env->copy_service ? env->copy_service : rs_world_transport(w);
+  if (rs_p2p_opt_plan(m, &plan)) return fail(msg, cap, "opt plan");
+  if (rs_copy_service_open(svc, w, &cs)) o = fail(msg, cap, "copy service");
+  else if (rs_p2p_source_locals(m, me, &src)) o = fail(msg, cap, "source");
+  else if (rs_p2p_opt_execute(m, &plan, cs, me, &src, &got, NULL)) o = fail(msg, cap, "opt execute");
+  else if (rs_p2p_oracle_expected(m, me, &want)) o = fail(msg, cap, "oracle");
+  else if (rs_p2p_compare(m, &want, &got)) o = fail(msg, cap, "opt != oracle");
+  if (env->distributed) {
+    int bad = o == RS_FAIL;
+    rs_world_agree(w, &bad);
+    if (bad && o != RS_FAIL) {
+      snprintf(msg, cap, "opt != oracle on another process");
+      o = RS_FAIL;
+    }
+  }
+  rs_copy_service_close(cs);
+  rs_p2p_locals_free(&src);
+  rs_p2p_locals_free(&got);
+  rs_p2p_locals_free(&want);
+  rs_p2p_plan_free(&plan);
+  return o;
+}
+#endif
+
+rs_outcome rs_p2p_prop_run(rs_p2p_prop p, const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap) {
+  msg[0] = 0;
+  switch (p) {
+    case RS_P2P_PROP_REF_PLAN: {
+      rs_p2p_plan plan;
+      if (rs_p2p_ref_plan(m, &plan)) return fail(msg, cap, "ref plan");
+      rs_outcome o = rs_p2p_plan_verify(m, &plan) ? fail(msg, cap, "ref plan") : RS_PASS;
+      rs_p2p_plan_free(&plan);
+      return o;
+    }
+    case RS_P2P_PROP_REF_ORACLE:
+      return ref_oracle(m, msg, cap);
+#ifdef RS_HAVE_OPT
+    case RS_P2P_PROP_OPT_PLAN: {
+      rs_p2p_plan a, b;
+      if (rs_p2p_opt_plan(m, &a)) return fail(msg, cap, "opt plan");
+      rs_outcome o = rs_p2p_plan_verify(m, &a) ? fail(msg, cap, "opt plan") : RS_PASS;
+      if (o == RS_PASS) {
+        if (rs_p2p_opt_plan(m, &b)) o = fail(msg, cap, "opt plan");
+        else {
+          if (!same_plan(m, &a, &b)) o = (snprintf(msg, cap, "opt plan: two runs differ"), RS_FAIL);
+          rs_p2p_plan_free(&b);
+        }
+      }
+      rs_p2p_plan_free(&a);
+      return o;
+    }
+    case RS_P2P_PROP_OPT_LB: {
+      rs_p2p_plan a;
+      int64_t lb;
+      if (rs_p2p_opt_plan(m, &a)) return fail(msg, cap, "opt plan");
+      rs_outcome o = RS_PASS;
+      if (rs_p2p_lower_bound(m, &lb)) o = fail(msg, cap, "lower bound");
+      else if (a.bytes_sent != lb) {
+        snprintf(msg, cap, "opt traffic %lld bytes != lower bound %lld", (long long)a.bytes_sent, (long long)lb);
+        o = RS_FAIL;
+      }
+      rs_p2p_plan_free(&a);
+      return o;
+    }
+    case RS_P2P_PROP_OPT_ORACLE:
+      return opt_oracle(env, m, msg, cap);
+#endif
+    default:
+      snprintf(msg, cap, "needs opt/");
+      return RS_SKIP;
+  }
+}
+
+/* ---- campaign ---- */
+
+typedef struct pred_ctx {
+  const rs_p2p_campaign *o;
+  rs_p2p_prop prop;
+} pred_ctx;
+
+static int still_fails(void *ctx, rs_choices *ch) {
+  pred_ctx *c = ctx;
+  rs_p2p_model m;
+  char msg[512];
+  if (rs_p2p_gen(ch, &c->o->gen, &m)) return 0;
+  int bad = rs_p2p_prop_run(c->prop, &c->o->env, &m, msg, sizeof msg) == RS_FAIL;
+  rs_p2p_model_free(&m);
+  return bad;
+}
+
+static int applies(const rs_p2p_campaign *o, rs_p2p_prop p) {
+  if (o->env.distributed) return p == RS_P2P_PROP_OPT_ORACLE;
+  if (o->env.impl == RS_IMPL_REF) return p <= RS_P2P_PROP_REF_ORACLE;
+  return 1;
+}
+
+static void save(const rs_p2p_campaign *o, rs_p2p_prop p, const rs_p2p_model *m, const char *msg,
+                 rs_p2p_campaign_result *r) {
+  if (!o->regress_dir) return;
+  cJSON *x = cJSON_CreateObject();
+  cJSON_AddStringToObject(x, "property", rs_p2p_prop_name(p));
+  cJSON_AddStringToObject(x, "message", msg);
+  char *extra = cJSON_PrintUnformatted(x), *text = NULL;
+  cJSON_Delete(x);
+  if (extra && !rs_p2p_model_to_json(m, extra, &text)) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *s = text; *s; ++s) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    snprintf(r->fixture[p], sizeof r->fixture[p], "%s/%s-%016llx.json", o->regress_dir, rs_p2p_prop_name(p),
+             (unsigned long long)h);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o->regress_dir);
+    if (system(cmd) == 0) {
+      FILE *f = fopen(r->fixture[p], "w");
+      if (f) {
+        fputs(text, f);
+        fputc('\n', f);
+        fclose(f);
+      }
+    }
+  }
+  free(extra);
+  free(text);
+}
+
+rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r) {
+  memset(r, 0, sizeof *r);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int done[RS_P2P_PROP_COUNT] = {0};
+  for (int64_t i = 0;; ++i) {
+    if (o->cases > 0 && i >= o->cases) break;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (o->cases <= 0 && el >= o->seconds) break;
+    rs_choices ch;
+    rs_choices_seed(&ch, o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)i);
+    rs_p2p_model m;
+    rs_status st = rs_p2p_gen(&ch, &o->gen, &m);
+    if (st) {
+      rs_choices_free(&ch);
+      return rs_fail_prefix(st, "generator: ");
+    }
+    r->cases++;
+    for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
+      if (!applies(o, (rs_p2p_prop)p) || done[p]) continue;
+      char msg[512];
+      rs_outcome out = rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &m, msg, sizeof msg);
+      if (out == RS_PASS) r->pass[p]++;
+      else if (out == RS_SKIP) r->skip[p]++;
+      else {
+        r->fail[p]++;
+        r->failed++;
+        done[p] = 1;
+        /* shrink the stream, then report and save the smallest failing model */
+        uint64_t *v = malloc((ch.pos ? ch.pos : 1) * sizeof *v);
+        size_t n = ch.pos;
+        if (v) {
+          memcpy(v, ch.v, n * sizeof *v);
+          pred_ctx pc = {o, (rs_p2p_prop)p};
+          rs_shrink_stream(still_fails, &pc, &v, &n, o->shrink_runs > 0 ? o->shrink_runs : 2000);
+          rs_choices rc;
+          rs_p2p_model sm;
+          if (!rs_choices_replay(&rc, v, n) && !rs_p2p_gen(&rc, &o->gen, &sm)) {
+            if (rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &sm, msg, sizeof msg) != RS_FAIL)
+              snprintf(msg, sizeof msg, "(flaky after shrinking)");
+            snprintf(r->message[p], sizeof r->message[p], "%s", msg);
+            if (o->print) save(o, (rs_p2p_prop)p, &sm, msg, r);
+            rs_p2p_model_free(&sm);
+          }
+          rs_choices_free(&rc);
+          free(v);
+        }
+      }
+    }
+    rs_p2p_model_free(&m);
+    rs_choices_free(&ch);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  r->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  return RS_OK;
+}

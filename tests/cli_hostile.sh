@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# cli_hostile.sh - hostile input to the reshard CLI is refused with exit 2 and a message naming the
+# field (never a crash, a wrap or a silent PASS); out of memory exits 3; `run --json` is one JSON
+# document; `replay` re-runs a saved failure with the impl it failed with.
+# Usage: cli_hostile.sh path/to/reshard
+set -u
+R=${1:?usage: cli_hostile.sh path/to/reshard}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+expect_rc() { # expect_rc WANT CMD...
+  local want=$1; shift
+  "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  [ "$rc" = "$want" ] || fail "exit $rc (want $want): $* :: $(head -c 300 "$T/err")"
+}
+names() { grep -q -- "$1" "$T/err" || fail "error does not name $1: $(head -c 300 "$T/err")"; }
+
+# --- CLI text syntax: overflow and garbage ---
+big=999999999999999999
+expect_rc 2 "$R" layout --mesh 1 --placements R --shape "0x${big}x${big}x${big}x${big}x${big}x${big}x${big}"
+names --shape
+expect_rc 2 "$R" layout --mesh 1 --placements R --shape "0x${big}x${big}"
+expect_rc 2 "$R" layout --mesh 9223372036854775807x2 --placements R,R --ranks 0,1
+names --mesh
+expect_rc 2 "$R" layout --mesh 9223372036854775808 --placements R
+expect_rc 2 "$R" layout --mesh 4294967296x4294967296x4294967296 --placements R,R,R
+for m in "" "4x" "x4" "4x-2" "+4" " 4" "4.0" "4 x2" "0"; do
+  expect_rc 2 "$R" layout --mesh "$m" --placements R --shape 4
+done
+for s in "4x" "-1" "1e3" "0.5" "4,,2" "1x1x1x1x1x1x1x1x1"; do
+  expect_rc 2 "$R" layout --mesh 2 --placements R --shape "$s"
+  names --shape
+done
+for p in "S" "S(0" "S(9)" "P(mean)" "R,R" "S0," "Q" "S(0)x"; do
+  expect_rc 2 "$R" layout --mesh 2 --placements "$p" --shape 4
+done
+expect_rc 2 "$R" layout --mesh 2x2 --placements S0,S0 --shape 4 --order "0:0,1;0:1,0"
+names --order
+for o in "0:" "0:9" "0" "0:1,0;" "0:1,0x"; do
+  expect_rc 2 "$R" layout --mesh 2x2 --placements S0,S0 --shape 4 --order "$o"
+done
+for r in "0,1,1,2" "0,-1" "0,1,2,99999999999" "0,,1" "0,1,2"; do
+  expect_rc 2 "$R" layout --mesh 2x2 --placements R,R --ranks "$r"
+done
+expect_rc 2 "$R" check --seed -1 --cases 1
+expect_rc 2 "$R" check --seed 0x --cases 1
+expect_rc 2 "$R" check --cases 99999999999999999999
+expect_rc 2 "$R" gen --seed " 5" --cases 1
+
+# --- case JSON: exact integers, duplicates, overflowing sizes ---
+mk() { # mk FILE MESH SHAPE SRC_EXTRA TAIL
+  printf '{"name":"h","mesh":{"shape":%s},"tensor":{"shape":%s,"dtype":"F32"},"src":{"placements":["S(0)"]%s},"dst":{"placements":["R"]}%s}\n' \
+    "$2" "$3" "$4" "$5" >"$T/$1"
+}
+mk ok.json '[2]' '[5]' '' ',"seed":9007199254740993'
+expect_rc 0 "$R" run "$T/ok.json"
+mk frac.json '[2]' '[5]' ',"shard_order":[{"tensor_dim":0.5,"mesh_dims":[0]}]' ''
+expect_rc 2 "$R" run "$T/frac.json"; names tensor_dim
+mk dup.json '[2]' '[5]' ',"shard_order":[{"tensor_dim":0,"mesh_dims":[0]},{"tensor_dim":0,"mesh_dims":[0]}]' ''
+expect_rc 2 "$R" run "$T/dup.json"; names "src.shard_order\[1\].tensor_dim"
+mk mesh.json '[4294967296,4294967296,4294967296]' '[5]' '' ''
+expect_rc 2 "$R" run "$T/mesh.json"; names mesh.shape
+mk zero.json '[2]' '[0,1000000000000000000,1000000000000000000]' '' ''
+expect_rc 2 "$R" run "$T/zero.json"; names shape
+mk dims.json '[2]' '[5.0]' '' ''
+expect_rc 2 "$R" run "$T/dims.json"; names "tensor.shape\[0\]"
+mk seed.json '[2]' '[5]' '' ',"seed":18446744073709551616'
+expect_rc 2 "$R" run "$T/seed.json"; names seed
+
+# --- "expected" is read by type, every key ---
+mk e1.json '[2]' '[5]' '' ',"seed":7,"expected":{"ranks":"oops","trace":5}'
+expect_rc 2 "$R" run "$T/e1.json"; names expected.ranks
+mk e2.json '[2]' '[5]' '' ',"seed":7,"expected":{"trace":5}'
+expect_rc 2 "$R" run "$T/e2.json"; names expected.trace
+mk e3.json '[2]' '[5]' '' ',"seed":7,"expected":{"ranks":[{"rank":9}]}'
+expect_rc 2 "$R" run "$T/e3.json"; names "expected.ranks\[0\].rank"
+mk e4.json '[2]' '[5]' '' ',"seed":7,"expected":{"collectives":{"all_gather":1.5}}'
+expect_rc 2 "$R" run "$T/e4.json"; names expected.collectives.all_gather
+mk e5.json '[2]' '[5]' '' ',"seed":7,"expected":{"trac":"S(0)->R"}'
+expect_rc 2 "$R" run "$T/e5.json"; names expected.trac
+mk e6.json '[2]' '[5]' '' ',"seed":7,"expected":{"ranks":[{"rank":0,"xxh3":"nothex"}]}'
+expect_rc 2 "$R" run "$T/e6.json"; names xxh3
+mk e7.json '[2]' '[5]' '' ',"seed":7,"expected":{"trace":"S(0)->R","collectives":{"all_gather":1}}'
+expect_rc 0 "$R" run "$T/e7.json"
+
+# --- out of memory exits 3 (not 1, which means a check failed) ---
+mk big.json '[1]' '[3000000000]' '' ''
+sed -i 's/"S(0)"/"R"/' "$T/big.json"
+( ulimit -v 1500000 2>/dev/null && "$R" run "$T/big.json" >"$T/out" 2>"$T/err"; echo $? >"$T/rc" )
+rc=$(cat "$T/rc")
+if grep -q Sanitizer "$T/err"; then
+  echo "(out-of-memory exit not checked under a sanitizer)"
+else
+  [ "$rc" = 3 ] || fail "out of memory: exit $rc, want 3 :: $(head -c 200 "$T/err")"
+fi
+
+# --- run --json: one document with the plan, every rank and the verdict ---
+mk j.json '[2]' '[5]' '' ',"seed":7'
+expect_rc 0 "$R" run "$T/j.json" --json
+[ "$(wc -l <"$T/out")" = 1 ] || fail "run --json: not one line"
+want='{"case":"h","impl":"ref","dtype":"F32","mesh":[2],"shape":[5],"src":"S(0)","dst":"R","plan":{"planner":"greedy","cost":"seed","trace":"S(0)->R","steps":[{"mesh_dim":0,"from":"S(0)","to":"R","collective":"all_gather"}]},"ranks":[{"rank":0,"coord":[0],"local_shape":[5],"global_offset":[0],"xxh3":"'
+case "$(cat "$T/out")" in "$want"*'"oracle_ranks_differ":0,"expected_checked":false,"mismatches":[],"verdict":"pass"}') ;;
+  *) fail "run --json: $(head -c 600 "$T/out")" ;; esac
+if command -v python3 >/dev/null; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["verdict"]=="pass" and len(d["ranks"])==2' "$T/out" ||
+    fail "run --json is not valid JSON"
+fi
+mk j2.json '[2]' '[5]' '' ',"seed":7,"expected":{"trace":"S(0)->R->R"}'
+expect_rc 1 "$R" run "$T/j2.json" --json
+grep -q '"verdict":"fail"' "$T/out" && grep -q '"mismatches":\["expected: trace' "$T/out" || fail "run --json mismatch: $(cat "$T/out")"
+
+# --- replay uses the impl the failure was found with ---
+if "$R" run "$T/j.json" --impl opt >/dev/null 2>&1; then
+  mk r1.json '[2]' '[5]' '' ',"seed":7,"property":"opt_oracle","message":"x"'
+  expect_rc 0 "$R" replay "$T/r1.json"            # no "impl": an opt property replays with opt
+  grep -q 'opt_oracle (opt): PASS' "$T/out" || fail "replay opt property: $(cat "$T/out")"
+  mk r2.json '[2]' '[5]' '' ',"seed":7,"property":"greedy_oracle","message":"x","impl":"opt","transport":"local"'
+  expect_rc 0 "$R" replay "$T/r2.json"
+  grep -q 'greedy_oracle (opt): PASS' "$T/out" || fail "replay impl opt: $(cat "$T/out")"
+  expect_rc 0 "$R" replay "$T/r2.json" --impl ref  # a flag overrides the file
+  grep -q 'greedy_oracle (ref): PASS' "$T/out" || fail "replay --impl ref: $(cat "$T/out")"
+  expect_rc 2 "$R" replay "$T/r1.json" --impl ref  # an opt property cannot run under ref: no silent SKIP
+  mk r3.json '[2]' '[5]' '' ',"seed":7,"property":"greedy_oracle","impl":"gpu"'
+  expect_rc 2 "$R" replay "$T/r3.json"; names impl
+fi
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails check(s) failed" >&2
+  exit 1
+fi
+echo ok

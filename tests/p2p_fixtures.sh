@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# p2p_fixtures.sh RESHARD FIXTURE_DIR PLUGIN - the hand-made cross-config models pass with ref, opt and
+# the example copy-service plug-in; plan/layout JSON keep their stable keys; bad models exit 2 with a
+# message naming the field; every saved shrunk failure (regressions/) passes again.
+set -u
+bin=$1; dir=$2; plugin=$3
+fail=0
+err() { echo "FAIL: $*"; fail=1; }
+for f in "$dir"/*.json "$dir"/regressions/*.json; do
+  [ -f "$f" ] || continue
+  "$bin" p2p run "$f" --impl ref --quiet || err "ref $f"
+  "$bin" p2p run "$f" --impl opt --quiet || err "opt $f"
+  case "$f" in */regressions/*) continue ;; esac
+  "$bin" p2p run "$f" --impl opt --copy-service "$plugin" --quiet || err "plug-in $f"
+done
+f="$dir/dense_tp4pp2dp2_to_tp8pp1dp2.json"
+out=$("$bin" p2p plan "$f" --json) || err "plan --json"
+for k in '"transfers":\[' '"task_id":' '"param":"' '"src_rank":' '"dst_rank":' '"offsets":\[' '"sizes":\[' \
+         '"bytes_sent":523648' '"lb":523648' '"max_sender_bytes":'; do
+  grep -q "$k" <<<"$out" || err "plan --json lacks $k"
+done
+"$bin" p2p plan "$f" --planner ref --json | grep -q '"bytes_sent":575040' || err "ref plan bytes"
+"$bin" p2p layout "$f" --config dst --json | grep -q '"name":"layers.0.attn.qkv.weight","placements":"RS(0)","offsets":\[24,0\],"sizes":\[24,64\]' \
+  || err "layout --json"
+for f in "$dir"/bad/*.json; do
+  want=$(sed -n 's/.*"expect_error": *"\([^"]*\)".*/\1/p' "$f" | head -1)
+  msg=$("$bin" p2p run "$f" 2>&1); rc=$?
+  [ $rc -eq 2 ] || err "$f: exit $rc, expected 2"
+  grep -qF -- "$want" <<<"$msg" || err "$f: message '$msg' lacks '$want'"
+done
+"$bin" p2p run "$dir/dense_tp4pp2dp2_to_tp8pp1dp2.json" --copy-service /nonexistent/lib.so >/dev/null 2>&1
+[ $? -eq 2 ] || err "a missing plug-in is bad input (exit 2)"
+"$bin" p2p check --cases 200 --seed 3 --quiet >/dev/null || err "check"
+[ $fail -eq 0 ] && echo "p2p fixtures: ok"
+exit $fail

@@ -1,0 +1,239 @@
+/* test_hostile_input.c - bad input is refused with a message naming the field, never wrapped,
+ * rounded, silently overridden or written past a buffer: the case codec (exact integers through
+ * core/json.h), size arithmetic (core/checked.h), the CLI text syntax (core/text.c), the typed
+ * "expected" block (core/expected.h) and the bounded int-list formatter (core/fmt.h). */
+#define _DEFAULT_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "reshard/reshard.h"
+#include "core/case_json.h"
+#include "core/expected.h"
+#include "core/fmt.h"
+#include "core/json.h"
+#include "core/last_status.h"
+#include "props/props.h"
+#include <unistd.h>
+
+#define BASE_MESH "\"mesh\":{\"shape\":[2]}"
+#define CASE(mesh, shape, src_order) \
+  "{" mesh ",\"tensor\":{\"shape\":" shape ",\"dtype\":\"F32\"},\"src\":{\"placements\":[\"S(0)\"]" src_order "},\"dst\":{\"placements\":[\"R\"]}"
+
+/* Loads text; returns the status and leaves the message in rs_last_error(). */
+static rs_status load(const char *text, rs_case *c) { return rs_case_from_json(text, c); }
+
+static void refused(const char *text, const char *needle) {
+  rs_case c;
+  rs_status st = load(text, &c);
+  if (st == RS_OK) {
+    fprintf(stderr, "accepted: %s\n", text);
+    rs_test_failures++;
+    return;
+  }
+  if (needle && !strstr(rs_last_error(), needle)) {
+    fprintf(stderr, "message '%s' does not name '%s' (for %s)\n", rs_last_error(), needle, text);
+    rs_test_failures++;
+  }
+}
+
+static void test_case_codec(void) {
+  rs_case c;
+  /* exact integers: 2^53 + 1 survives, a fraction or an exponent is no integer */
+  CHECK(load(CASE(BASE_MESH, "[4]", "") ",\"seed\":9007199254740993}", &c) == RS_OK);
+  CHECK(c.seed == 9007199254740993ull);
+  CHECK(load(CASE(BASE_MESH, "[4]", "") ",\"seed\":18446744073709551615}", &c) == RS_OK);
+  CHECK(c.seed == UINT64_MAX);
+  refused(CASE(BASE_MESH, "[4]", "") ",\"seed\":18446744073709551616}", "seed");
+  refused(CASE(BASE_MESH, "[4]", "") ",\"seed\":\"-1\"}", "seed");
+  refused(CASE(BASE_MESH, "[4]", "") ",\"seed\":1.5}", "seed");
+  refused(CASE(BASE_MESH, "[4.0]", "") "}", "tensor.shape[0]");
+  refused(CASE(BASE_MESH, "[4e0]", "") "}", "tensor.shape[0]");
+  refused(CASE(BASE_MESH, "[4]", ",\"shard_order\":[{\"tensor_dim\":0.5,\"mesh_dims\":[0]}]") "}",
+          "src.shard_order[0].tensor_dim");
+  /* a second entry for one tensor dim would override the first */
+  refused(CASE(BASE_MESH, "[4]",
+               ",\"shard_order\":[{\"tensor_dim\":0,\"mesh_dims\":[0]},{\"tensor_dim\":0,\"mesh_dims\":[0]}]") "}",
+          "listed twice");
+  refused(CASE(BASE_MESH, "[4]", ",\"shard_order\":[5]") "}", "src.shard_order[0]");
+  /* sizes whose products overflow: meshes, element counts, byte counts */
+  refused(CASE("\"mesh\":{\"shape\":[4294967296,4294967296,4294967296]}", "[4]", "") "}", "mesh.shape");
+  refused(CASE("\"mesh\":{\"shape\":[2,4611686018427387904]}", "[4]", "") "}", "mesh.shape");
+  refused(CASE(BASE_MESH, "[0,1000000000000000000,1000000000000000000]", "") "}", "overflows");
+  refused(CASE(BASE_MESH, "[0,3000000000000000000]", "") "}", "byte count");
+  refused(CASE(BASE_MESH, "[9223372036854775808]", "") "}", "tensor.shape[0]");
+  refused(CASE("\"mesh\":{\"shape\":[2],\"ranks\":[0,2147483648]}", "[4]", "") "}", "mesh.ranks[1]");
+  refused("{\"mesh\":", "json");
+  refused("[1,2]", "case");
+  refused(CASE(BASE_MESH, "[4]", "") ",\"values\":5}", "values");
+  refused(CASE(BASE_MESH, "[4]", "") ",\"planner\":[]}", "planner");
+  refused(CASE(BASE_MESH, "[4]", "") ",\"name\":7}", "name");
+  /* a zero-size tensor whose other dims are small is fine */
+  CHECK(load(CASE(BASE_MESH, "[0,5]", "") "}", &c) == RS_OK);
+}
+
+static void test_text_syntax(void) {
+  int64_t d[RS_MAX_DIMS];
+  int n;
+  int32_t r[8];
+  rs_sharding s;
+  CHECK(rs_parse_dims("4x2", RS_MAX_DIMS, d, &n) == RS_OK && n == 2 && d[0] == 4 && d[1] == 2);
+  CHECK(rs_parse_dims("9223372036854775807x2", RS_MAX_DIMS, d, &n) == RS_OK);
+  const char *bad_dims[] = {"9223372036854775808", "99999999999999999999x2", "4x", "x4", "4xx2", " 4",
+                            "+4", "-4", "4x2 ", "4.5", "0x", "4,", "1x1x1x1x1x1x1x1x1"};
+  for (size_t i = 0; i < sizeof bad_dims / sizeof *bad_dims; i++)
+    if (rs_parse_dims(bad_dims[i], RS_MAX_DIMS, d, &n) == RS_OK) {
+      fprintf(stderr, "dims '%s' accepted\n", bad_dims[i]);
+      rs_test_failures++;
+    }
+  CHECK(rs_parse_ranks("3,1,2,0", r, 8, &n) == RS_OK && n == 4);
+  const char *bad_ranks[] = {"", "1,,2", "1,", "-1", "2147483648", " 1", "+1", "1;2", "1,2,3,4,5,6,7,8,9"};
+  for (size_t i = 0; i < sizeof bad_ranks / sizeof *bad_ranks; i++)
+    if (rs_parse_ranks(bad_ranks[i], r, 8, &n) == RS_OK) {
+      fprintf(stderr, "ranks '%s' accepted\n", bad_ranks[i]);
+      rs_test_failures++;
+    }
+  const char *bad_pl[] = {"", "S", "S(", "S(0", "S(x)", "S99", "S(-9)", "S0)", "P(", "P(mean)", "Q", "R,",
+                          ",R", "S(0)x", "S+0", "S 0", "R,R,R,R,R,R,R"};
+  for (size_t i = 0; i < sizeof bad_pl / sizeof *bad_pl; i++)
+    if (rs_parse_placements(bad_pl[i], &s) == RS_OK) {
+      fprintf(stderr, "placements '%s' accepted\n", bad_pl[i]);
+      rs_test_failures++;
+    }
+  CHECK(rs_parse_placements("S0,S(-1),P(avg),R", &s) == RS_OK && s.mesh_ndim == 4);
+  CHECK(rs_parse_placements("S0,S0", &s) == RS_OK);
+  CHECK(rs_parse_order("0:1,0", &s, 1) == RS_OK && s.order_len[0] == 2 && s.order[0][0] == 1);
+  const char *bad_ord[] = {"0:0;0:1", "0", "0:", ":0", "0:6", "9:0", "0:0;", "0:0,", "0:1,0x", "0:0,0,0,0,0,0,0"};
+  for (size_t i = 0; i < sizeof bad_ord / sizeof *bad_ord; i++) {
+    CHECK(rs_parse_placements("S0,S0", &s) == RS_OK);
+    if (rs_parse_order(bad_ord[i], &s, 1) == RS_OK) {
+      fprintf(stderr, "order '%s' accepted\n", bad_ord[i]);
+      rs_test_failures++;
+    }
+  }
+}
+
+static void test_expected(void) {
+  rs_case c;
+  CHECK(load(CASE("\"mesh\":{\"shape\":[2],\"ranks\":[4,7]}", "[4]", "") "}", &c) == RS_OK);
+  const char *bad[] = {
+      "{\"ranks\":\"oops\",\"trace\":5}",
+      "{\"trace\":5}",
+      "{\"ranks\":[{\"rank\":0}]}",                       /* rank 0 is not in the mesh */
+      "{\"ranks\":[{\"rank\":4.0}]}",
+      "{\"ranks\":[{\"rank\":4,\"xxh3\":\"abc\"}]}",
+      "{\"ranks\":[{\"rank\":4,\"xxh3\":\"zzzzzzzzzzzzzzzz\"}]}",
+      "{\"ranks\":[{\"rank\":4,\"local_shape\":[1,2]}]}",
+      "{\"ranks\":[{\"rank\":4,\"coord\":[1]}]}",         /* rank 4 sits at coord 0 */
+      "{\"ranks\":[{\"rank\":4},{\"rank\":4}]}",
+      "{\"ranks\":[{\"local_shape\":[2]}]}",
+      "{\"ranks\":[{\"rank\":4,\"bogus\":1}]}",
+      "{\"collectives\":{\"all_gather\":\"1\"}}",
+      "{\"collectives\":{\"teleport\":1}}",
+      "{\"collectives\":[1]}",
+      "{\"trace\":\"S(0)->R\",\"trace\":\"R->R\"}",
+      "{\"tracee\":\"S(0)->R\"}",
+      "[]",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cJSON *j;
+    CHECK(rs_json_parse(bad[i], &j) == RS_OK);
+    rs__expected e;
+    if (rs__expected_parse(j, "expected", 1, &c, &e) == RS_OK) {
+      fprintf(stderr, "expected block accepted: %s\n", bad[i]);
+      rs_test_failures++;
+      rs__expected_free(&e);
+    } else if (!strstr(rs_last_error(), "expected")) {
+      fprintf(stderr, "message does not name the field: %s\n", rs_last_error());
+      rs_test_failures++;
+    }
+    cJSON_Delete(j);
+  }
+  cJSON *j;
+  CHECK(rs_json_parse("{\"ranks\":[{\"rank\":7,\"coord\":[1],\"local_shape\":[4],\"global_offset\":[0],"
+                      "\"xxh3\":\"00000000DeadBeef\"}],\"trace\":\"S(0)->R\",\"collectives\":{\"all_gather\":1}}",
+                      &j) == RS_OK);
+  rs__expected e;
+  CHECK(rs__expected_parse(j, "expected", 1, &c, &e) == RS_OK);
+  CHECK(e.nranks == 1 && e.ranks[0].pos == 1 && e.ranks[0].xxh3 == 0xdeadbeefull);
+  CHECK(e.collectives[RS_COLL_ALL_GATHER] == 1 && e.trace && strcmp(e.trace, "S(0)->R") == 0);
+  rs__expected_free(&e);
+  cJSON_Delete(j);
+}
+
+static void test_fmt(void) {
+  int64_t v[RS_MAX_DIMS];
+  for (int i = 0; i < RS_MAX_DIMS; i++) v[i] = INT64_MAX;
+  /* a guard after the buffer must survive the longest list */
+  struct {
+    char buf[16];
+    char guard[16];
+  } g;
+  memset(g.guard, 'G', sizeof g.guard);
+  rs__fmt_ints(g.buf, sizeof g.buf, v, RS_MAX_DIMS, "[", ",", "]");
+  CHECK(strlen(g.buf) == sizeof g.buf - 1);
+  CHECK(strcmp(g.buf + sizeof g.buf - 4, "...") == 0);
+  for (size_t i = 0; i < sizeof g.guard; i++) CHECK(g.guard[i] == 'G');
+  char b[64];
+  int64_t w[] = {4, -2, 0};
+  CHECK(strcmp(rs__fmt_ints(b, sizeof b, w, 3, "(", ",", ")"), "(4,-2,0)") == 0);
+  CHECK(strcmp(rs__fmt_ints(b, sizeof b, w, 0, "[", ",", "]"), "[]") == 0);
+  rs__sbuf sb;
+  rs__sbuf_init(&sb, b, 8);
+  rs__sbuf_add(&sb, "%s", "abcdefghijkl");
+  rs__sbuf_add(&sb, "%s", "more");
+  CHECK(strcmp(b, "abcd...") == 0 && sb.cut);
+}
+
+static void test_nomem_code(void) {
+  rs_fail(RS_ERR_NOMEM, "x: out of memory");
+  CHECK(rs__last_status() == RS_ERR_NOMEM);
+  rs_clear_error();
+  CHECK(rs__last_status() == RS_OK);
+}
+
+/* A saved failure records what it failed with, and reads it back. */
+static void test_saved_failure(void) {
+  rs_case c;
+  CHECK(load(CASE(BASE_MESH, "[5]", "") ",\"seed\":9007199254740993}", &c) == RS_OK);
+  c.tensor.shape[0] = 5;
+  char dir[] = "/tmp/rs_hostile_XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(0);
+    return;
+  }
+  rs_prop_env env;
+  memset(&env, 0, sizeof env);
+  env.impl = RS_IMPL_OPT;
+  char path[512];
+  CHECK(rs_write_regression(dir, RS_PROP_GREEDY_ORACLE, &c, "boom\nsecond line", &env, path, sizeof path) == RS_OK);
+  rs_saved_failure *f = malloc(sizeof *f);
+  CHECK(f && rs_saved_failure_read(path, f) == RS_OK);
+  if (f) {
+    CHECK(f->impl == RS_IMPL_OPT);
+    CHECK(strcmp(f->transport, "local") == 0);
+    CHECK(f->id == RS_PROP_GREEDY_ORACLE && f->case_ok);
+    CHECK(f->c.seed == 9007199254740993ull);
+  }
+  env.impl = RS_IMPL_REF;
+  char path2[512];
+  CHECK(rs_write_regression(dir, RS_PROP_OPT_ORACLE, &c, "x", &env, path2, sizeof path2) == RS_OK);
+  /* an opt property never replays under ref as a silent SKIP */
+  int failed = 0;
+  char msg[256];
+  if (f && rs_saved_failure_read(path2, f) == RS_OK) CHECK(rs_saved_failure_replay(f, &env, &failed, msg, sizeof msg) != RS_OK);
+  remove(path);
+  remove(path2);
+  rmdir(dir);
+  free(f);
+}
+
+int main(void) {
+  test_saved_failure();
+  test_case_codec();
+  test_text_syntax();
+  test_expected();
+  test_fmt();
+  test_nomem_code();
+  TEST_DONE();
+}
