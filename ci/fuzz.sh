@@ -3,7 +3,8 @@
 # and runs each for a bounded time from its seed corpus (fixtures/fuzz/<target>/), failing on any
 # crash, sanitizer report, leak or timeout. Crash inputs land in $RS_FUZZ_OUT (default out/fuzz/):
 # copy each into fixtures/fuzz/<target>/ once fixed, so it is replayed from then on.
-# Environment: RS_FUZZ_SECONDS per target (default 35), RS_FUZZ_DIR build tree (build-fuzz).
+# Environment: RS_FUZZ_SECONDS per target (default 35), RS_FUZZ_DIR build tree (build-fuzz),
+# RS_FUZZ_TARGETS a subset of the targets.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"

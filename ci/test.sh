@@ -62,6 +62,9 @@ ckpt_rc=0
 wait "$ckpt_pid" || ckpt_rc=$?
 cat "$out/ckpt-check.log"
 [ "$ckpt_rc" -eq 0 ] || { echo "ckpt check failed (exit $ckpt_rc)"; exit 1; }
+stage "ckpt: libFuzzer targets (metadata.json, safetensors header, state spec), ${RS_FUZZ_CKPT_SECONDS:-10}s each"
+RS_FUZZ_TARGETS="fuzz_ckpt_metadata fuzz_ckpt_safetensors fuzz_ckpt_state_spec" \
+  RS_FUZZ_SECONDS=${RS_FUZZ_CKPT_SECONDS:-10} bash ci/fuzz.sh
 # ---- end ckpt ----
 
 if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
