@@ -36,7 +36,6 @@ static const char *HELP =
     "Exit: 0 pass, 1 a difference or an integrity failure (damaged or hostile checkpoint), 2 bad\n"
     "input (flags, STATE.json, a directory that holds no checkpoint), 3 out of memory.\n";
 
-
 /* A failure of an operation on a checkpoint: out of memory exits 3, anything else 1 (the
  * checkpoint is damaged, hostile, or differs; the message names file and key). */
 static int ckpt_fail(const char *C, rs_status st) {
