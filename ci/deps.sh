@@ -7,8 +7,9 @@ for pkg in build-essential cmake pkg-config libcjson-dev libxxhash-dev libopenmp
            clang libclang-rt-14-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
-# ckpt: the safetensors interop test makes a venv (numpy + safetensors from PyPI) under the build dir
-for pkg in python3-venv; do
+# ckpt: the safetensors interop test makes a venv (numpy + safetensors from PyPI) under the build
+# dir; its fuzz targets need clang (libFuzzer)
+for pkg in python3-venv clang; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -5,7 +5,7 @@
 # inputs land in $RS_FUZZ_OUT (default out/fuzz/): copy each into fixtures/fuzz/<target>/ once
 # fixed, so every build replays it from then on (ctest <target>_seeds).
 # Environment: RS_FUZZ_SECONDS per target (default 25), RS_FUZZ_DIR build tree (build-fuzz),
-# RS_FUZZ_ONLY="target ..." runs a subset.
+# RS_FUZZ_ONLY="target ..." (or RS_FUZZ_TARGETS) runs a subset.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -15,6 +15,7 @@ out=${RS_FUZZ_OUT:-$top/out/fuzz}
 command -v clang >/dev/null || { echo "fuzz.sh: clang is required (ci/deps.sh installs it)"; exit 1; }
 mkdir -p "$out"
 t0=$(date +%s)
+only=${RS_FUZZ_ONLY:-${RS_FUZZ_TARGETS:-}}
 log="$out/build.log"
 if ! { CC=clang cmake -S "$top" -B "$dir" -DRS_FUZZ=ON -DRS_WERROR=ON -DRS_WITH_CUDA=OFF -DRS_WITH_MPI=OFF \
          -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
@@ -28,7 +29,7 @@ bad=0 n=0
 # one line per target: NAME DICT SEED_DIR (written by tests/fuzz/CMakeLists.txt)
 while read -r t dict seeds; do
   [ -n "$t" ] || continue
-  if [ -n "${RS_FUZZ_ONLY:-}" ] && ! echo " $RS_FUZZ_ONLY " | grep -q " $t "; then continue; fi
+  if [ -n "$only" ] && ! echo " $only " | grep -q " $t "; then continue; fi
   n=$((n + 1))
   if [ ! -d "$seeds" ] || [ -z "$(ls -A "$seeds")" ]; then
     echo "== $t: no seed corpus in $seeds"; bad=$((bad + 1)); continue

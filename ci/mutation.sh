@@ -149,15 +149,20 @@ done < <(grep -E '^\| *4[0-4][0-9] *\|' "$top/opt/p2p/MUTANTS.md")
 # ---- ckpt: planted checkpoint bugs (ids 300-349, ref/ckpt/MUTANTS.md) run through `reshard ckpt check` ----
 if [ -f "$top/ref/ckpt/MUTANTS.md" ]; then
   for id in $(grep -oE '^\| *3[0-4][0-9] *\|' "$top/ref/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
+    if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
     log="$tmp/ckpt$id.log"
-    RS_MUTANT=$id "$bin" ckpt check --seed 11 --cases 2000 --shrink-runs 200 --quiet --regress-dir "$tmp/ckreg$id" >"$log" 2>&1
+    RS_MUTANT=$id "$bin" ckpt check --seed 11 --cases "$max" --shrink-runs 200 --quiet --regress-dir "$tmp/ckreg$id" \
+      >"$log" 2>&1 </dev/null
     rc=$?
+    n=$(grep -m1 -oE '^FAIL [a-z_]+ \(case [0-9]+' "$log" | grep -oE '[0-9]+$')
     if [ $rc -eq 1 ] && grep -q "reshard ckpt replay" "$log"; then
       caught=$((caught + 1))
-      printf 'mutant %-4s (ckpt) caught: %s\n' "$id" "$(grep -m1 -A1 '^FAIL' "$log" | tail -n 1 | cut -c1-150)"
+      [ -n "$n" ] && counts+=("$n")
+      what=$(grep -m1 -A1 -E '^FAIL' "$log" | tr '\n' ' ' | cut -c1-110)
+      printf '%-5s %-6s %-8s %8s  %s\n' "$id" ckpt caught "${n:--}" "$what"
     else
       survived=$((survived + 1))
-      printf 'mutant %-4s (ckpt) SURVIVED (exit %d)\n' "$id" "$rc"
+      printf '%-5s %-6s %-8s %8s  %s\n' "$id" ckpt SURVIVED - "exit $rc"
       tail -n 5 "$log"
     fi
   done

@@ -106,6 +106,8 @@ ckpt_rc=0
 wait "$ckpt_pid" || ckpt_rc=$?
 cat "$out/ckpt-check.log"
 [ "$ckpt_rc" -eq 0 ] || { echo "ckpt check failed (exit $ckpt_rc)"; exit 1; }
+# (the checkpoint fuzz targets - metadata.json, safetensors header, state spec - run with the others
+# in the "input robustness" block below)
 # ---- end ckpt ----
 
 # ---- opt checkpoints: opt beside ref and the oracle, local and MPI; DCP interop ----
@@ -163,13 +165,13 @@ fi
 # ---- input robustness (docs/cli-robustness.md): the build matrix and the fuzz targets ---------------
 # Hostile-input, replay and --enumeration tests (test_hostile_input, cli_hostile, cli_enumeration,
 # replay_opt_failure, fuzz_*_seeds) already ran in every ctest above; these two stages need their own
-# trees. Budget: about 4 minutes on 2 cores (builds.sh ~2 min, fuzz.sh ~20 s build + 3 x 25 s).
+# trees. Budget: about 4 minutes on 2 cores (builds.sh ~2 min, fuzz.sh ~20 s build + 6 x 20 s).
 # RS_SKIP_ROBUST=1 skips both; RS_FUZZ_SECONDS sets the time per fuzz target.
 if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
   stage "build matrix: gcc -O0/-O2 library+CLI, gcc -O3 and clang -O3 everything, clang's ctest"
   bash ci/builds.sh
-  stage "fuzz: libFuzzer targets (case JSON, CLI text, expected blocks), ${RS_FUZZ_SECONDS:-25}s each"
-  RS_FUZZ_OUT="$out/fuzz" bash ci/fuzz.sh
+  stage "fuzz: libFuzzer targets (case JSON, CLI text, expected blocks, checkpoint metadata, safetensors header, state spec), ${RS_FUZZ_SECONDS:-20}s each"
+  RS_FUZZ_OUT="$out/fuzz" RS_FUZZ_SECONDS=${RS_FUZZ_SECONDS:-20} bash ci/fuzz.sh
 fi
 
 stage "all tests passed"

@@ -41,7 +41,6 @@ static const char *HELP =
     "Exit: 0 pass, 1 a difference or an integrity failure (damaged or hostile checkpoint), 2 bad\n"
     "input (flags, STATE.json, a directory that holds no checkpoint), 3 out of memory.\n";
 
-
 /* A failure of an operation on a checkpoint: out of memory exits 3, anything else 1 (the
  * checkpoint is damaged, hostile, or differs; the message names file and key). */
 static int ckpt_fail(const char *C, rs_status st) {
@@ -98,7 +97,7 @@ static int cmd_save(int argc, char **argv) {
   }
   rs_ckpt_io_opts io = {0, 0, NULL, block};
   int64_t ops = 0;
-  /* PLUMBING (opt issue): --impl opt / --transport mpi dispatch to opt's parallel save here */
+  /* ref only: --impl opt|both and --transport are routed to cmd_ckpt_opt.c by cmd_ckpt below */
   st = rs_ref_ckpt_save(&w, root, step, &io, &ops);
   rs_ckpt_world_free(&w);
   rs_state_spec_free(&s);
@@ -167,7 +166,7 @@ static int cmd_load(int argc, char **argv) {
     return input_fail(C, st);
   }
   rs_ckpt_io_opts io = {0, 0, stderr, 0};
-  /* PLUMBING (opt issue): --impl opt / --transport mpi dispatch to opt's parallel load here */
+  /* ref only: --impl opt|both and --transport are routed to cmd_ckpt_opt.c by cmd_ckpt below */
   st = rs_ref_ckpt_load(&got, root, step, mode, &io, &rep);
   if (rep.nunexpected || mode == RS_STRICT_RETURN_UNEXPECTED || mode == RS_STRICT_RETURN_ALL)
     print_list("unexpected keys", rep.unexpected, rep.nunexpected);
@@ -262,8 +261,7 @@ static int cmd_check_ckpt(int argc, char **argv) {
     if (*e || o.seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
     o.cases = 0;
   }
-  /* PLUMBING (opt issue): --impl opt|both and --transport select opt's save/load in the campaign
-   * (each property then runs ref and opt and compares both with the oracle) */
+  /* ref's campaign; --impl opt|both (the ckpt_opt cross property) is routed by cmd_ckpt below */
   if ((r = impl_ok(C, impl, tr, 1))) return r;
   rs_ckpt_campaign_result res;
   rs_ckpt_campaign_run(&o, &res);
