@@ -216,51 +216,61 @@ static int dir_cmd(int argc, char **argv, const char *C, int which) {
   return CLI_OK;
 }
 
-static int cmd_check_ckpt(int argc, char **argv) {
-  const char *C = "ckpt check", *impl = "ref", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL, *junit = NULL, *jsonp = NULL, *v;
-  rs_ckpt_campaign o;
-  memset(&o, 0, sizeof o);
-  o.seed = 1;
+/* `ckpt check`'s flags (shared with cmd_ckpt_opt.c): o, impl, transport and report paths are
+ * filled; returns -1 when every flag parses, else the exit code (a usage error was printed). */
+int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **impl, const char **tr,
+                    const char **junit, const char **jsonp) {
+  const char *C = "ckpt check", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL, *v;
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
   int r;
   for (int i = 1; i < argc; ++i) {
     if (cli_flag(argv, i, "--quiet")) {
-      o.quiet = 1;
+      o->quiet = 1;
       continue;
     }
     CLI_OPT(C, "--seed", seedv);
     CLI_OPT(C, "--cases", casesv);
     CLI_OPT(C, "--seconds", secv);
-    CLI_OPT(C, "--impl", impl);
-    CLI_OPT(C, "--transport", tr);
-    CLI_OPT(C, "--regress-dir", o.regress_dir);
-    CLI_OPT(C, "--scratch", o.scratch);
+    CLI_OPT(C, "--impl", *impl);
+    CLI_OPT(C, "--transport", *tr);
+    CLI_OPT(C, "--regress-dir", o->regress_dir);
+    CLI_OPT(C, "--scratch", o->scratch);
     CLI_OPT(C, "--shrink-runs", shrv);
-    CLI_OPT(C, "--junit", junit);
-    CLI_OPT(C, "--json", jsonp);
+    CLI_OPT(C, "--junit", *junit);
+    CLI_OPT(C, "--json", *jsonp);
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   unsigned long long u;
   long long n;
   if (seedv) {
     if (cli_u64(seedv, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
-    o.seed = u;
+    o->seed = u;
   }
   if (shrv) {
     if (cli_int(shrv, 1, 1000000, &n)) return cli_usage_error(C, "--shrink-runs: expected a positive integer");
-    o.shrink_runs = (int)n;
+    o->shrink_runs = (int)n;
   }
   if (casesv && secv) return cli_usage_error(C, "--cases and --seconds exclude each other");
-  o.cases = 2000;
+  o->cases = 2000;
   if (casesv) {
     if (cli_int(casesv, 1, INT64_MAX, &n)) return cli_usage_error(C, "--cases: expected a positive integer");
-    o.cases = n;
+    o->cases = n;
   }
   if (secv) {
     char *e;
-    o.seconds = strtod(secv, &e);
-    if (*e || o.seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
-    o.cases = 0;
+    o->seconds = strtod(secv, &e);
+    if (*e || o->seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
+    o->cases = 0;
   }
+  return -1;
+}
+
+static int cmd_check_ckpt(int argc, char **argv) {
+  const char *C = "ckpt check", *impl = "ref", *tr = "local", *junit = NULL, *jsonp = NULL;
+  rs_ckpt_campaign o;
+  int r = ckpt_check_args(argc, argv, &o, &impl, &tr, &junit, &jsonp);
+  if (r >= 0) return r;
   /* ref's campaign; --impl opt|both (the ckpt_opt cross property) is routed by cmd_ckpt below */
   if ((r = impl_ok(C, impl, tr, 1))) return r;
   rs_ckpt_campaign_result res;

@@ -238,51 +238,10 @@ out:
 }
 
 int cmd_ckpt_opt_check(int argc, char **argv) {
-  const char *C = "ckpt check", *impl = "opt", *tr = "local", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL,
-             *junit = NULL, *jsonp = NULL, *v;
+  const char *C = "ckpt check", *impl = "opt", *tr = "local", *junit = NULL, *jsonp = NULL;
   rs_ckpt_campaign o;
-  memset(&o, 0, sizeof o);
-  o.seed = 1;
-  int r;
-  for (int i = 1; i < argc; ++i) {
-    if (cli_flag(argv, i, "--quiet")) {
-      o.quiet = 1;
-      continue;
-    }
-    CLI_OPT(C, "--seed", seedv);
-    CLI_OPT(C, "--cases", casesv);
-    CLI_OPT(C, "--seconds", secv);
-    CLI_OPT(C, "--impl", impl);
-    CLI_OPT(C, "--transport", tr);
-    CLI_OPT(C, "--regress-dir", o.regress_dir);
-    CLI_OPT(C, "--scratch", o.scratch);
-    CLI_OPT(C, "--shrink-runs", shrv);
-    CLI_OPT(C, "--junit", junit);
-    CLI_OPT(C, "--json", jsonp);
-    return cli_usage_error(C, "unknown argument '%s'", argv[i]);
-  }
-  unsigned long long u;
-  long long n;
-  if (seedv) {
-    if (cli_u64(seedv, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
-    o.seed = u;
-  }
-  if (shrv) {
-    if (cli_int(shrv, 1, 1000000, &n)) return cli_usage_error(C, "--shrink-runs: expected a positive integer");
-    o.shrink_runs = (int)n;
-  }
-  if (casesv && secv) return cli_usage_error(C, "--cases and --seconds exclude each other");
-  o.cases = 2000;
-  if (casesv) {
-    if (cli_int(casesv, 1, INT64_MAX, &n)) return cli_usage_error(C, "--cases: expected a positive integer");
-    o.cases = n;
-  }
-  if (secv) {
-    char *e;
-    o.seconds = strtod(secv, &e);
-    if (*e || o.seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
-    o.cases = 0;
-  }
+  int r = ckpt_check_args(argc, argv, &o, &impl, &tr, &junit, &jsonp);
+  if (r >= 0) return r;
   if ((r = check_impl(C, impl, 1))) return r;
   rs_world *world = NULL;
   if ((r = start_world(C, tr, &world))) return r;

@@ -8,6 +8,12 @@ int ckpt_opt_wanted(int argc, char **argv);
 int cmd_ckpt_opt_save(int argc, char **argv);
 int cmd_ckpt_opt_load(int argc, char **argv);
 int cmd_ckpt_opt_check(int argc, char **argv);
+/* `ckpt check`'s flags (cmd_ckpt.c), parsed once for ref's and opt's campaigns: returns -1 when
+ * every flag parses, else the exit code (a usage error was printed). impl, tr, junit and jsonp
+ * keep their defaults when the flag is absent. */
+struct rs_ckpt_campaign;
+int ckpt_check_args(int argc, char **argv, struct rs_ckpt_campaign *o, const char **impl, const char **tr,
+                    const char **junit, const char **jsonp);
 /* -1: not a ckpt_opt fixture (the caller replays it); else the exit code */
 int ckpt_opt_replay_file(const char *path);
 
