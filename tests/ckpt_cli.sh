@@ -7,17 +7,7 @@ set -u
 R=${1:?usage: ckpt_cli.sh path/to/reshard SRC}
 S=${2:?usage: ckpt_cli.sh path/to/reshard SRC}
 F=$S/fixtures/ckpt
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || fail "exit $rc (want $want): $* :: $(head -c 300 "$T/err")"
-}
-expect_err() { grep -q -- "$1" "$T/err" || fail "stderr lacks '$1': $(head -c 300 "$T/err")"; }
-expect_out() { grep -q -- "$1" "$T/out" || fail "stdout lacks '$1': $(head -c 300 "$T/out")"; }
+. "$(dirname "$0")/cli_lib.sh"
 
 A=$F/megatron_tp2_dp2.json
 B=$F/megatron_tp4.json

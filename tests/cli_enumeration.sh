@@ -6,15 +6,7 @@
 set -u
 R=${1:?usage: cli_enumeration.sh path/to/reshard TOP}
 top=${2:?usage: cli_enumeration.sh path/to/reshard TOP}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || fail "exit $rc (want $want): $* :: $(head -c 300 "$T/out" "$T/err")"
-}
+. "$(dirname "$0")/cli_lib.sh"
 # PyTorch 2.15 plans this one (P(avg) from Replicate); the seed enumeration has no path
 cat >"$T/avg.json" <<'J'
 {"name":"avg","mesh":{"shape":[2,1,4]},"tensor":{"shape":[3],"dtype":"F32"},

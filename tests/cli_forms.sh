@@ -4,15 +4,7 @@
 # Usage: cli_forms.sh path/to/reshard
 set -u
 R=${1:?usage: cli_forms.sh path/to/reshard}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || fail "exit $rc (want $want): $* :: $(head -c 300 "$T/err")"
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 # layout: 18 over 4 is 5,5,5,3 (torch.chunk); each piece over 2: 5 -> 3,2 and 3 -> 2,1.
 want='{"ranks":[{"rank":0,"coord":[0,0],"local_shape":[3,2],"global_offset":[0,0]},{"rank":1,"coord":[0,1],"local_shape":[2,2],"global_offset":[3,0]},{"rank":2,"coord":[1,0],"local_shape":[3,2],"global_offset":[5,0]},{"rank":3,"coord":[1,1],"local_shape":[2,2],"global_offset":[8,0]},{"rank":4,"coord":[2,0],"local_shape":[3,2],"global_offset":[10,0]},{"rank":5,"coord":[2,1],"local_shape":[2,2],"global_offset":[13,0]},{"rank":6,"coord":[3,0],"local_shape":[2,2],"global_offset":[15,0]},{"rank":7,"coord":[3,1],"local_shape":[1,2],"global_offset":[17,0]}]}'

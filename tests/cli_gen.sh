@@ -5,10 +5,7 @@
 # Usage: cli_gen.sh path/to/reshard
 set -u
 R=${1:?usage: cli_gen.sh path/to/reshard}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/cli_lib.sh"
 
 # Narrowed: two dtypes, Partial(avg) only, default orders and rank lists, 2-d meshes.
 "$R" gen --seed 5 --cases 400 --dtypes BF16,I8 --ops avg --partial often --orders default \

@@ -5,15 +5,7 @@
 # Usage: cli_hostile.sh path/to/reshard
 set -u
 R=${1:?usage: cli_hostile.sh path/to/reshard}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || fail "exit $rc (want $want): $* :: $(head -c 300 "$T/err")"
-}
+. "$(dirname "$0")/cli_lib.sh"
 names() { grep -q -- "$1" "$T/err" || fail "error does not name $1: $(head -c 300 "$T/err")"; }
 
 # --- CLI text syntax: overflow and garbage ---

@@ -8,10 +8,7 @@
 set -u
 R=${1:?usage: replay_opt_failure.sh path/to/reshard}
 here=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/cli_lib.sh"
 RS_MUTANT=105 "$R" check --impl opt --seed 1 --cases 300 --quiet --regress-dir "$T/reg" \
   >"$T/check.out" 2>&1 </dev/null
 rc=$?

@@ -6,15 +6,7 @@
 set -u
 R=${1:?usage: tp_cli.sh path/to/reshard SOURCE_DIR}
 S=${2:?usage: tp_cli.sh path/to/reshard SOURCE_DIR}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1; shift
-  "$@" >"$T/out" 2>"$T/err"; local rc=$?
-  [ "$rc" = "$want" ] || fail "exit $rc (want $want): $* :: $(head -c 300 "$T/err")"
-}
+. "$(dirname "$0")/cli_lib.sh"
 C="$S/fixtures/tp/curated"
 
 # run: every curated case passes with both implementations and each alone
