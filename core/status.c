@@ -22,9 +22,10 @@ rs_status rs_fail(rs_status code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(rs_err_buf, sizeof rs_err_buf, fmt, ap);
   va_end(ap);
-  /* one line: cut at the first newline */
+  /* one line: control characters (a hostile key name may hold a newline) become '?', so the
+   * message never ends early and never spans lines */
   for (char *p = rs_err_buf; *p; ++p)
-    if (*p == '\n') { *p = '\0'; break; }
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
   return code;
 }
 

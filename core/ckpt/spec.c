@@ -253,6 +253,10 @@ static rs_status parse_root(const cJSON *root, rs_state_spec *s) {
       for (int j = 0; j < s->no - 1; ++j)
         if (strcmp(s->o[j].key, s->o[s->no - 1].key) == 0)
           return rs_fail(RS_ERR_INVALID, "%s.key: '%s' twice", f, s->o[j].key);
+      /* one key names one thing: a tensor and an object may not share it */
+      for (int j = 0; j < s->nt; ++j)
+        if (strcmp(s->t[j].key, s->o[s->no - 1].key) == 0)
+          return rs_fail(RS_ERR_INVALID, "%s.key: '%s' is a tensor's key too (tensors[%d])", f, s->t[j].key, j);
     }
   if ((st = read_kvs(root, "common", &s->common, &s->ncommon))) return st;
   return read_kvs(root, "nonpersistent", &s->nonpersistent, &s->nnp);
