@@ -5,7 +5,11 @@
 # inputs land in $RS_FUZZ_OUT (default out/fuzz/): copy each into fixtures/fuzz/<target>/ once
 # fixed, so every build replays it from then on (ctest <target>_seeds).
 # Environment: RS_FUZZ_SECONDS per target (default 25), RS_FUZZ_DIR build tree (build-fuzz),
-# RS_FUZZ_ONLY="target ..." (or RS_FUZZ_TARGETS) runs a subset.
+# RS_FUZZ_ONLY="target ..." (or RS_FUZZ_TARGETS) runs a subset. RS_FUZZ_SEED (default 1) fixes
+# libFuzzer's random seed, so a CI run explores the same inputs as the run that was checked here
+# and RS_FUZZ_RUNS (default 150,000 inputs per target, RS_FUZZ_SECONDS a cap) bounds it by inputs, not
+# time: a CI run replays exactly the sequence checked before commit. Set another seed or more runs to
+# explore further (then keep each crash input as a seed once fixed).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -38,7 +42,7 @@ while read -r t dict seeds; do
   mkdir -p "$work"
   echo "== $t: ${secs}s from $(ls "$seeds" | wc -l) seeds"
   # -fork is not used: one process, so a crash stops the run at once with its input saved
-  if ! "$dir/tests/fuzz/$t" "$work" "$seeds" -dict="$dict" -max_total_time="$secs" -max_len=4096 \
+  if ! "$dir/tests/fuzz/$t" "$work" "$seeds" -dict="$dict" -seed="${RS_FUZZ_SEED:-1}" -runs="${RS_FUZZ_RUNS:-150000}" -max_total_time="$secs" -max_len=4096 \
        -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$out/$t-" >"$out/$t.log" 2>&1 </dev/null; then
     bad=$((bad + 1))
