@@ -27,6 +27,18 @@ static double mono(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#define BENCH_MAX_REPS 15
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void drop_file(const char *path) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) return;
@@ -156,15 +168,38 @@ static rs_status sequential(const rs_ckpt_world *w, const char *path, int direct
     close(fd);
     if (got != total) st = rs_fail(RS_ERR_IO, "%s: read %lld of %lld bytes", path, (long long)got, (long long)total);
   }
-  unlink(path);
   free(buf);
+  return st;
+}
+
+/* plain sequential read of the file sequential() wrote, one thread, straight into the tensors'
+ * buffers (the destination a load fills), in segment-sized read()s */
+static rs_status sequential_into(const rs_ckpt_world *w, const char *path, int direct, int64_t seg, double *t) {
+  drop_file(path);
+  int fd = open(path, O_RDONLY | (direct ? O_DIRECT : 0));
+  if (fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  rs_status st = RS_OK;
+  double t0 = mono();
+  for (int r = 0; r < w->n && !st; ++r)
+    for (int i = 0; i < w->sd[r].nt && !st; ++i) {
+      const rs_sh_tensor *x = &w->sd[r].t[i];
+      if (!rs_replica_is_main(&x->replica)) continue;
+      for (int64_t o = 0; o < x->nbytes && !st;) {
+        int64_t k = x->nbytes - o < seg ? x->nbytes - o : seg;
+        ssize_t n = read(fd, x->data + o, (size_t)k);
+        if (n <= 0) st = rs_fail(RS_ERR_IO, "%s: read into '%s' failed (%s)", path, x->key, n ? strerror(errno) : "end of file");
+        else o += n;
+      }
+    }
+  *t = mono() - t0;
+  close(fd);
   return st;
 }
 
 int rs_bench_ckpt_main(int argc, char **argv) {
   int64_t bytes = (int64_t)2 << 30;
-  const char *dir = NULL, *json = NULL;
-  int direct = 0, threads = 4, ranks[8] = {1, 2, 4}, nr = 3;
+  const char *dir = NULL, *json = NULL, *transport = "local";
+  int reps = 3, direct = 0, threads = 4, ranks[8] = {1, 2, 4}, nr = 3;
   int64_t seg = (int64_t)8 << 20;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -183,6 +218,16 @@ int rs_bench_ckpt_main(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--dir") && v) {
       dir = v;
+      i++;
+    } else if (!strcmp(a, "--transport") && v) {
+      transport = v;
+      i++;
+    } else if (!strcmp(a, "--reps") && v) {
+      reps = atoi(v);
+      if (reps < 1 || reps > BENCH_MAX_REPS) {
+        fprintf(stderr, "reshard bench ckpt: --reps: expected 1..%d\n", BENCH_MAX_REPS);
+        return 2;
+      }
       i++;
     } else if (!strcmp(a, "--json") && v) {
       json = v;
@@ -210,7 +255,8 @@ int rs_bench_ckpt_main(int argc, char **argv) {
       i++;
     } else {
       fprintf(stderr,
-              "usage: reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--dir DIR] [--threads T] [--direct] [--json FILE]\n");
+              "usage: reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--reps 3] [--dir DIR] [--threads T] [--direct]\n"
+              "                         [--transport local|local-device] [--json FILE]\n");
       return 2;
     }
   }
@@ -220,12 +266,30 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     dir = dbuf;
   }
   mkdir(dir, 0777);
+  rs_world *world = NULL;
+  int sim = 0;
+  if (!strcmp(transport, "local-device")) {
+    sim = rs_opt_ckpt_sim_device();
+    if (rs_world_init(sim ? "local" : "local-device", NULL, NULL, &world)) {
+      fprintf(stderr, "reshard bench ckpt: %s\n", rs_last_error());
+      return 2;
+    }
+  } else if (strcmp(transport, "local")) {
+    fprintf(stderr, "reshard bench ckpt: --transport: '%s', expected local or local-device\n", transport);
+    return 2;
+  }
   FILE *jf = json ? fopen(json, "w") : NULL;
-  if (jf) fprintf(jf, "{\"bytes\":%lld,\"direct\":%d,\"threads\":%d,\"runs\":[", (long long)bytes, direct, threads);
-  printf("reshard bench ckpt: %.2f GiB state dict, dir %s, %s, %d I/O threads per process\n", bytes / 1073741824.0, dir,
-         direct ? "O_DIRECT" : "page cache dropped per file (fsync + posix_fadvise DONTNEED)", threads);
-  printf("%5s %12s %12s %12s %12s %12s %12s %10s %10s %10s\n", "ranks", "seq_w MB/s", "save MB/s", "save/seq",
-         "seq_r MB/s", "load MB/s", "load/seq", "ro MB/s", "ro/seq", "check");
+  if (jf)
+    fprintf(jf, "{\"bytes\":%lld,\"direct\":%d,\"threads\":%d,\"reps\":%d,\"transport\":\"%s\",\"runs\":[", (long long)bytes,
+            direct, threads, reps, transport);
+  printf("reshard bench ckpt: %.2f GiB state dict, dir %s, %s, %d I/O threads, %s%s, median of %d rep%s\n",
+         bytes / 1073741824.0, dir, direct ? "O_DIRECT" : "page cache dropped per file (fsync + posix_fadvise DONTNEED)",
+         threads, transport, sim ? " (simulated device memory)" : "", reps, reps > 1 ? "s" : "");
+  printf("  seq: one thread, one file, 8 MiB write()s + fsync / read()s into one buffer; seq_t: read()s into the tensors\n");
+  printf("%5s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %7s\n", "ranks", "seq_w", "save", "seq_r", "seq_t", "load",
+         "ro_load", "save/", "load/", "load/", "ro/", "ro/", "check");
+  printf("%5s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %7s\n", "", "MB/s", "MB/s", "MB/s", "MB/s", "MB/s", "MB/s",
+         "seq_w", "seq_r", "seq_t", "seq_r", "seq_t", "");
   int rc = 0;
   for (int k = 0; k < nr && !rc; ++k) {
     char *spec = bench_spec(ranks[k], bytes);
@@ -234,60 +298,89 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     if (!spec || rs_state_spec_from_json(spec, &s)) {
       fprintf(stderr, "reshard bench ckpt: spec: %s\n", rs_last_error());
       free(spec);
-      return 1;
+      rc = 1;
+      break;
     }
     free(spec);
     if (rs_state_spec_build(&s, RS_FILL_VALUES, &w)) {
       fprintf(stderr, "reshard bench ckpt: build: %s\n", rs_last_error());
       rs_state_spec_free(&s);
-      return 1;
+      rc = 1;
+      break;
     }
     uint64_t d0;
     int64_t b = world_bytes(&w, &d0, 0);
-    char path[4400], root[4400];
+    char path[4400], root[4400], sd[4500];
     snprintf(path, sizeof path, "%s/sequential.bin", dir);
     snprintf(root, sizeof root, "%s/ckpt_%d", dir, ranks[k]);
-    double tw = 0, tr = 0, ts = 0, tl = 0, to = 0;
-    rs_status st = sequential(&w, path, direct, seg, &tw, &tr);
+    snprintf(sd, sizeof sd, "%s/step_1", root);
+    double t[BENCH_MAX_REPS][6]; /* seq_w, save, seq_r, seq_t, load, ro_load */
     rs_ckpt_opt_opts o;
     memset(&o, 0, sizeof o);
     o.io_threads = threads;
     o.segment = seg;
     o.direct = direct;
     rs_ckpt_opt_stats stats;
-    if (!st) {
-      double t0 = mono();
-      st = rs_opt_ckpt_save(NULL, &w, root, 1, &o, &stats);
-      ts = mono() - t0;
-    }
-    char sd[4500];
-    snprintf(sd, sizeof sd, "%s/step_1", root);
-    uint64_t d1 = 0, d2 = 0;
-    for (int ro = 0; ro < 2 && !st; ++ro) {
-      world_bytes(&w, NULL, 1);
-      drop_dir(sd);
-      o.read_once = ro;
-      double t0 = mono();
-      st = rs_opt_ckpt_load(NULL, &w, root, -1, RS_STRICT_ASSUME_OK_UNEXPECTED, &o, NULL, &stats);
-      *(ro ? &to : &tl) = mono() - t0;
-      world_bytes(&w, ro ? &d2 : &d1, 0);
+    rs_status st = RS_OK;
+    int ok = 1;
+    for (int rep = 0; rep < reps && !st; ++rep) {
+      double *x = t[rep];
+      uint64_t dt = 0;
+      /* the disk's plain sequential figures and opt's, back to back, so they share the conditions */
+      st = sequential(&w, path, direct, seg, &x[0], &x[2]);
+      if (!st) st = sequential_into(&w, path, direct, seg, &x[3]);
+      unlink(path);
+      if (!st) {
+        world_bytes(&w, &dt, 0);
+        ok &= dt == d0;
+      }
+      /* tensor data on the world's device (if any) only while opt runs; zeroing and digests on the host */
+      if (!st) st = rs_opt_ckpt_to_device(world, &w);
+      if (!st) {
+        double t0 = mono();
+        st = rs_opt_ckpt_save(world, &w, root, 1, &o, &stats);
+        x[1] = mono() - t0;
+        rs_status back = rs_opt_ckpt_to_host(world, &w);
+        if (!st) st = back;
+      }
+      for (int ro = 0; ro < 2 && !st; ++ro) {
+        world_bytes(&w, NULL, 1);
+        if ((st = rs_opt_ckpt_to_device(world, &w))) break;
+        drop_dir(sd);
+        o.read_once = ro;
+        double t0 = mono();
+        st = rs_opt_ckpt_load(world, &w, root, -1, RS_STRICT_ASSUME_OK_UNEXPECTED, &o, NULL, &stats);
+        x[4 + ro] = mono() - t0;
+        rs_status back = rs_opt_ckpt_to_host(world, &w);
+        if (!st) st = back;
+        uint64_t dl = 0;
+        world_bytes(&w, &dl, 0);
+        ok &= dl == d0;
+      }
+      rm_dir(root);
+      if (jf && !st)
+        fprintf(jf, "%s{\"ranks\":%d,\"rep\":%d,\"bytes\":%lld,\"seq_write_s\":%.4f,\"save_s\":%.4f,\"seq_read_s\":%.4f,"
+                    "\"seq_read_into_s\":%.4f,\"load_s\":%.4f,\"load_read_once_s\":%.4f}",
+                k || rep ? "," : "", ranks[k], rep, (long long)b, x[0], x[1], x[2], x[3], x[4], x[5]);
     }
     if (st) {
       fprintf(stderr, "reshard bench ckpt: %s\n", rs_last_error());
       rc = 1;
     } else {
-      double mb = (double)b / 1e6;
-      int ok = d1 == d0 && d2 == d0;
-      printf("%5d %12.0f %12.0f %11.2fx %12.0f %12.0f %11.2fx %10.0f %9.2fx %10s\n", ranks[k], mb / tw, mb / ts, tw / ts,
-             mb / tr, mb / tl, tr / tl, mb / to, tr / to, ok ? "equal" : "DIFFERS");
+      /* per rep: MB/s of the six, then the ratios; each column's median over the reps */
+      double mb = (double)b / 1e6, col[11][BENCH_MAX_REPS], med[11];
+      for (int i = 0; i < reps; ++i) {
+        const double *x = t[i];
+        double c[11] = {mb / x[0],   mb / x[1],   mb / x[2],   mb / x[3],   mb / x[4],  mb / x[5],
+                        x[0] / x[1], x[2] / x[4], x[3] / x[4], x[2] / x[5], x[3] / x[5]};
+        for (int j = 0; j < 11; ++j) col[j][i] = c[j];
+      }
+      for (int j = 0; j < 11; ++j) med[j] = median(col[j], reps);
+      printf("%5d %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %8.2fx %7.2fx %7.2fx %7.2fx %7.2fx %7s\n", ranks[k], med[0], med[1],
+             med[2], med[3], med[4], med[5], med[6], med[7], med[8], med[9], med[10], ok ? "equal" : "DIFFERS");
       if (!ok) rc = 1;
-      if (jf)
-        fprintf(jf, "%s{\"ranks\":%d,\"bytes\":%lld,\"seq_write_s\":%.4f,\"seq_read_s\":%.4f,\"save_s\":%.4f,\"load_s\":%.4f,"
-                    "\"load_read_once_s\":%.4f}",
-                k ? "," : "", ranks[k], (long long)b, tw, tr, ts, tl, to);
     }
     fflush(stdout);
-    rm_dir(root);
     rs_ckpt_world_free(&w);
     rs_state_spec_free(&s);
   }
@@ -295,6 +388,7 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     fprintf(jf, "]}\n");
     fclose(jf);
   }
+  rs_world_finalize(world);
   if (!strncmp(dir, "reshard-bench-ckpt-", 19)) rm_dir(dir);
   return rc;
 }

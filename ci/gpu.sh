@@ -2,6 +2,7 @@
 # ci/gpu.sh - build with CUDA and prove opt's device paths when a GPU is present:
 #   1. the kernels + local transport on device memory vs the CPU path and the oracle, >= 10,000
 #      random cases (test_opt_gpu, "local-device");
+#   1b. opt checkpoints with tensor data in device memory (ckpt check and bench ckpt, local-device);
 #   2. NCCL with one rank (test_opt_gpu "nccl" as a one-process MPI world);
 #   3. an attempt at two NCCL ranks on one GPU: distinct NCCL_HOSTID per rank, no P2P, no SHM, so
 #      the ranks talk over NCCL's socket transport (reported, not required: NCCL may refuse).
@@ -36,6 +37,12 @@ if [ "$have_gpu" = 0 ]; then
   "$BUILD/tests/test_opt_random" . || fail=1
   exit $fail
 fi
+
+echo "== 1b. checkpoints on device memory: opt beside ref and the oracle, local-device world"
+R=$BUILD/reshard
+cmake --build "$BUILD" -j"$JOBS" --target reshard || exit 1
+"$R" ckpt check --impl both --transport local-device --cases 3000 --quiet || fail=1
+"$R" bench ckpt --bytes 1G --ranks 1,2,4 --dir "$BUILD/bench-ckpt" --transport local-device || fail=1
 
 echo "== 2. NCCL, one rank"
 "$T" . 2000 nccl || fail=1

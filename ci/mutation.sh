@@ -172,8 +172,10 @@ fi
 if [ -f "$top/opt/ckpt/MUTANTS.md" ]; then
   for id in $(grep -oE '^\| *[0-9]+ *\|' "$top/opt/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
     log="$tmp/c$id.log"
-    RS_MUTANT=$id "$bin" ckpt check --impl opt --seed 11 --cases 600 --quiet --regress-dir "$tmp/creg$id" \
-      --scratch "$tmp/cscratch$id" >"$log" 2>&1
+    dev=()
+    if grep -E "^\| *$id *\|" "$top/opt/ckpt/MUTANTS.md" | grep -q RS_SIM_DEVICE; then dev=(--transport local-device); fi
+    RS_SIM_DEVICE=${dev:+1} RS_MUTANT=$id "$bin" ckpt check --impl opt "${dev[@]}" --seed 11 --cases 600 --quiet \
+      --regress-dir "$tmp/creg$id" --scratch "$tmp/cscratch$id" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 1 ] && grep -q "reshard ckpt replay" "$log"; then
       caught=$((caught + 1))

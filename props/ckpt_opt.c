@@ -133,6 +133,28 @@ struct ctx {
   rs_ckpt_opt_opts oo;
 };
 
+/* opt's save and load with the world's tensor data in its device memory when it has one (a
+ * local-device world, or RS_SIM_DEVICE=1): moved there before, back to the host after */
+static rs_status dev_save(ctx *x, rs_ckpt_world *w, const char *root, int64_t step, const rs_ckpt_opt_opts *o) {
+  rs_status st = rs_opt_ckpt_to_device(x->world, w);
+  if (st) return st;
+  st = rs_opt_ckpt_save(x->world, w, root, step, o, NULL);
+  rs_status back = rs_opt_ckpt_to_host(x->world, w);
+  return st ? st : back;
+}
+
+static rs_status dev_load(ctx *x, rs_ckpt_world *w, const char *root, rs_strict strict, const rs_ckpt_opt_opts *o,
+                          rs_ckpt_report *rep) {
+  rs_status st = rs_opt_ckpt_to_device(x->world, w);
+  if (st) return st;
+  st = rs_opt_ckpt_load(x->world, w, root, -1, strict, o, rep, NULL);
+  char keep[1024] = "";
+  if (st) snprintf(keep, sizeof keep, "%s", rs_last_error());
+  rs_status back = rs_opt_ckpt_to_host(x->world, w);
+  if (st) return rs_fail(st, "%s", keep);
+  return back;
+}
+
 /* opt load of B from root into a fresh world, compared with the oracle (this process's ranks)
  * and, when ref_st/ref_rep are given, with the reference's status and report */
 static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int read_once, const rs_ckpt_report *ref_rep,
@@ -152,7 +174,7 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
   rs_ckpt_opt_opts oo = x->oo;
   oo.read_once = read_once;
   oo.log = devnull;
-  rs_status st = rs_opt_ckpt_load(x->world, &got, root, -1, c->strict, &oo, &rep, NULL);
+  rs_status st = dev_load(x, &got, root, c->strict, &oo, &rep);
   if (devnull) fclose(devnull);
   const char *mode = read_once ? "read-once" : "direct";
   if (check_status) {
@@ -281,7 +303,7 @@ static rs_outcome corrupt_check(ctx *x, rs_ckpt_case *c, const char *root, char 
     oo.read_once = ro;
     FILE *devnull = fopen("/dev/null", "w");
     oo.log = devnull;
-    if (!st) st = rs_opt_ckpt_load(x->world, &got, root, -1, c->strict, &oo, NULL, NULL);
+    if (!st) st = dev_load(x, &got, root, c->strict, &oo, NULL);
     if (devnull) fclose(devnull);
     rs_ckpt_world_free(&got);
     if (st == RS_OK) {
@@ -362,7 +384,7 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
   {
     rs_ckpt_world aw = {0, NULL};
     rs_status st = build_padded(&c.a, RS_FILL_VALUES, x.mpi ? x.P : c.a.world, x.mpi ? x.me : -1, &aw);
-    if (!st) st = rs_opt_ckpt_save(world, &aw, ro_, 2, &x.oo, NULL);
+    if (!st) st = dev_save(&x, &aw, ro_, 2, &x.oo);
     rs_ckpt_world_free(&aw);
     if (st) {
       snprintf(msg, cap, "opt save A: %s", rs_last_error());

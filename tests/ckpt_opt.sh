@@ -41,7 +41,20 @@ expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl fast
 expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --threads 0
 expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --segment 1000
 expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport carrier-pigeon
-expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport local-device
+# local-device: refused by name without a GPU; the device path on simulated device memory
+if ! (command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1); then
+  expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport local-device
+  { "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl opt --transport local-device 2>&1 || true; } |
+    grep -q "needs a CUDA device"
+fi
+export RS_SIM_DEVICE=1
+"$R" ckpt save "$fx/megatron_tp2_dp2.json" --root "$tmp/d" --step 2 --impl opt --transport local-device --segment 4096 \
+  --block 256 2>/dev/null | grep -q "local-device (simulated)"
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/d" --impl opt --transport local-device 2>/dev/null >/dev/null
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/d" --impl opt --transport local-device --read-once 2>/dev/null >/dev/null
+"$R" ckpt check --impl opt --transport local-device --cases 300 --quiet 2>/dev/null | grep -q "fail 0"
+unset RS_SIM_DEVICE
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/d" >/dev/null
 expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --impl opt
 expect 2 "$R" ckpt save "$spec" --root "$tmp/x" --step 1 --impl ref --transport mpi
 expect 2 "$R" ckpt load "$spec" --impl opt

@@ -36,11 +36,18 @@ static int check_impl(const char *C, const char *impl, int allow_both) {
 static int start_world(const char *C, const char *tr, rs_world **w) {
   if (strcmp(tr, "local") && strcmp(tr, "mpi") && strcmp(tr, "local-device"))
     return cli_usage_error(C, "--transport: '%s', expected local, local-device or mpi", tr);
-  if (!strcmp(tr, "local-device"))
-    return cli_usage_error(C, "--transport local-device: the device path of opt checkpoints is compiled but not "
-                              "wired into the CLI yet");
+  if (!strcmp(tr, "local-device") && rs_opt_ckpt_sim_device()) {
+    fprintf(stderr, "reshard %s: RS_SIM_DEVICE=1: tensor data in simulated device memory (no GPU used)\n", C);
+    tr = "local";
+  }
   if (rs_world_init(tr, NULL, NULL, w)) return cli_status_error(C, "");
   return CLI_OK;
+}
+
+/* the transport as reports name it */
+static const char *world_name(rs_world *w) {
+  return rs_world_is_local(w) && !rs_world_uses_device(w) && rs_opt_ckpt_sim_device() ? "local-device (simulated)"
+                                                                                       : rs_world_transport(w);
 }
 
 /* this process keeps only its own state dict (MPI) */
@@ -53,6 +60,11 @@ static void keep_mine(rs_world *world, rs_ckpt_world *w) {
       memset(&w->sd[r], 0, sizeof w->sd[r]);
       w->sd[r].rank = r;
     }
+}
+
+/* *st keeps the first failure (and its message); a later one only when there was none */
+static void keep_error(rs_status *st, rs_status later) {
+  if (!*st) *st = later;
 }
 
 static int parse_opts(const char *C, const char *thr, const char *seg, const char *blk, rs_ckpt_opt_opts *o) {
@@ -115,14 +127,18 @@ int cmd_ckpt_opt_save(int argc, char **argv) {
     keep_mine(world, &w);
     rs_ckpt_opt_stats stats;
     double t0 = mono();
-    rs_status st = rs_opt_ckpt_save(world, &w, root, step, &o, &stats);
+    rs_status st = rs_opt_ckpt_to_device(world, &w);
+    if (!st) {
+      st = rs_opt_ckpt_save(world, &w, root, step, &o, &stats);
+      keep_error(&st, rs_opt_ckpt_to_host(world, &w));
+    }
     double dt = mono() - t0;
     if (st) {
       fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
       rc = st == RS_ERR_INVALID ? CLI_USAGE : CLI_FAIL;
     } else if (rs_world_rank(world) == 0) {
       printf("saved %s/step_%lld (opt, %s, %d ranks; largest rank file %lld bytes; %.3f s); latest = %lld\n", root, step,
-             rs_world_transport(world), w.n, (long long)stats.max_rank_bytes, dt, step);
+             world_name(world), w.n, (long long)stats.max_rank_bytes, dt, step);
     }
   }
   rs_ckpt_world_free(&w);
@@ -192,7 +208,11 @@ int cmd_ckpt_opt_load(int argc, char **argv) {
   keep_mine(world, &got);
   rs_ckpt_opt_stats stats;
   double t0 = mono();
-  rs_status st = rs_opt_ckpt_load(world, &got, root, step, mode, &o, &rep, &stats);
+  rs_status st = rs_opt_ckpt_to_device(world, &got);
+  if (!st) {
+    st = rs_opt_ckpt_load(world, &got, root, step, mode, &o, &rep, &stats);
+    keep_error(&st, rs_opt_ckpt_to_host(world, &got));
+  }
   double dt = mono() - t0;
   if (me == 0) {
     if (rep.nunexpected || mode == RS_STRICT_RETURN_UNEXPECTED || mode == RS_STRICT_RETURN_ALL) {
@@ -226,7 +246,7 @@ int cmd_ckpt_opt_load(int argc, char **argv) {
   else if (flag) rc = CLI_FAIL;
   else if (me == 0)
     printf("ok: %d ranks (opt, %s, %s), %lld bytes read by rank 0's process in %.3f s, every rank equals the oracle\n",
-           s.world, rs_world_transport(world), read_once ? "read-once" : "direct", (long long)stats.bytes_read, dt);
+           s.world, world_name(world), read_once ? "read-once" : "direct", (long long)stats.bytes_read, dt);
 out:
   rs_ckpt_report_free(&rep);
   rs_ckpt_world_free(&got);
@@ -269,7 +289,7 @@ int cmd_ckpt_opt_check(int argc, char **argv) {
   rs_ckpt_opt_campaign_run(world, &o, &res);
   if (me == 0)
     printf("ckpt check: %lld cases (seed %llu, impl opt beside ref, %s, %d process%s) in %.1fs: ckpt_opt pass %lld  skip %lld  fail %lld\n",
-           (long long)res.cases, (unsigned long long)o.seed, rs_world_transport(world), rs_world_size(world),
+           (long long)res.cases, (unsigned long long)o.seed, world_name(world), rs_world_size(world),
            rs_world_size(world) > 1 ? "es" : "", res.seconds, (long long)res.pass, (long long)res.skip, (long long)res.fail);
   failed |= res.fail != 0;
   rs_world_finalize(world);

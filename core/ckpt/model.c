@@ -1,6 +1,7 @@
 /* model.c - the sharded state dict (Megatron-Core dist_checkpointing.mapping): entries, replica
  * ids, object unique keys, the test values of SPEC 8 for checkpoints, box helpers, and the two
  * factories (GLU split along a dim; a distributed optimizer's flat fragment) with build and merge. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 #include "core/checked.h"
@@ -220,8 +221,11 @@ void rs_ckpt_world_free(rs_ckpt_world *w) {
   memset(w, 0, sizeof *w);
 }
 
+/* page-aligned when a page or more, so that an O_DIRECT load can read into it in place */
 static uint8_t *dup_bytes(const void *p, int64_t n) {
-  uint8_t *d = malloc(n > 0 ? (size_t)n : 1);
+  void *v = NULL;
+  if (n >= 4096 ? posix_memalign(&v, 4096, (size_t)n) != 0 : !(v = malloc(n > 0 ? (size_t)n : 1))) return NULL;
+  uint8_t *d = v;
   if (d && n > 0) memcpy(d, p, (size_t)n);
   return d;
 }

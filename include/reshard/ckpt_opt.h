@@ -45,6 +45,18 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
                            rs_strict strict, const rs_ckpt_opt_opts *o, rs_ckpt_report *rep,
                            rs_ckpt_opt_stats *stats);
 
+/* Moves the tensor data of the ranks this process holds into the world's device memory (CUDA
+ * allocations replace the host buffers, which are freed); nothing to do on a host world. Objects
+ * stay on the host. On failure nothing is moved. rs_opt_ckpt_to_host moves the data back into
+ * fresh host buffers: call it before rs_ckpt_world_free; it moves every tensor even when a copy
+ * fails (that tensor gets zeros) and returns the first error. A local world with the environment
+ * variable RS_SIM_DEVICE=1 simulates device memory (docs/ckpt-opt.md): host memory that host code
+ * cannot dereference, to test the device path without a GPU. */
+rs_status rs_opt_ckpt_to_device(rs_world *world, rs_ckpt_world *w);
+rs_status rs_opt_ckpt_to_host(rs_world *world, rs_ckpt_world *w);
+/* 1 when RS_SIM_DEVICE=1 is set (local worlds then simulate device memory) */
+int rs_opt_ckpt_sim_device(void);
+
 /* Rank 0's len bytes to every process of the world (nothing to do on a local world). */
 rs_status rs_opt_world_bcast(rs_world *world, void *buf, int64_t len);
 

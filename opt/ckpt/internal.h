@@ -18,8 +18,10 @@ typedef struct rs__ock {
   rs_world *world;    /* NULL: local */
   int me, n;          /* this process's rank (0 when local), world ranks */
   int local;          /* every rank lives in this process */
-  int device;         /* tensor data is CUDA memory */
+  int device;         /* tensor data is device memory: never touched but through copy_in/out */
+  int sim;            /* ... simulated (device.c): RS_SIM_DEVICE=1 on a local world */
   rs_comm *comm;
+  rs_comm *own_comm;  /* owned host transport (local-device worlds) */
   rs_ckpt_world all;  /* every rank's state dict: data only where mine() */
   rs_state_dict *shadow; /* owned, MPI: the others' metadata */
   int nthreads;
@@ -38,8 +40,17 @@ rs_status rs__ock_agree(rs__ock *c, rs_status st);
 rs_status rs__ock_exchange(rs__ock *c, int nmsg, const int *from, const int *to, void *const *buf,
                            const int64_t *len);
 
-/* host <- tensor data and tensor data <- host (CUDA copies when device) */
-rs_status rs__ock_copy_in(const rs__ock *c, void *host, const void *src, int64_t n);
-rs_status rs__ock_copy_out(const rs__ock *c, void *dst, const void *host, int64_t n);
+/* ---- device.c ---- */
+/* whether t's data is device memory: on a device world every tensor but those a factory built
+ * inside save/load (host memory, like objects and headers) */
+int rs__ock_on_device(const rs__ock *c, const rs_sh_tensor *t);
+/* host <- tensor data and tensor data <- host: device copies when dev, memcpy otherwise */
+rs_status rs__ock_copy_in(const rs__ock *c, int dev, void *host, const void *src, int64_t n);
+rs_status rs__ock_copy_out(const rs__ock *c, int dev, void *dst, const void *host, int64_t n);
+/* staging buffers page-locked while an operation on a CUDA world runs (no-op otherwise) */
+void rs__ock_pin(const rs__ock *c, void *buf, int64_t n);
+void rs__ock_unpin(const rs__ock *c, void *buf);
+/* RS_SIM_DEVICE=1: local worlds simulate device memory */
+int rs__ock_sim_requested(void);
 
 #endif

@@ -383,7 +383,7 @@ static rs_status scatter(ldr *L, pair *p, const uint8_t *buf, int64_t base, int6
     if (RS_MUTANT(355) && k1 == eb - ci && k1 - k0 > 1) k1--;
     if (k1 > k0) {
       int64_t fb = ch->byte_off + (ci + k0 - cfs) * es;
-      st = rs__ock_copy_out(L->c, t->data + (li + k0 - lo) * es, buf + (fb - base), (k1 - k0) * es);
+      st = rs__ock_copy_out(L->c, rs__ock_on_device(L->c, t), t->data + (li + k0 - lo) * es, buf + (fb - base), (k1 - k0) * es);
       if (st) break;
       got += k1 - k0;
     }
@@ -469,12 +469,15 @@ typedef struct rctx {
 
 /* [a, b) of a file straight into dst (no staging): the digest blocks inside [a, b) are verified
  * where they landed, the partial blocks at either end are read again whole into tmp, verified,
- * and their part copied over. 0 when [a, b) holds no whole block (the caller stages instead). */
+ * and their part copied over. 0 when [a, b) holds no whole block, or under O_DIRECT is not
+ * 4096-aligned (the caller stages instead). */
 static int read_into(ldr *L, int file, int64_t a, int64_t b, uint8_t *dst, uint8_t *tmp, const char *key,
                      rs_status *st) {
   const rs__md_file *f = &L->md.f[file];
   int64_t BS = f->block, s_in = (a + BS - 1) / BS * BS, e_in = b == f->size ? b : b / BS * BS;
-  if (L->direct || e_in - s_in < BS) return 0;
+  if (e_in - s_in < BS) return 0;
+  /* O_DIRECT reads in place only what the device can take: offset, length and address on 4096 */
+  if (L->direct && (a % 4096 || (b - a) % 4096 || (uintptr_t)dst % 4096)) return 0;
   int64_t done = 0, want = b - a, base;
   while (done < want) {
     ssize_t n = pread(L->fd[file], dst + done, (size_t)(want - done), a + done);
@@ -515,8 +518,10 @@ static pair *single_run(ldr *L, int first, int end, int64_t a, int64_t b, uint8_
     if (one || p->mc < 0) return NULL;
     one = p;
   }
-  if (!one || L->c->device) return NULL;
+  if (!one) return NULL;
   rs_sh_tensor *t = &L->w->sd[one->r].t[one->i];
+  /* RS_MUTANT 357: device memory is read into straight, as if it were the host's */
+  if (rs__ock_on_device(L->c, t) && !RS_MUTANT(357)) return NULL;
   const rs__chunk *ch = &L->md.t[one->mt].c[one->mc];
   int es = rs_dtype_size(t->dtype), nd = t->ndim;
   int64_t io[RS_MAX_DIMS], is[RS_MAX_DIMS], cidx[RS_MAX_DIMS], lidx[RS_MAX_DIMS];
@@ -729,6 +734,7 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
     if (!L->buf) st = rs_fail(RS_ERR_NOMEM, "out of memory");
     for (int t = 0; !st && t < c->nthreads; ++t)
       if (posix_memalign((void **)&L->buf[t], 4096, (size_t)L->bufsize)) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      else rs__ock_pin(c, L->buf[t], L->bufsize);
   }
   if (tfirst) tfirst[L->nn] = L->nt;
   /* rounds (read-once): at most round_bytes of shared chunks in flight, then exchanged, scattered
@@ -878,7 +884,10 @@ static void ldr_free(ldr *L) {
   free(L->tn);
   free(L->ta);
   free(L->tb);
-  for (int t = 0; L->buf && t < L->c->nthreads; ++t) free(L->buf[t]);
+  for (int t = 0; L->buf && t < L->c->nthreads; ++t) {
+    rs__ock_unpin(L->c, L->buf[t]);
+    free(L->buf[t]);
+  }
   free(L->buf);
   rs__md_free(&L->md);
 }

@@ -34,7 +34,7 @@ typedef struct group {
 typedef struct piece {
   int64_t off, len;
   const uint8_t *src;
-  int host; /* header bytes (host memory even on a device world) */
+  int host; /* host memory even on a device world: headers, objects, factory-built tensors */
 } piece;
 
 typedef struct rfile {
@@ -280,8 +280,7 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
     const piece *pc = &f->pc[k];
     int64_t a = pc->off > s ? pc->off : s, b = pc->off + pc->len < e ? pc->off + pc->len : e;
     if (b <= a) continue;
-    rs_status st = pc->host ? (memcpy(buf + (a - s), pc->src + (a - pc->off), (size_t)(b - a)), RS_OK)
-                            : rs__ock_copy_in(p->c, buf + (a - s), pc->src + (a - pc->off), b - a);
+    rs_status st = rs__ock_copy_in(p->c, !pc->host, buf + (a - s), pc->src + (a - pc->off), b - a);
     if (st) return st;
   }
   for (int64_t o = s; o < e; o += p->block) {
@@ -349,7 +348,8 @@ static rs_status write_mine(plan *p) {
       const item *x = &p->it[g->writer_item];
       /* the data lives in the caller's world (c->all may be a metadata-only shadow) */
       const uint8_t *src = x->obj ? p->w->sd[x->r].o[x->i].data : p->w->sd[x->r].t[x->i].data;
-      if (g->bytes) f->pc[f->npc++] = (piece){(int64_t)f->hl + f->begin[k], g->bytes, src, x->obj};
+      int host = x->obj || !rs__ock_on_device(p->c, &p->w->sd[x->r].t[x->i]);
+      if (g->bytes) f->pc[f->npc++] = (piece){(int64_t)f->hl + f->begin[k], g->bytes, src, host};
     }
     int64_t nseg = (f->size + p->seg - 1) / p->seg;
     if (p->ntask + nseg > cap) {
@@ -372,6 +372,7 @@ static rs_status write_mine(plan *p) {
     void *b = NULL;
     if (posix_memalign(&b, 4096, (size_t)p->seg)) return rs_fail(RS_ERR_NOMEM, "out of memory");
     p->buf[t] = b;
+    rs__ock_pin(c, b, p->seg);
   }
   st = rs__pool_run(nt, p->ntask, write_task, p);
   if (!st) st = rs__pool_run(nt, c->n, sync_task, p);
@@ -532,7 +533,10 @@ static void plan_free(plan *p) {
   free(p->f);
   free(p->task_file);
   free(p->task_seg);
-  for (int t = 0; p->buf && t < p->c->nthreads; ++t) free(p->buf[t]);
+  for (int t = 0; p->buf && t < p->c->nthreads; ++t) {
+    rs__ock_unpin(p->c, p->buf[t]);
+    free(p->buf[t]);
+  }
   free(p->buf);
 }
 

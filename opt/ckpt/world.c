@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/world.h"
-#include "cuda/cuda_api.h"
 #include "opt/ckpt/internal.h"
 
 enum { TASK_LEN = 11, TASK_BLOB = 12, TASK_DATA = 13 };
@@ -17,6 +16,8 @@ rs_status rs__ock_init(rs__ock *c, rs_world *world, rs_ckpt_world *w, const rs_c
   c->world = world;
   c->local = rs_world_is_local(world);
   c->device = rs_world_uses_device(world);
+  c->sim = !c->device && c->local && rs__ock_sim_requested();
+  if (c->sim) c->device = 1;
   c->me = c->local ? 0 : rs_world_rank(world);
   c->n = w->n;
   c->nthreads = o && o->io_threads > 0 ? o->io_threads : 4;
@@ -28,7 +29,12 @@ rs_status rs__ock_init(rs__ock *c, rs_world *world, rs_ckpt_world *w, const rs_c
   if (!c->local && rs_world_size(world) != w->n)
     return rs_fail(RS_ERR_INVALID, "world: the state spec has %d ranks, the transport %d processes", w->n,
                    rs_world_size(world));
-  if (world) {
+  if (world && c->local && c->device && !c->sim) {
+    /* read-once exchanges host staging buffers: a host transport, not the world's device one */
+    rs_status st = rs_comm_local_create(0, &c->own_comm);
+    if (st) return st;
+    c->comm = c->own_comm;
+  } else if (world) {
     rs_mesh m;
     memset(&m, 0, sizeof m);
     rs_status st = rs_world_comm(world, &m, &c->comm);
@@ -39,6 +45,8 @@ rs_status rs__ock_init(rs__ock *c, rs_world *world, rs_ckpt_world *w, const rs_c
 }
 
 void rs__ock_free(rs__ock *c) {
+  if (c->own_comm) c->own_comm->ops->destroy(c->own_comm);
+  c->own_comm = NULL;
   if (c->shadow) {
     for (int r = 0; r < c->n; ++r)
       if (r != c->me) rs_state_dict_free(&c->shadow[r]);
@@ -261,20 +269,6 @@ rs_status rs__ock_gather(rs__ock *c, rs_ckpt_world *w) {
     c->all.sd = c->shadow;
   }
   return rs__ock_agree(c, st);
-}
-
-rs_status rs__ock_copy_in(const rs__ock *c, void *host, const void *src, int64_t n) {
-  if (n <= 0) return RS_OK;
-  if (c->device) return rs_cuda_d2h(host, src, n);
-  memcpy(host, src, (size_t)n);
-  return RS_OK;
-}
-
-rs_status rs__ock_copy_out(const rs__ock *c, void *dst, const void *host, int64_t n) {
-  if (n <= 0) return RS_OK;
-  if (c->device) return rs_cuda_h2d(dst, host, n);
-  memcpy(dst, host, (size_t)n);
-  return RS_OK;
 }
 
 rs_status rs_opt_world_bcast(rs_world *world, void *buf, int64_t len) {

@@ -19,6 +19,9 @@ void rs_cuda_free(void *p);
 rs_status rs_cuda_h2d(void *dst, const void *src, int64_t bytes);
 rs_status rs_cuda_d2h(void *dst, const void *src, int64_t bytes);
 rs_status rs_cuda_sync(void);
+/* page-locks / releases an existing host buffer (cudaHostRegister) */
+rs_status rs_cuda_host_register(void *p, int64_t bytes);
+void rs_cuda_host_unregister(void *p);
 /* dst[i] <- src[i] for n pairs of same-shape device views, in one kernel launch. */
 rs_status rs_cuda_copy_views(const rs_view *dst, const rs_view *src, int64_t n);
 /* Pack n device views into one contiguous device buffer (or unpack it), one launch. */

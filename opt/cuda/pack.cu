@@ -349,6 +349,15 @@ rs_status rs_cuda_d2h(void *dst, const void *src, int64_t bytes) {
   return cuda_err(cudaMemcpy(dst, src, (size_t)bytes, cudaMemcpyDeviceToHost), "download");
 }
 
+rs_status rs_cuda_host_register(void *p, int64_t bytes) {
+  if (bytes <= 0) return RS_OK;
+  return cuda_err(cudaHostRegister(p, (size_t)bytes, cudaHostRegisterDefault), "cudaHostRegister");
+}
+
+void rs_cuda_host_unregister(void *p) {
+  if (p && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+}
+
 rs_status rs_cuda_sync(void) { return cuda_err(cudaStreamSynchronize(stream()), "sync"); }
 
 void *rs_cuda_stream(void) { return (void *)stream(); }

@@ -12,6 +12,8 @@ void rs_cuda_free(void *p) { (void)p; }
 rs_status rs_cuda_h2d(void *d, const void *s, int64_t n) { (void)d; (void)s; (void)n; return none(); }
 rs_status rs_cuda_d2h(void *d, const void *s, int64_t n) { (void)d; (void)s; (void)n; return none(); }
 rs_status rs_cuda_sync(void) { return none(); }
+rs_status rs_cuda_host_register(void *p, int64_t n) { (void)p; (void)n; return none(); }
+void rs_cuda_host_unregister(void *p) { (void)p; }
 rs_status rs_cuda_copy_views(const rs_view *d, const rs_view *s, int64_t n) {
   (void)d; (void)s; (void)n; return none();
 }
