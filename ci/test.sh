@@ -122,6 +122,9 @@ for np in 4 8; do
   mpirun --oversubscribe -np "$np" $R ckpt check --impl opt --transport mpi --seed 22 \
     --cases $(( np == 4 ? CASES / 100 : CASES / 500 )) --quiet --regress-dir "$out/regressions"
 done
+stage "opt checkpoints on simulated device memory (local-device, RS_SIM_DEVICE=1): $(( CASES / 50 )) cases"
+RS_SIM_DEVICE=1 $R ckpt check --impl opt --transport local-device --seed 23 --cases $(( CASES / 50 )) --quiet \
+  --regress-dir "$out/regressions"
 stage "opt checkpoints: CLI, PyTorch DCP fixtures, bench smoke"
 bash tests/ckpt_opt.sh "$R" "$top"
 # ---- end of opt checkpoints ----

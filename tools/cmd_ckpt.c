@@ -17,7 +17,7 @@
 
 static const char *HELP =
     "usage: reshard ckpt <command> ...\n"
-    "  save STATE.json --root DIR --step N [--impl ref|opt] [--transport local|mpi] [--block B]\n"
+    "  save STATE.json --root DIR --step N [--impl ref|opt] [--transport local|local-device|mpi] [--block B]\n"
     "        [--threads T] [--segment S] [--direct]   (opt: balanced writers, T I/O threads)\n"
     "        build every rank's state dict from the state spec and save it (commit: data, fsync,\n"
     "        metadata.json by rename, directory fsync, then latest)\n"
@@ -54,39 +54,55 @@ static int input_fail(const char *C, rs_status st) {
   return st == RS_ERR_NOMEM ? CLI_NOMEM : rc;
 }
 
-/* --impl opt and --transport mpi arrive with opt's parallel save/load; ref runs in one process. */
-static int impl_ok(const char *C, const char *impl, const char *transport, int allow_both) {
-  if (strcmp(impl, "ref") != 0) {
-    if (strcmp(impl, "opt") == 0 || (allow_both && strcmp(impl, "both") == 0))
-      return cli_usage_error(C, "--impl %s: not yet (opt's parallel checkpoint save/load is the next issue); use --impl ref", impl);
-    return cli_usage_error(C, "--impl: '%s', expected ref or opt", impl);
+int ckpt_wants_opt(const char *impl, const char *tr) { return strcmp(impl, "ref") || strcmp(tr, "local"); }
+
+int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_args *a) {
+  const char *stepv = NULL, *blk = NULL, *thr = NULL, *seg = NULL, *v;
+  memset(a, 0, sizeof *a);
+  a->impl = "ref";
+  a->tr = "local";
+  a->step = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (cli_flag(argv, i, "--direct")) {
+      a->direct = 1;
+      continue;
+    }
+    if (load && cli_flag(argv, i, "--read-once")) {
+      a->read_once = 1;
+      continue;
+    }
+    CLI_OPT(C, "--root", a->root);
+    CLI_OPT(C, "--step", stepv);
+    CLI_OPT(C, "--impl", a->impl);
+    CLI_OPT(C, "--transport", a->tr);
+    CLI_OPT(C, "--threads", thr);
+    CLI_OPT(C, "--segment", seg);
+    if (!load) CLI_OPT(C, "--block", blk);
+    if (load) CLI_OPT(C, "--strict", a->strict);
+    if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
+    if (a->spec) return cli_usage_error(C, "one STATE.json only");
+    a->spec = argv[i];
   }
-  if (strcmp(transport, "local") != 0) {
-    if (strcmp(transport, "mpi") == 0)
-      return cli_usage_error(C, "--transport mpi: not yet (arrives with opt's parallel save/load); ref plays every rank in one process");
-    return cli_usage_error(C, "--transport: '%s', expected local or mpi", transport);
-  }
-  return CLI_OK;
+  if (!a->spec || !a->root || (!load && !stepv))
+    return cli_usage_error(C, load ? "needs STATE.json --root DIR" : "needs STATE.json --root DIR --step N");
+  if (stepv && cli_int(stepv, 0, INT64_MAX, &a->step)) return cli_usage_error(C, "--step: expected an integer >= 0");
+  if (blk && cli_int(blk, 64, 1 << 30, &a->block)) return cli_usage_error(C, "--block: expected 64..2^30");
+  if (thr && cli_int(thr, 1, 64, &a->threads)) return cli_usage_error(C, "--threads: expected 1..64");
+  if (seg && (cli_int(seg, 4096, 1 << 30, &a->segment) || (a->segment & (a->segment - 1))))
+    return cli_usage_error(C, "--segment: a power of two in [4096, 2^30]");
+  if (!ckpt_wants_opt(a->impl, a->tr) && (thr || seg || a->direct || a->read_once))
+    return cli_usage_error(C, "--threads, --segment, --direct and --read-once are opt's (add --impl opt)");
+  return -1;
 }
 
 static int cmd_save(int argc, char **argv) {
-  const char *C = "ckpt save", *spec = NULL, *root = NULL, *stepv = NULL, *impl = "ref", *tr = "local", *blk = NULL, *v;
-  int r;
-  for (int i = 1; i < argc; ++i) {
-    CLI_OPT(C, "--root", root);
-    CLI_OPT(C, "--step", stepv);
-    CLI_OPT(C, "--impl", impl);
-    CLI_OPT(C, "--transport", tr);
-    CLI_OPT(C, "--block", blk);
-    if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
-    if (spec) return cli_usage_error(C, "one STATE.json only");
-    spec = argv[i];
-  }
-  long long step, block = 0;
-  if (!spec || !root || !stepv) return cli_usage_error(C, "needs STATE.json --root DIR --step N");
-  if (cli_int(stepv, 0, INT64_MAX, &step)) return cli_usage_error(C, "--step: expected an integer >= 0");
-  if (blk && cli_int(blk, 64, 1 << 30, &block)) return cli_usage_error(C, "--block: expected 64..2^30");
-  if ((r = impl_ok(C, impl, tr, 0))) return r;
+  const char *C = "ckpt save";
+  ckpt_io_args a;
+  int r = ckpt_io_args_parse(C, argc, argv, 0, &a);
+  if (r >= 0) return r;
+  if (ckpt_wants_opt(a.impl, a.tr)) return cmd_ckpt_opt_save(&a);
+  const char *spec = a.spec, *root = a.root;
+  long long step = a.step;
   rs_state_spec s;
   rs_status st;
   if ((st = rs_state_spec_from_file(spec, &s))) return input_fail(C, st);
@@ -95,9 +111,8 @@ static int cmd_save(int argc, char **argv) {
     rs_state_spec_free(&s);
     return input_fail(C, st);
   }
-  rs_ckpt_io_opts io = {0, 0, NULL, block};
+  rs_ckpt_io_opts io = {0, 0, NULL, a.block};
   int64_t ops = 0;
-  /* ref only: --impl opt|both and --transport are routed to cmd_ckpt_opt.c by cmd_ckpt below */
   st = rs_ref_ckpt_save(&w, root, step, &io, &ops);
   rs_ckpt_world_free(&w);
   rs_state_spec_free(&s);
@@ -117,24 +132,15 @@ static void print_list(const char *what, char **v, int n) {
 }
 
 static int cmd_load(int argc, char **argv) {
-  const char *C = "ckpt load", *spec = NULL, *root = NULL, *stepv = NULL, *impl = "ref", *tr = "local", *sm = NULL, *v;
-  int r;
-  for (int i = 1; i < argc; ++i) {
-    CLI_OPT(C, "--root", root);
-    CLI_OPT(C, "--step", stepv);
-    CLI_OPT(C, "--impl", impl);
-    CLI_OPT(C, "--transport", tr);
-    CLI_OPT(C, "--strict", sm);
-    if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
-    if (spec) return cli_usage_error(C, "one STATE.json only");
-    spec = argv[i];
-  }
-  long long step = -1;
-  if (!spec || !root) return cli_usage_error(C, "needs STATE.json --root DIR");
-  if (stepv && cli_int(stepv, 0, INT64_MAX, &step)) return cli_usage_error(C, "--step: expected an integer >= 0");
-  if ((r = impl_ok(C, impl, tr, 0))) return r;
+  const char *C = "ckpt load";
+  ckpt_io_args a;
+  int r = ckpt_io_args_parse(C, argc, argv, 1, &a);
+  if (r >= 0) return r;
+  if (ckpt_wants_opt(a.impl, a.tr)) return cmd_ckpt_opt_load(&a);
+  const char *spec = a.spec, *root = a.root;
+  long long step = a.step;
   rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
-  if (sm && rs_strict_parse(sm, &mode)) return cli_status_error(C, "--");
+  if (a.strict && rs_strict_parse(a.strict, &mode)) return cli_status_error(C, "--");
   rs_state_spec s, saved;
   rs_status st;
   if ((st = rs_state_spec_from_file(spec, &s))) return input_fail(C, st);
@@ -166,7 +172,6 @@ static int cmd_load(int argc, char **argv) {
     return input_fail(C, st);
   }
   rs_ckpt_io_opts io = {0, 0, stderr, 0};
-  /* ref only: --impl opt|both and --transport are routed to cmd_ckpt_opt.c by cmd_ckpt below */
   st = rs_ref_ckpt_load(&got, root, step, mode, &io, &rep);
   if (rep.nunexpected || mode == RS_STRICT_RETURN_UNEXPECTED || mode == RS_STRICT_RETURN_ALL)
     print_list("unexpected keys", rep.unexpected, rep.nunexpected);
@@ -266,13 +271,9 @@ int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **imp
   return -1;
 }
 
-static int cmd_check_ckpt(int argc, char **argv) {
-  const char *C = "ckpt check", *impl = "ref", *tr = "local", *junit = NULL, *jsonp = NULL;
-  rs_ckpt_campaign o;
-  int r = ckpt_check_args(argc, argv, &o, &impl, &tr, &junit, &jsonp);
-  if (r >= 0) return r;
-  /* ref's campaign; --impl opt|both (the ckpt_opt cross property) is routed by cmd_ckpt below */
-  if ((r = impl_ok(C, impl, tr, 1))) return r;
+int ckpt_ref_campaign(const rs_ckpt_campaign *oc, const char *junit, const char *jsonp) {
+  const char *C = "ckpt check";
+  rs_ckpt_campaign o = *oc;
   rs_ckpt_campaign_result res;
   rs_ckpt_campaign_run(&o, &res);
   int64_t pass = 0, skip = 0;
@@ -289,6 +290,16 @@ static int cmd_check_ckpt(int argc, char **argv) {
   if (junit && rs_ckpt_report_junit(junit, &o, &res)) return cli_status_error(C, "");
   if (jsonp && rs_ckpt_report_json(jsonp, &o, &res)) return cli_status_error(C, "");
   return res.failed ? CLI_FAIL : CLI_OK;
+}
+
+static int cmd_check_ckpt(int argc, char **argv) {
+  const char *impl = "ref", *tr = "local", *junit = NULL, *jsonp = NULL;
+  rs_ckpt_campaign o;
+  int r = ckpt_check_args(argc, argv, &o, &impl, &tr, &junit, &jsonp);
+  if (r >= 0) return r;
+  /* --impl opt|both or another transport: the ckpt_opt cross property (cmd_ckpt_opt.c) */
+  if (ckpt_wants_opt(impl, tr)) return cmd_ckpt_opt_check(&o, impl, tr, junit, jsonp);
+  return ckpt_ref_campaign(&o, junit, jsonp);
 }
 
 static int cmd_replay_ckpt(int argc, char **argv) {
@@ -482,11 +493,10 @@ int cmd_ckpt(int argc, char **argv) {
       fputs(HELP, stdout);
       return CLI_OK;
     }
-  /* --impl opt|both and --transport local|mpi: opt's parallel save/load (cmd_ckpt_opt.c) */
-  int opt = ckpt_opt_wanted(argc - 1, argv + 1);
-  if (strcmp(sub, "save") == 0) return opt ? cmd_ckpt_opt_save(argc - 1, argv + 1) : cmd_save(argc - 1, argv + 1);
-  if (strcmp(sub, "load") == 0) return opt ? cmd_ckpt_opt_load(argc - 1, argv + 1) : cmd_load(argc - 1, argv + 1);
-  if (strcmp(sub, "check") == 0 && opt) return cmd_ckpt_opt_check(argc - 1, argv + 1);
+  /* save, load and check route --impl opt|both and other transports to cmd_ckpt_opt.c */
+  int opt;
+  if (strcmp(sub, "save") == 0) return cmd_save(argc - 1, argv + 1);
+  if (strcmp(sub, "load") == 0) return cmd_load(argc - 1, argv + 1);
   if (strcmp(sub, "import") == 0) return cmd_ckpt_import(argc - 1, argv + 1);
   if (strcmp(sub, "replay") == 0 && argc == 3 && (opt = ckpt_opt_replay_file(argv[2])) >= 0) return opt;
   if (strcmp(sub, "verify") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt verify", 0);

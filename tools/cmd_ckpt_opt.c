@@ -13,14 +13,6 @@
 #include "props/ckpt_opt.h"
 #include "reshard/ckpt_opt.h"
 
-int ckpt_opt_wanted(int argc, char **argv) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!strcmp(argv[i], "--impl") && strcmp(argv[i + 1], "ref")) return 1;
-    if (!strcmp(argv[i], "--transport") && strcmp(argv[i + 1], "local")) return 1;
-  }
-  return 0;
-}
-
 static double mono(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -67,51 +59,22 @@ static void keep_error(rs_status *st, rs_status later) {
   if (!*st) *st = later;
 }
 
-static int parse_opts(const char *C, const char *thr, const char *seg, const char *blk, rs_ckpt_opt_opts *o) {
-  long long v;
-  if (thr) {
-    if (cli_int(thr, 1, 64, &v)) return cli_usage_error(C, "--threads: expected 1..64");
-    o->io_threads = (int)v;
-  }
-  if (seg) {
-    if (cli_int(seg, 4096, 1 << 30, &v) || (v & (v - 1))) return cli_usage_error(C, "--segment: a power of two in [4096, 2^30]");
-    o->segment = v;
-  }
-  if (blk) {
-    if (cli_int(blk, 64, 1 << 30, &v)) return cli_usage_error(C, "--block: expected 64..2^30");
-    o->block = v;
-  }
-  return CLI_OK;
+static void fill_opts(const ckpt_io_args *a, rs_ckpt_opt_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->io_threads = (int)a->threads;
+  o->segment = a->segment;
+  o->block = a->block;
+  o->direct = a->direct;
+  o->read_once = a->read_once;
 }
 
-int cmd_ckpt_opt_save(int argc, char **argv) {
-  const char *C = "ckpt save", *spec = NULL, *root = NULL, *stepv = NULL, *impl = "opt", *tr = "local", *blk = NULL,
-             *thr = NULL, *seg = NULL, *v;
-  int r, direct = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (cli_flag(argv, i, "--direct")) {
-      direct = 1;
-      continue;
-    }
-    CLI_OPT(C, "--root", root);
-    CLI_OPT(C, "--step", stepv);
-    CLI_OPT(C, "--impl", impl);
-    CLI_OPT(C, "--transport", tr);
-    CLI_OPT(C, "--block", blk);
-    CLI_OPT(C, "--threads", thr);
-    CLI_OPT(C, "--segment", seg);
-    if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
-    if (spec) return cli_usage_error(C, "one STATE.json only");
-    spec = argv[i];
-  }
-  long long step;
-  if (!spec || !root || !stepv) return cli_usage_error(C, "needs STATE.json --root DIR --step N");
-  if (cli_int(stepv, 0, INT64_MAX, &step)) return cli_usage_error(C, "--step: expected an integer >= 0");
-  if ((r = check_impl(C, impl, 0))) return r;
+int cmd_ckpt_opt_save(const ckpt_io_args *a) {
+  const char *C = "ckpt save", *spec = a->spec, *root = a->root, *tr = a->tr;
+  long long step = a->step;
+  int r;
+  if ((r = check_impl(C, a->impl, 0))) return r;
   rs_ckpt_opt_opts o;
-  memset(&o, 0, sizeof o);
-  o.direct = direct;
-  if ((r = parse_opts(C, thr, seg, blk, &o))) return r;
+  fill_opts(a, &o);
   rs_world *world = NULL;
   if ((r = start_world(C, tr, &world))) return r;
   rs_state_spec s;
@@ -147,42 +110,16 @@ int cmd_ckpt_opt_save(int argc, char **argv) {
   return rc;
 }
 
-int cmd_ckpt_opt_load(int argc, char **argv) {
-  const char *C = "ckpt load", *spec = NULL, *root = NULL, *stepv = NULL, *impl = "opt", *tr = "local", *sm = NULL,
-             *thr = NULL, *seg = NULL, *v;
-  int r, direct = 0, read_once = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (cli_flag(argv, i, "--direct")) {
-      direct = 1;
-      continue;
-    }
-    if (cli_flag(argv, i, "--read-once")) {
-      read_once = 1;
-      continue;
-    }
-    CLI_OPT(C, "--root", root);
-    CLI_OPT(C, "--step", stepv);
-    CLI_OPT(C, "--impl", impl);
-    CLI_OPT(C, "--transport", tr);
-    CLI_OPT(C, "--strict", sm);
-    CLI_OPT(C, "--threads", thr);
-    CLI_OPT(C, "--segment", seg);
-    if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
-    if (spec) return cli_usage_error(C, "one STATE.json only");
-    spec = argv[i];
-  }
-  long long step = -1;
-  if (!spec || !root) return cli_usage_error(C, "needs STATE.json --root DIR");
-  if (stepv && cli_int(stepv, 0, INT64_MAX, &step)) return cli_usage_error(C, "--step: expected an integer >= 0");
-  if ((r = check_impl(C, impl, 0))) return r;
+int cmd_ckpt_opt_load(const ckpt_io_args *a) {
+  const char *C = "ckpt load", *spec = a->spec, *root = a->root, *tr = a->tr;
+  long long step = a->step;
+  int r, read_once = a->read_once;
+  if ((r = check_impl(C, a->impl, 0))) return r;
   rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
-  if (sm && rs_strict_parse(sm, &mode)) return cli_status_error(C, "--");
+  if (a->strict && rs_strict_parse(a->strict, &mode)) return cli_status_error(C, "--");
   rs_ckpt_opt_opts o;
-  memset(&o, 0, sizeof o);
-  o.direct = direct;
-  o.read_once = read_once;
+  fill_opts(a, &o);
   o.log = stderr;
-  if ((r = parse_opts(C, thr, seg, NULL, &o))) return r;
   rs_world *world = NULL;
   if ((r = start_world(C, tr, &world))) return r;
   int me = rs_world_rank(world), rc = CLI_OK;
@@ -257,33 +194,20 @@ out:
   return rc;
 }
 
-int cmd_ckpt_opt_check(int argc, char **argv) {
-  const char *C = "ckpt check", *impl = "opt", *tr = "local", *junit = NULL, *jsonp = NULL;
-  rs_ckpt_campaign o;
-  int r = ckpt_check_args(argc, argv, &o, &impl, &tr, &junit, &jsonp);
-  if (r >= 0) return r;
+int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char *tr, const char *junit,
+                       const char *jsonp) {
+  const char *C = "ckpt check";
+  rs_ckpt_campaign o = *oc;
+  int r;
   if ((r = check_impl(C, impl, 1))) return r;
   rs_world *world = NULL;
   if ((r = start_world(C, tr, &world))) return r;
   int me = rs_world_rank(world), failed = 0;
   if (!strcmp(impl, "both") && rs_world_is_local(world)) {
-    /* the reference's own campaign first, then opt beside it */
-    rs_ckpt_campaign_result res;
-    rs_ckpt_campaign_run(&o, &res);
-    int64_t pass = 0, skip = 0;
-    for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
-      pass += res.pass[p];
-      skip += res.skip[p];
-      if (!o.quiet || res.fail[p])
-        printf("  %-14s pass %lld  skip %lld  fail %lld\n", rs_ckpt_prop_name((rs_ckpt_prop)p), (long long)res.pass[p],
-               (long long)res.skip[p], (long long)res.fail[p]);
-    }
-    printf("ckpt check: %lld cases (seed %llu, impl ref) in %.1fs: %lld property runs passed, %lld skipped, %d properties failed\n",
-           (long long)res.cases, (unsigned long long)o.seed, res.seconds, (long long)pass, (long long)skip, res.failed);
-    failed |= res.failed != 0;
-    /* the reports hold the reference's properties; ckpt_opt's verdict is the exit code */
-    if (junit && rs_ckpt_report_junit(junit, &o, &res)) return cli_status_error(C, "");
-    if (jsonp && rs_ckpt_report_json(jsonp, &o, &res)) return cli_status_error(C, "");
+    /* the reference's own campaign first (its reports hold ref's properties), then opt beside it */
+    int rc = ckpt_ref_campaign(&o, junit, jsonp);
+    if (rc == CLI_USAGE || rc == CLI_NOMEM) return rc;
+    failed |= rc != CLI_OK;
   }
   rs_ckpt_opt_campaign_result res;
   rs_ckpt_opt_campaign_run(world, &o, &res);

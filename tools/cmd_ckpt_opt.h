@@ -1,19 +1,32 @@
 /* cmd_ckpt_opt.h - the opt side of `reshard ckpt` (tools/cmd_ckpt_opt.c): save, load and check
- * with --impl opt|both and --transport local|mpi, and the replay of ckpt_opt fixtures. */
+ * with --impl opt|both and --transport local|local-device|mpi, the replay of ckpt_opt fixtures,
+ * and the flag parsers both sides share (cmd_ckpt.c). */
 #ifndef RS_TOOLS_CMD_CKPT_OPT_H
 #define RS_TOOLS_CMD_CKPT_OPT_H
 
-/* 1 when argv asks for opt (--impl opt|both) or a transport other than local. */
-int ckpt_opt_wanted(int argc, char **argv);
-int cmd_ckpt_opt_save(int argc, char **argv);
-int cmd_ckpt_opt_load(int argc, char **argv);
-int cmd_ckpt_opt_check(int argc, char **argv);
+/* `ckpt save` (load = 0) and `ckpt load` (load = 1) flags, parsed once for ref and opt
+ * (cmd_ckpt.c): -1 when every flag parses, else the exit code (a usage error was printed). */
+typedef struct ckpt_io_args {
+  const char *spec, *root, *impl, *tr, *strict;
+  long long step;               /* -1: not given (load: latest) */
+  long long block, threads, segment; /* 0: not given */
+  int direct, read_once;
+} ckpt_io_args;
+int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_args *a);
+/* opt's side: --impl opt|both or a transport other than local */
+int ckpt_wants_opt(const char *impl, const char *tr);
+int cmd_ckpt_opt_save(const ckpt_io_args *a);
+int cmd_ckpt_opt_load(const ckpt_io_args *a);
 /* `ckpt check`'s flags (cmd_ckpt.c), parsed once for ref's and opt's campaigns: returns -1 when
  * every flag parses, else the exit code (a usage error was printed). impl, tr, junit and jsonp
  * keep their defaults when the flag is absent. */
 struct rs_ckpt_campaign;
 int ckpt_check_args(int argc, char **argv, struct rs_ckpt_campaign *o, const char **impl, const char **tr,
                     const char **junit, const char **jsonp);
+/* ref's campaign with its summary and reports: the exit code */
+int ckpt_ref_campaign(const struct rs_ckpt_campaign *o, const char *junit, const char *jsonp);
+int cmd_ckpt_opt_check(const struct rs_ckpt_campaign *o, const char *impl, const char *tr, const char *junit,
+                       const char *jsonp);
 /* -1: not a ckpt_opt fixture (the caller replays it); else the exit code */
 int ckpt_opt_replay_file(const char *path);
 

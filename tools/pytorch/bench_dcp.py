@@ -11,12 +11,12 @@ cache with posix_fadvise(DONTNEED) (what bench_ckpt.c does for reshard's files),
 zeroed DTensors of the same layout is timed the same way and checked with torch.equal.
 
   /work/venv/bin/python tools/pytorch/bench_dcp.py --bytes 2G --ranks 1,2,4 --dir DIR \\
-      [--threads 4] [--reshard-json reshard.json] [--json dcp.json]
+      [--threads 4] [--reps 3] [--reshard BIN | --reshard-json reshard.json] [--json dcp.json]
 
-With --reshard-json (written by `reshard bench ckpt --json`), the ratio reshard/DCP of save and
-load throughput is printed per rank count. With --reshard BIN instead, `BIN bench ckpt` runs for
-each rank count right before DCP does (same bytes, same directory, interleaved in one run), and
-its table rows are printed too.
+With --reshard BIN, `BIN bench ckpt --reps 1` runs right before each DCP run (same bytes, same
+directory, interleaved in one run): the ratio reshard/DCP of save and load throughput is printed
+per pair, then the median of the pairs per rank count. With --reshard-json (written by `reshard
+bench ckpt --json`) the ratios use those runs instead.
 """
 import argparse
 import json
@@ -29,6 +29,12 @@ import time
 def parse_bytes(s):
     m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(float(s[:-1]) * m[s[-1].upper()]) if s[-1].upper() in m else int(s)
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def drop_cache(path):
@@ -113,6 +119,7 @@ def main():
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--reshard-json")
     ap.add_argument("--reshard", help="reshard binary: run `bench ckpt` for each rank count, interleaved")
+    ap.add_argument("--reps", type=int, default=3, help="pairs (reshard, DCP) per rank count; medians printed")
     ap.add_argument("--json")
     args = ap.parse_args()
     args.bytes = parse_bytes(args.bytes)
@@ -121,41 +128,53 @@ def main():
     import torch.multiprocessing as mp
 
     reshard = {}
-    if args.reshard:
-        print("reshard bench ckpt columns: ranks seq_w save save/seq seq_r load load/seq read-once ro/seq check")
     if args.reshard_json:
         with open(args.reshard_json) as f:
             for r in json.load(f)["runs"]:
-                reshard[r["ranks"]] = r
+                reshard.setdefault(r["ranks"], []).append(r)
     print(f"PyTorch {torch.__version__} DCP, FileSystemWriter(thread_count={args.threads}, sync_files=True), gloo, "
-          f"{args.bytes / (1 << 30):.2f} GiB, page cache dropped per file before the load")
-    print(f"{'ranks':>5} {'save MB/s':>10} {'load MB/s':>10} {'equal':>6}"
-          + (f" {'reshard/DCP save':>17} {'reshard/DCP load':>17}" if reshard or args.reshard else ""))
+          f"{args.bytes / (1 << 30):.2f} GiB, page cache dropped per file before the load, median of {args.reps}")
+    cmp = bool(reshard or args.reshard)
+    print(f"{'ranks':>5} {'rep':>4} {'save MB/s':>10} {'load MB/s':>10} {'equal':>6}"
+          + (f" {'reshard/DCP save':>17} {'reshard/DCP load':>17}" if cmp else ""))
     runs = []
-    for i, world in enumerate(int(x) for x in args.ranks.split(",")):
-        if args.reshard:
-            import subprocess
-            rj = os.path.join(args.dir, f"reshard_{world}.json")
-            p = subprocess.run([args.reshard, "bench", "ckpt", "--bytes", str(args.bytes), "--ranks", str(world),
-                                "--dir", os.path.join(args.dir, "rs"), "--threads", str(args.threads), "--json", rj],
-                               capture_output=True, text=True, check=True)
-            print("  reshard: " + p.stdout.strip().splitlines()[-1], flush=True)
-            with open(rj) as f:
-                reshard[world] = json.load(f)["runs"][0]
-            os.remove(rj)
-        out = os.path.join(args.dir, f"dcp_{world}.json")
-        mp.start_processes(worker, args=(world, args, 29500 + os.getpid() % 1000 + i, out), nprocs=world,
-                           start_method="fork", join=True)
-        with open(out) as f:
-            r = json.load(f)
-        os.remove(out)
-        runs.append(r)
-        mb = r["bytes"] / 1e6
-        line = f"{world:5d} {mb / r['save_s']:10.0f} {mb / r['load_s']:10.0f} {str(r['equal']):>6}"
-        if world in reshard:
-            rs = reshard[world]
-            line += f" {r['save_s'] / rs['save_s']:16.2f}x {r['load_s'] / rs['load_s']:16.2f}x"
-        print(line, flush=True)
+    port = 29500 + os.getpid() % 1000
+    for world in (int(x) for x in args.ranks.split(",")):
+        ratios = []
+        for rep in range(args.reps):
+            rs = None
+            if args.reshard:
+                # reshard's run right before DCP's, same bytes and directory: one pair per rep
+                import subprocess
+                rj = os.path.join(args.dir, f"reshard_{world}.json")
+                p = subprocess.run([args.reshard, "bench", "ckpt", "--bytes", str(args.bytes), "--ranks", str(world),
+                                    "--reps", "1", "--dir", os.path.join(args.dir, "rs"), "--threads",
+                                    str(args.threads), "--json", rj], capture_output=True, text=True, check=True)
+                print("  reshard: " + p.stdout.strip().splitlines()[-1], flush=True)
+                with open(rj) as f:
+                    rs = json.load(f)["runs"][0]
+                os.remove(rj)
+            elif world in reshard:
+                rs = reshard[world][rep % len(reshard[world])]
+            out = os.path.join(args.dir, f"dcp_{world}.json")
+            port += 1
+            mp.start_processes(worker, args=(world, args, port, out), nprocs=world, start_method="fork", join=True)
+            with open(out) as f:
+                r = json.load(f)
+            os.remove(out)
+            r["rep"] = rep
+            if rs:
+                r["reshard_save_s"], r["reshard_load_s"] = rs["save_s"], rs["load_s"]
+            runs.append(r)
+            mb = r["bytes"] / 1e6
+            line = f"{world:5d} {rep:4d} {mb / r['save_s']:10.0f} {mb / r['load_s']:10.0f} {str(r['equal']):>6}"
+            if rs:
+                ratios.append((r["save_s"] / rs["save_s"], r["load_s"] / rs["load_s"]))
+                line += f" {ratios[-1][0]:16.2f}x {ratios[-1][1]:16.2f}x"
+            print(line, flush=True)
+        if ratios:
+            print(f"{world:5d} {'med':>4} {'':>10} {'':>10} {'':>6} {median([x for x, _ in ratios]):16.2f}x "
+                  f"{median([y for _, y in ratios]):16.2f}x", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": runs}, f)
