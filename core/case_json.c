@@ -182,27 +182,11 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
 
 rs_status rs__case_from_cjson(const cJSON *root, rs_case *out) { return case_from_cjson(root, out); }
 
-rs_status rs_case_from_json(const char *text, rs_case *out) {
-  cJSON *root;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
-  st = case_from_cjson(root, out);
-  cJSON_Delete(root);
-  return st;
-}
+static rs_status case_reader(const cJSON *root, void *out) { return case_from_cjson(root, out); }
 
-rs_status rs_case_from_file(const char *path, rs_case *out) {
-  char *buf = rs_read_text(path);
-  if (!buf) return RS_ERR_IO; /* rs_read_text named the file */
-  rs_status st = rs_case_from_json(buf, out);
-  free(buf);
-  if (st) {
-    char pre[300];
-    snprintf(pre, sizeof pre, "%s: ", path);
-    return rs_fail_prefix(st, pre);
-  }
-  return RS_OK;
-}
+rs_status rs_case_from_json(const char *text, rs_case *out) { return rs__json_from_text(text, case_reader, out); }
+
+rs_status rs_case_from_file(const char *path, rs_case *out) { return rs__json_from_file(path, case_reader, out); }
 
 /* Integers are written from their int64 text (cJSON_CreateRaw), never through a double, so a
  * size or seed beyond 2^53 reads back as itself. */

@@ -3,6 +3,7 @@
  * number node a copy of its token in valuestring, which cJSON_Delete frees. */
 #include "core/json.h"
 #include "core/mutant.h"
+#include "reshard/case.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <errno.h>
@@ -153,5 +154,27 @@ rs_status rs_json_member(const cJSON *obj, const char *parent, const char *key, 
   if (!(m->type & 0xFF & type_mask))
     return rs_fail(RS_ERR_INVALID, "%s%s%s: wrong type", parent, *parent ? "." : "", key);
   *out = m;
+  return RS_OK;
+}
+
+rs_status rs__json_from_text(const char *text, rs__json_reader read, void *out) {
+  cJSON *root;
+  rs_status st = rs_json_parse(text, &root);
+  if (st) return st;
+  st = read(root, out);
+  cJSON_Delete(root);
+  return st;
+}
+
+rs_status rs__json_from_file(const char *path, rs__json_reader read, void *out) {
+  char *text = rs_read_text(path);
+  if (!text) return RS_ERR_IO; /* rs_read_text named the file */
+  rs_status st = rs__json_from_text(text, read, out);
+  free(text);
+  if (st) {
+    char pre[512];
+    snprintf(pre, sizeof pre, "%s: ", path);
+    return rs_fail_prefix(st, pre);
+  }
   return RS_OK;
 }

@@ -33,7 +33,7 @@ static const char *HELP =
 static const char *C = "p2p";
 
 static int load(const char *path, rs_p2p_model *m) {
-  if (rs_p2p_model_load(path, m)) return cli_status_error(C, path);
+  if (rs_p2p_model_load(path, m)) return cli_status_error(C, NULL); /* the message names the file */
   return CLI_OK;
 }
 

@@ -130,9 +130,9 @@ static int tp_run(int argc, char **argv) {
   if (!file) return cli_usage_error(C, "CASE.json: required");
   rs_tp_case *c = malloc(sizeof *c);
   if (!c) return cli_usage_error(C, "out of memory");
-  if (rs_tp_case_from_file(file, c) != RS_OK) {
+  if (rs_tp_case_from_file(file, c) != RS_OK) { /* the message names the file */
     free(c);
-    return cli_status_error(C, file);
+    return cli_status_error(C, NULL);
   }
   void *opt = NULL;
 #ifdef RS_HAVE_OPT

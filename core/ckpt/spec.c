@@ -262,30 +262,22 @@ static rs_status parse_root(const cJSON *root, rs_state_spec *s) {
   return read_kvs(root, "nonpersistent", &s->nonpersistent, &s->nnp);
 }
 
-rs_status rs_state_spec_from_json(const char *text, rs_state_spec *out) {
-  memset(out, 0, sizeof *out);
-  cJSON *root;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
-  if (!cJSON_IsObject(root)) st = rs_fail(RS_ERR_INVALID, "state spec: expected a JSON object");
-  else st = parse_root(root, out);
-  cJSON_Delete(root);
+/* Frees what it read when it fails, so a caller never holds half a spec. */
+static rs_status spec_reader(const cJSON *root, void *out) {
+  rs_status st = cJSON_IsObject(root) ? parse_root(root, out)
+                                      : rs_fail(RS_ERR_INVALID, "state spec: expected a JSON object");
   if (st) rs_state_spec_free(out);
   return st;
 }
 
+rs_status rs_state_spec_from_json(const char *text, rs_state_spec *out) {
+  memset(out, 0, sizeof *out);
+  return rs__json_from_text(text, spec_reader, out);
+}
+
 rs_status rs_state_spec_from_file(const char *path, rs_state_spec *out) {
   memset(out, 0, sizeof *out);
-  char *text = rs_read_text(path);
-  if (!text) return RS_ERR_IO;
-  rs_status st = rs_state_spec_from_json(text, out);
-  free(text);
-  if (st) {
-    char pre[512];
-    snprintf(pre, sizeof pre, "%s: ", path);
-    return rs_fail_prefix(st, pre);
-  }
-  return RS_OK;
+  return rs__json_from_file(path, spec_reader, out);
 }
 
 /* ---- printing ---- */

@@ -277,10 +277,9 @@ static rs_status read_config(const cJSON *root, int which, const rs_p2p_arch *ar
   return st;
 }
 
-rs_status rs_p2p_model_parse(const char *text, rs_p2p_model *out) {
-  cJSON *root = NULL;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
+/* *out is written only on success. */
+static rs_status model_reader(const cJSON *root, void *out) {
+  rs_status st = RS_OK;
   rs_p2p_model m;
   memset(&m, 0, sizeof m);
   const cJSON *model, *params, *tmpl, *seed;
@@ -301,22 +300,17 @@ rs_status rs_p2p_model_parse(const char *text, rs_p2p_model *out) {
   }
   for (int k = 0; k < 2 && !st; ++k) st = read_config(root, k, have_arch ? &arch : NULL, &m);
   if (!st) st = rs_p2p_model_finish(&m);
-  cJSON_Delete(root);
   if (st) {
     rs_p2p_model_free(&m);
     return st;
   }
-  *out = m;
+  *(rs_p2p_model *)out = m;
   return RS_OK;
 }
 
-rs_status rs_p2p_model_load(const char *path, rs_p2p_model *out) {
-  char *text = rs_read_text(path);
-  if (!text) return rs_fail(RS_ERR_IO, "model: cannot read '%s'", path);
-  rs_status st = rs_p2p_model_parse(text, out);
-  free(text);
-  return st;
-}
+rs_status rs_p2p_model_parse(const char *text, rs_p2p_model *out) { return rs__json_from_text(text, model_reader, out); }
+
+rs_status rs_p2p_model_load(const char *path, rs_p2p_model *out) { return rs__json_from_file(path, model_reader, out); }
 
 /* ---- writer ---- */
 

@@ -98,7 +98,8 @@ static rs_status read_module(const cJSON *o, int i, rs_tp_module *m) {
   return RS_OK;
 }
 
-static rs_status from_cjson(const cJSON *root, rs_tp_case *c) {
+static rs_status from_cjson(const cJSON *root, void *out) {
+  rs_tp_case *c = out;
   memset(c, 0, sizeof *c);
   if (!cJSON_IsObject(root)) return rs_fail(RS_ERR_INVALID, "case: expected a JSON object");
   const cJSON *it, *mesh;
@@ -165,22 +166,9 @@ static rs_status from_cjson(const cJSON *root, rs_tp_case *c) {
   return rs_tp_case_validate(c);
 }
 
-rs_status rs_tp_case_from_json(const char *text, rs_tp_case *out) {
-  cJSON *root = NULL;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
-  st = from_cjson(root, out);
-  cJSON_Delete(root);
-  return st;
-}
+rs_status rs_tp_case_from_json(const char *text, rs_tp_case *out) { return rs__json_from_text(text, from_cjson, out); }
 
-rs_status rs_tp_case_from_file(const char *path, rs_tp_case *out) {
-  char *text = rs_read_text(path);
-  if (!text) return RS_ERR_IO;
-  rs_status st = rs_tp_case_from_json(text, out);
-  free(text);
-  return st;
-}
+rs_status rs_tp_case_from_file(const char *path, rs_tp_case *out) { return rs__json_from_file(path, from_cjson, out); }
 
 static void put_pl(cJSON *o, const char *key, rs_placement p) {
   char b[32];
