@@ -1,6 +1,10 @@
 # extra.cmake - per-test link needs beyond the library (included by tests/CMakeLists.txt).
-# test_fixtures reads the recorded PyTorch corpus (fixtures/pytorch/*.jsonl.gz) with zlib.
-target_link_libraries(test_fixtures PRIVATE z)
+# test_fixtures and test_tp_fixtures read the recorded PyTorch corpora (fixtures/pytorch/*.jsonl.gz,
+# fixtures/tp/*.jsonl.gz) with one reader (tests/jsonl.c) over zlib.
+foreach(t test_fixtures test_tp_fixtures)
+  target_sources(${t} PRIVATE ${CMAKE_SOURCE_DIR}/tests/jsonl.c)
+  target_link_libraries(${t} PRIVATE z)
+endforeach()
 # cli_forms: the stable forms of the reshard CLI (exact JSON, exit codes, run/replay/gen/check).
 if(TARGET reshard)
   add_test(NAME cli_forms COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_forms.sh $<TARGET_FILE:reshard>)
@@ -64,8 +68,6 @@ if(TARGET reshard)
 endif()
 
 # ---- tp (tensor-parallel styles) ----
-# test_tp_fixtures reads the recorded PyTorch parallelize_module corpus (fixtures/tp/*.jsonl.gz).
-target_link_libraries(test_tp_fixtures PRIVATE z)
 # tp_cli: the stable forms of `reshard tp` (exit codes, exact JSON, gen -> run, check reports).
 if(TARGET reshard)
   add_test(NAME tp_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/tp_cli.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
