@@ -157,6 +157,17 @@ rs_status rs_json_member(const cJSON *obj, const char *parent, const char *key, 
   return RS_OK;
 }
 
+rs_status rs_json_i64_member(const cJSON *obj, const char *parent, const char *key, int64_t lo, int64_t hi,
+                             int required, int64_t *out) {
+  const cJSON *it;
+  rs_status st = rs_json_member(obj, parent, key, cJSON_Number, &it);
+  if (st) return st;
+  if (!it) return required ? rs_fail(RS_ERR_INVALID, "%s.%s: required", parent, key) : RS_OK;
+  char f[256];
+  snprintf(f, sizeof f, "%.180s.%.60s", parent, key);
+  return rs_json_i64(it, f, lo, hi, out);
+}
+
 rs_status rs__json_from_text(const char *text, rs__json_reader read, void *out) {
   cJSON *root;
   rs_status st = rs_json_parse(text, &root);

@@ -85,14 +85,8 @@ static rs_status read_flag(const cJSON *obj, const char *field, const char *name
 
 static rs_status read_int(const cJSON *obj, const char *field, const char *name, int64_t lo,
                           int64_t hi, int64_t dflt, int64_t *out) {
-  const cJSON *n;
-  rs_status st = rs_json_member(obj, field, name, cJSON_Number, &n);
-  if (st) return st;
   *out = dflt;
-  if (!n) return RS_OK;
-  char f[192];
-  snprintf(f, sizeof f, "%s.%s", field, name);
-  return rs_json_i64(n, f, lo, hi, out);
+  return rs_json_i64_member(obj, field, name, lo, hi, 0, out);
 }
 
 static rs_status read_tensor(const cJSON *it, const char *field, int world, rs_spec_tensor *t) {
