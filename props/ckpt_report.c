@@ -46,12 +46,5 @@ rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const
   }
   cJSON_AddItemToObject(root, "properties", props);
   cJSON_AddItemToObject(root, "failures", fails);
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return rs_fail(RS_ERR_NOMEM, "--json: out of memory");
-  FILE *f = fopen(path, "w");
-  int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-  if (f && fclose(f) != 0) ok = 0;
-  cJSON_free(text);
-  return ok ? RS_OK : rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
+  return rs__report_json_write(root, path);
 }

@@ -204,17 +204,20 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   }
   cJSON_AddItemToObject(root, "properties", props);
   cJSON_AddItemToObject(root, "failures", fails);
+  return rs__report_json_write(root, path);
+}
+
+rs_status rs__report_json_write(cJSON *root, const char *path) {
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return rs_fail(RS_ERR_NOMEM, "--json: out of memory");
   FILE *f = fopen(path, "w");
   if (!f) {
-    free(text);
+    cJSON_free(text);
     return rs_fail(RS_ERR_IO, "--json: cannot write %s: %s", path, strerror(errno));
   }
-  fputs(text, f);
-  fputc('\n', f);
-  free(text);
-  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
+  int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+  cJSON_free(text);
+  if (fclose(f) != 0 || !ok) return rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
   return RS_OK;
 }
