@@ -1,4 +1,4 @@
-/* jsonl.c - see jsonl.h; linked into test_fixtures and test_tp_fixtures (tests/extra.cmake). */
+/* jsonl.c - see jsonl.h; linked into the tests that read recorded corpora (tests/extra.cmake). */
 #include "jsonl.h"
 #include <dirent.h>
 #include <stdio.h>

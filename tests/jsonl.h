@@ -1,4 +1,4 @@
-/* jsonl.h - reading the recorded corpora of the fixture tests (fixtures/pytorch, fixtures/tp): a
+/* jsonl.h - reading the recorded corpora of the fixture tests (fixtures/pytorch, tp, pytorch_order): a
  * folder's files in name order, and the lines of a gzip'd JSON-lines file however long. */
 #ifndef RS_TEST_JSONL_H
 #define RS_TEST_JSONL_H
