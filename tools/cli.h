@@ -62,9 +62,10 @@ int cli_build_sharding(const char *cmd, const char *flag_pl, const char *pl, con
 int cli_planner_flags(const char *cmd, const char *planner, int allow_auto, const char *cost,
                       const char *enumeration, rs_planner_kind *pk, rs_cost_model *cm, rs_enumeration *en);
 
-/* The flags the campaign verbs share (check, tp check, p2p check): --seed, --cases (1..2^40), --seconds
- * (refused as unknown when no_seconds), --junit FILE, --json FILE, --regress-dir DIR. The caller
- * sets the defaults (seed) before its flag loop; cases and seconds stay 0 when not given. */
+/* The flags the campaign verbs share (check, tp check, p2p check): --seed, --cases (1..2^40),
+ * --seconds (> 0; refused as unknown when no_seconds), --junit FILE, --json FILE, --regress-dir DIR.
+ * The caller sets the defaults (seed) before its flag loop; cases and seconds stay 0 when not given,
+ * the file names NULL. */
 typedef struct cli_campaign_args {
   unsigned long long seed;
   long long cases;
