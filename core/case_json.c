@@ -15,21 +15,16 @@
  * refused before any arithmetic sees it. */
 #define MESH_SIZE_MAX RS_MAX_RANKS
 
-static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndim, int tensor_ndim,
-                               rs_sharding *s) {
-  memset(s, 0, sizeof *s);
-  if (!cJSON_IsObject(obj)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", field);
-  const cJSON *pl = cJSON_GetObjectItemCaseSensitive(obj, "placements");
-  if (!cJSON_IsArray(pl)) return rs_fail(RS_ERR_INVALID, "%s.placements: expected an array of strings", field);
+rs_status rs__json_placements(const cJSON *pl, const char *field, int mesh_ndim, int tensor_ndim, rs_sharding *s) {
   int k = 0;
   const cJSON *it;
+  rs_status st;
   cJSON_ArrayForEach(it, pl) {
     if (!cJSON_IsString(it)) return rs_fail(RS_ERR_INVALID, "%s.placements[%d]: expected a string", field, k);
     if (k >= RS_MAX_MESH_DIMS) return rs_fail(RS_ERR_INVALID, "%s.placements: too many", field);
-    rs_status st = rs_parse_placement(it->valuestring, &s->p[k]);
-    if (st) {
-      char pre[64];
-      snprintf(pre, sizeof pre, "%s.placements[%d]: ", field, k);
+    if ((st = rs_parse_placement(it->valuestring, &s->p[k]))) {
+      char pre[200];
+      snprintf(pre, sizeof pre, "%.150s.placements[%d]: ", field, k);
       return rs_fail_prefix(st, pre);
     }
     k++;
@@ -37,12 +32,22 @@ static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndi
   if (k != mesh_ndim)
     return rs_fail(RS_ERR_INVALID, "%s.placements: %d placements for a %d-d mesh", field, k, mesh_ndim);
   s->mesh_ndim = k;
-  rs_status st = rs_sharding_set_default_order(s, tensor_ndim);
-  if (st) {
-    char pre[64];
-    snprintf(pre, sizeof pre, "%s.", field);
+  if ((st = rs_sharding_set_default_order(s, tensor_ndim))) {
+    char pre[200];
+    snprintf(pre, sizeof pre, "%.150s.", field);
     return rs_fail_prefix(st, pre);
   }
+  return RS_OK;
+}
+
+static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndim, int tensor_ndim,
+                               rs_sharding *s) {
+  memset(s, 0, sizeof *s);
+  if (!cJSON_IsObject(obj)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", field);
+  const cJSON *pl = cJSON_GetObjectItemCaseSensitive(obj, "placements"), *it;
+  if (!cJSON_IsArray(pl)) return rs_fail(RS_ERR_INVALID, "%s.placements: expected an array of strings", field);
+  rs_status st = rs__json_placements(pl, field, mesh_ndim, tensor_ndim, s);
+  if (st) return st;
   const cJSON *ord = cJSON_GetObjectItemCaseSensitive(obj, "shard_order");
   if (ord && !cJSON_IsNull(ord)) {
     if (!cJSON_IsArray(ord)) return rs_fail(RS_ERR_INVALID, "%s.shard_order: expected an array", field);
@@ -182,27 +187,11 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
 
 rs_status rs__case_from_cjson(const cJSON *root, rs_case *out) { return case_from_cjson(root, out); }
 
-rs_status rs_case_from_json(const char *text, rs_case *out) {
-  cJSON *root;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
-  st = case_from_cjson(root, out);
-  cJSON_Delete(root);
-  return st;
-}
+static rs_status case_reader(const cJSON *root, void *out) { return case_from_cjson(root, out); }
 
-rs_status rs_case_from_file(const char *path, rs_case *out) {
-  char *buf = rs_read_text(path);
-  if (!buf) return RS_ERR_IO; /* rs_read_text named the file */
-  rs_status st = rs_case_from_json(buf, out);
-  free(buf);
-  if (st) {
-    char pre[300];
-    snprintf(pre, sizeof pre, "%s: ", path);
-    return rs_fail_prefix(st, pre);
-  }
-  return RS_OK;
-}
+rs_status rs_case_from_json(const char *text, rs_case *out) { return rs__json_from_text(text, case_reader, out); }
+
+rs_status rs_case_from_file(const char *path, rs_case *out) { return rs__json_from_file(path, case_reader, out); }
 
 /* Integers are written from their int64 text (cJSON_CreateRaw), never through a double, so a
  * size or seed beyond 2^53 reads back as itself. */

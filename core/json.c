@@ -3,6 +3,7 @@
  * number node a copy of its token in valuestring, which cJSON_Delete frees. */
 #include "core/json.h"
 #include "core/mutant.h"
+#include "reshard/case.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <errno.h>
@@ -153,5 +154,38 @@ rs_status rs_json_member(const cJSON *obj, const char *parent, const char *key, 
   if (!(m->type & 0xFF & type_mask))
     return rs_fail(RS_ERR_INVALID, "%s%s%s: wrong type", parent, *parent ? "." : "", key);
   *out = m;
+  return RS_OK;
+}
+
+rs_status rs_json_i64_member(const cJSON *obj, const char *parent, const char *key, int64_t lo, int64_t hi,
+                             int required, int64_t *out) {
+  const cJSON *it;
+  rs_status st = rs_json_member(obj, parent, key, cJSON_Number, &it);
+  if (st) return st;
+  if (!it) return required ? rs_fail(RS_ERR_INVALID, "%s.%s: required", parent, key) : RS_OK;
+  char f[256];
+  snprintf(f, sizeof f, "%.180s.%.60s", parent, key);
+  return rs_json_i64(it, f, lo, hi, out);
+}
+
+rs_status rs__json_from_text(const char *text, rs__json_reader read, void *out) {
+  cJSON *root;
+  rs_status st = rs_json_parse(text, &root);
+  if (st) return st;
+  st = read(root, out);
+  cJSON_Delete(root);
+  return st;
+}
+
+rs_status rs__json_from_file(const char *path, rs__json_reader read, void *out) {
+  char *text = rs_read_text(path);
+  if (!text) return RS_ERR_IO; /* rs_read_text named the file */
+  rs_status st = rs__json_from_text(text, read, out);
+  free(text);
+  if (st) {
+    char pre[512];
+    snprintf(pre, sizeof pre, "%s: ", path);
+    return rs_fail_prefix(st, pre);
+  }
   return RS_OK;
 }

@@ -24,5 +24,18 @@ rs_status rs_json_i64_array(const cJSON *arr, const char *field, int max, int64_
  * cJSON_Array, cJSON_Object, cJSON_True|cJSON_False, cJSON_NULL); *out is NULL when absent. */
 rs_status rs_json_member(const cJSON *obj, const char *parent, const char *key, int type_mask,
                          const cJSON **out);
+/* Integer member `key` of obj in [lo, hi], errors naming "parent.key": absent leaves *out as it is
+ * (callers preset the default) or, when `required`, is an error; any non-number is an error. */
+rs_status rs_json_i64_member(const cJSON *obj, const char *parent, const char *key, int64_t lo, int64_t hi,
+                             int required, int64_t *out);
+
+/* The codecs' shared wrappers (cases, TP cases, state specs, p2p models): each format is written
+ * once as a reader of the parsed tree, and these give it its from-text and from-file forms. */
+typedef rs_status (*rs__json_reader)(const cJSON *root, void *out);
+/* rs_json_parse `text`, then `read` the tree into `out`; the tree is freed either way. */
+rs_status rs__json_from_text(const char *text, rs__json_reader read, void *out);
+/* Read the whole file at `path`, then rs__json_from_text. Every error names the file: a read error
+ * as rs_read_text words it (RS_ERR_IO), any other prefixed with "PATH: ". */
+rs_status rs__json_from_file(const char *path, rs__json_reader read, void *out);
 
 #endif

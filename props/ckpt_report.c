@@ -1,47 +1,21 @@
 /* ckpt_report.c - JUnit XML and JSON reports of `reshard ckpt check`, for CI pipelines that gate
- * on it (the same shapes as the redistribute campaign's reports in props/report.c). */
-#include <errno.h>
+ * on it (the same shapes as the redistribute campaign's reports, through props/report.c's JUnit
+ * writer). */
 #include <stdio.h>
-#include <string.h>
 #include "core/json.h"
 #include "props/ckpt.h"
-
-static void xml_escape(FILE *f, const char *s) {
-  for (; *s; ++s) switch (*s) {
-      case '<': fputs("&lt;", f); break;
-      case '>': fputs("&gt;", f); break;
-      case '&': fputs("&amp;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\n': fputs("&#10;", f); break;
-      default:
-        if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
-    }
-}
+#include "props/report.h"
 
 rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r) {
-  FILE *f = fopen(path, "w");
-  if (!f) return rs_fail(RS_ERR_IO, "--junit: cannot write %s: %s", path, strerror(errno));
-  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  fprintf(f, "<testsuite name=\"reshard.ckpt\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", RS_CKPT_PROP_COUNT,
-          r->failed, r->seconds);
-  fprintf(f, "  <properties><property name=\"seed\" value=\"%llu\"/><property name=\"cases\" value=\"%lld\"/></properties>\n",
+  FILE *f = rs__junit_open(path, "reshard.ckpt", RS_CKPT_PROP_COUNT, r->failed, r->seconds);
+  if (!f) return RS_ERR_IO;
+  fprintf(f, "  <properties><property name=\"seed\" value=\"%llu\"/>"
+             "<property name=\"cases\" value=\"%lld\"/></properties>\n",
           (unsigned long long)o->seed, (long long)r->cases);
-  for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
-    fprintf(f, "  <testcase classname=\"reshard.ckpt\" name=\"%s\">", rs_ckpt_prop_name((rs_ckpt_prop)p));
-    if (r->fail[p]) {
-      fprintf(f, "\n    <failure message=\"");
-      xml_escape(f, r->message[p]);
-      fprintf(f, "\">replay: reshard ckpt replay ");
-      xml_escape(f, r->fixture[p]);
-      fprintf(f, "</failure>\n  ");
-    } else if (r->pass[p] == 0) {
-      fprintf(f, "<skipped/>");
-    }
-    fprintf(f, "</testcase>\n");
-  }
-  fprintf(f, "</testsuite>\n");
-  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--junit: cannot write %s", path);
-  return RS_OK;
+  for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p)
+    rs__junit_property(f, "reshard.ckpt", rs_ckpt_prop_name((rs_ckpt_prop)p), r->fail[p] ? r->message[p] : NULL,
+                       "reshard ckpt replay", r->fixture[p], r->pass[p] == 0);
+  return rs__junit_close(f, path);
 }
 
 rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r) {
@@ -72,12 +46,5 @@ rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const
   }
   cJSON_AddItemToObject(root, "properties", props);
   cJSON_AddItemToObject(root, "failures", fails);
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return rs_fail(RS_ERR_NOMEM, "--json: out of memory");
-  FILE *f = fopen(path, "w");
-  int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-  if (f && fclose(f) != 0) ok = 0;
-  cJSON_free(text);
-  return ok ? RS_OK : rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
+  return rs__report_json_write(root, path);
 }

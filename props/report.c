@@ -99,29 +99,50 @@ static void xml_escape(FILE *f, const char *s) {
   }
 }
 
-rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled) {
+FILE *rs__junit_open(const char *path, const char *suite, int tests, int failures, double seconds) {
   FILE *f = fopen(path, "w");
-  if (!f) return rs_fail(RS_ERR_IO, "--junit: cannot write %s: %s", path, strerror(errno));
+  if (!f) {
+    rs_fail(RS_ERR_IO, "--junit: cannot write %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+  fprintf(f, "<testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", suite, tests, failures,
+          seconds);
+  return f;
+}
+
+void rs__junit_property(FILE *f, const char *suite, const char *name, const char *failure, const char *replay,
+                        const char *fixture, int skipped) {
+  fprintf(f, "  <testcase classname=\"%s\" name=\"%s\">", suite, name);
+  if (failure) {
+    fprintf(f, "\n    <failure message=\"");
+    xml_escape(f, failure);
+    fprintf(f, "\">replay: %s ", replay);
+    xml_escape(f, fixture);
+    fprintf(f, "</failure>\n  ");
+  } else if (skipped) {
+    fprintf(f, "<skipped/>");
+  }
+  fprintf(f, "</testcase>\n");
+}
+
+rs_status rs__junit_close(FILE *f, const char *path) {
+  fprintf(f, "</testsuite>\n");
+  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--junit: cannot write %s", path);
+  return RS_OK;
+}
+
+rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled) {
   int n = 0;
   for (int i = 0; i < RS_PROP_COUNT; i++) n += enabled[i] != 0;
-  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
   /* one more testcase: the feature coverage, so a CI that reads testcases sees that failure too */
-  fprintf(f, "<testsuite name=\"reshard.props\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", n + 1,
-          r->failed, r->seconds);
+  FILE *f = rs__junit_open(path, "reshard.props", n + 1, r->failed, r->seconds);
+  if (!f) return RS_ERR_IO;
   for (int i = 0; i < RS_PROP_COUNT; i++) {
     if (!enabled[i]) continue;
     const rs_prop_stats *s = &r->prop[i];
-    fprintf(f, "  <testcase classname=\"reshard.props\" name=\"%s\">", rs_prop_name((rs_prop_id)i));
-    if (s->fail) {
-      fprintf(f, "\n    <failure message=\"");
-      xml_escape(f, s->message);
-      fprintf(f, "\">replay: reshard replay ");
-      xml_escape(f, s->fixture);
-      fprintf(f, "</failure>\n  ");
-    } else if (s->pass == 0) {
-      fprintf(f, "<skipped/>");
-    }
-    fprintf(f, "</testcase>\n");
+    rs__junit_property(f, "reshard.props", rs_prop_name((rs_prop_id)i), s->fail ? s->message : NULL,
+                       "reshard replay", s->fixture, s->pass == 0);
   }
   fprintf(f, "  <testcase classname=\"reshard.props\" name=\"feature_coverage\">");
   if (r->features_missing) {
@@ -133,9 +154,7 @@ rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const i
     fprintf(f, "<skipped message=\"judged from %d cases\"/>", RS_FEATURE_MIN_CASES);
   }
   fprintf(f, "</testcase>\n");
-  fprintf(f, "</testsuite>\n");
-  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--junit: cannot write %s", path);
-  return RS_OK;
+  return rs__junit_close(f, path);
 }
 
 rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_campaign_result *r,
@@ -185,17 +204,20 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   }
   cJSON_AddItemToObject(root, "properties", props);
   cJSON_AddItemToObject(root, "failures", fails);
+  return rs__report_json_write(root, path);
+}
+
+rs_status rs__report_json_write(cJSON *root, const char *path) {
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return rs_fail(RS_ERR_NOMEM, "--json: out of memory");
   FILE *f = fopen(path, "w");
   if (!f) {
-    free(text);
+    cJSON_free(text);
     return rs_fail(RS_ERR_IO, "--json: cannot write %s: %s", path, strerror(errno));
   }
-  fputs(text, f);
-  fputc('\n', f);
-  free(text);
-  if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
+  int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+  cJSON_free(text);
+  if (fclose(f) != 0 || !ok) return rs_fail(RS_ERR_IO, "--json: cannot write %s", path);
   return RS_OK;
 }

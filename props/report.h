@@ -2,6 +2,7 @@
 #ifndef RS_PROPS_REPORT_H
 #define RS_PROPS_REPORT_H
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include "props/props.h"
 
@@ -20,6 +21,18 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
                        const int *enabled);
 void rs_report_features(FILE *f, const rs_campaign_result *r);
 rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled);
+
+/* JUnit XML as every campaign writes it (check, ckpt check): open writes the header (NULL, the
+ * error set, when the file cannot be created); one testcase per property, with a <failure> carrying
+ * the message and "replay: REPLAY FIXTURE" when `failure` is not NULL, else <skipped/> when
+ * `skipped`; close ends the suite. */
+FILE *rs__junit_open(const char *path, const char *suite, int tests, int failures, double seconds);
+void rs__junit_property(FILE *f, const char *suite, const char *name, const char *failure, const char *replay,
+                        const char *fixture, int skipped);
+rs_status rs__junit_close(FILE *f, const char *path);
+
+/* A campaign's JSON summary: `root` printed (and freed) into the file at `path`, one line feed after. */
+rs_status rs__report_json_write(cJSON *root, const char *path);
 rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_campaign_result *r,
                          const int *enabled);
 

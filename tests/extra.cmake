@@ -1,6 +1,11 @@
 # extra.cmake - per-test link needs beyond the library (included by tests/CMakeLists.txt).
-# test_fixtures reads the recorded PyTorch corpus (fixtures/pytorch/*.jsonl.gz) with zlib.
-target_link_libraries(test_fixtures PRIVATE z)
+# test_fixtures, test_tp_fixtures and test_pytorch_order read the recorded PyTorch corpora
+# (fixtures/pytorch, fixtures/tp, fixtures/pytorch_order: *.jsonl.gz) with one reader (tests/jsonl.c)
+# over zlib.
+foreach(t test_fixtures test_tp_fixtures test_pytorch_order)
+  target_sources(${t} PRIVATE ${CMAKE_SOURCE_DIR}/tests/jsonl.c)
+  target_link_libraries(${t} PRIVATE z)
+endforeach()
 # cli_forms: the stable forms of the reshard CLI (exact JSON, exit codes, run/replay/gen/check).
 if(TARGET reshard)
   add_test(NAME cli_forms COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_forms.sh $<TARGET_FILE:reshard>)
@@ -13,8 +18,6 @@ endif()
 # standalone: the repository stands alone (no pointers outside the checkout, no numbered source
 # documents) and docs/contract.md has sections 1-12 (the "SPEC n" that comments cite).
 add_test(NAME standalone COMMAND bash ${CMAKE_SOURCE_DIR}/tests/standalone.sh ${CMAKE_SOURCE_DIR})
-# test_pytorch_order reads fixtures/pytorch_order/*.jsonl.gz (order values recorded from PyTorch).
-target_link_libraries(test_pytorch_order PRIVATE z)
 # cli_hostile: overflowing and malformed CLI/JSON input, typed "expected", exit 3, run --json, replay impl.
 if(TARGET reshard)
   add_test(NAME cli_hostile COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_hostile.sh $<TARGET_FILE:reshard>)
@@ -64,8 +67,6 @@ if(TARGET reshard)
 endif()
 
 # ---- tp (tensor-parallel styles) ----
-# test_tp_fixtures reads the recorded PyTorch parallelize_module corpus (fixtures/tp/*.jsonl.gz).
-target_link_libraries(test_tp_fixtures PRIVATE z)
 # tp_cli: the stable forms of `reshard tp` (exit codes, exact JSON, gen -> run, check reports).
 if(TARGET reshard)
   add_test(NAME tp_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/tp_cli.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})

@@ -17,14 +17,13 @@
  * 1-D mesh with equal source and destination placements PyTorch's greedy planner emits no step,
  * the reference planner one no-op step ("X->X"). */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "check.h"
+#include "jsonl.h"
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
 #include "core/values.h"
@@ -442,37 +441,11 @@ static void check_case(counts *k, const char *text, int curated, const char *whe
   cJSON_Delete(root);
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names in dir ending with suffix. */
-static int list_dir(const char *dir, const char *suffix, char ***out) {
-  DIR *d = opendir(dir);
-  *out = NULL;
-  if (!d) return 0;
-  int n = 0, cap = 0;
-  struct dirent *e;
-  size_t sl = strlen(suffix);
-  while ((e = readdir(d))) {
-    size_t l = strlen(e->d_name);
-    if (l <= sl || strcmp(e->d_name + l - sl, suffix)) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 64;
-      *out = realloc(*out, (size_t)cap * sizeof **out);
-    }
-    (*out)[n++] = strdup(e->d_name);
-  }
-  closedir(d);
-  if (n) qsort(*out, (size_t)n, sizeof **out, cmp_str);
-  return n;
-}
-
 static void run_curated(counts *k, const char *top) {
   char dir[1024], path[2048];
   snprintf(dir, sizeof dir, "%s/fixtures/curated", top);
   char **names;
-  int n = list_dir(dir, ".json", &names);
+  int n = rs_test_list_dir(dir, ".json", &names);
   for (int i = 0; i < n; ++i) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     char *text = rs_read_text(path);
@@ -487,46 +460,18 @@ static void run_curated(counts *k, const char *top) {
   free(names);
 }
 
+static void pytorch_line(void *k, char *text, const char *where) { check_case(k, text, 0, where); }
+
 static void run_pytorch(counts *k, const char *top) {
   char dir[1024], path[2048];
   snprintf(dir, sizeof dir, "%s/fixtures/pytorch", top);
   char **names;
-  int n = list_dir(dir, ".jsonl.gz", &names);
-  size_t cap = 1 << 16;
-  char *line = malloc(cap);
+  int n = rs_test_list_dir(dir, ".jsonl.gz", &names);
   for (int i = 0; i < n; ++i) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-      report(names[i], "cannot open %s%s", path, "");
-      free(names[i]);
-      continue;
-    }
-    int lineno = 0;
-    for (;;) {
-      size_t len = 0;
-      int eof = 0;
-      line[0] = 0;
-      for (;;) { /* a whole line, however long */
-        if (!gzgets(gz, line + len, (int)(cap - len))) { eof = 1; break; }
-        len += strlen(line + len);
-        if (len && line[len - 1] == '\n') break;
-        if (len + 1 >= cap) {
-          cap *= 2;
-          line = realloc(line, cap);
-        }
-      }
-      if (len == 0 && eof) break;
-      lineno++;
-      char where[256];
-      snprintf(where, sizeof where, "%s:%d", names[i], lineno);
-      check_case(k, line, 0, where);
-      if (eof) break;
-    }
-    gzclose(gz);
+    if (rs_test_jsonl_gz(path, names[i], pytorch_line, k)) report(names[i], "cannot open %s%s", path, "");
     free(names[i]);
   }
-  free(line);
   free(names);
 }
 

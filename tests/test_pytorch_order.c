@@ -7,13 +7,12 @@
  *  - opt executing the same plan, and opt's own schedule when its canonical events are the plan's
  *    (else opt's own schedule is held to the oracle with the canonical events). */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "check.h"
+#include "jsonl.h"
 #include "reshard/events.h"
 #include "reshard/oracle.h"
 #include "reshard/ref.h"
@@ -136,13 +135,25 @@ static void run_line(const char *line, counts *k, void *opt) {
   cJSON_Delete(root);
 }
 
+typedef struct walk {
+  counts *k;
+  void *opt;
+} walk;
+
+static void order_line(void *ctx, char *text, const char *where) {
+  (void)where;
+  walk *w = ctx;
+  if (text[0] == '{') run_line(text, w->k, w->opt);
+}
+
 int main(int argc, char **argv) {
   const char *top = argc > 1 ? argv[1] : ".";
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/fixtures/pytorch_order", top);
-  DIR *dp = opendir(dir);
-  CHECK(dp != NULL);
-  if (!dp) TEST_DONE();
+  char **names;
+  int nfiles = rs_test_list_dir(dir, ".jsonl.gz", &names);
+  CHECK(nfiles > 0);
+  if (!nfiles) TEST_DONE();
   void *opt = NULL;
 #ifdef RS_HAVE_OPT
   rs_opt *o = NULL;
@@ -150,24 +161,14 @@ int main(int argc, char **argv) {
   opt = o;
 #endif
   counts k = {0};
-  struct dirent *e;
-  size_t cap = 1 << 20;
-  char *line = malloc(cap);
-  while ((e = readdir(dp)) && line) {
-    size_t n = strlen(e->d_name);
-    if (n < 9 || strcmp(e->d_name + n - 9, ".jsonl.gz") != 0) continue;
+  walk w = {&k, opt};
+  for (int i = 0; i < nfiles; i++) {
     char path[2048];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    gzFile gz = gzopen(path, "rb");
-    CHECK(gz != NULL);
-    if (!gz) continue;
-    while (gzgets(gz, line, (int)cap)) {
-      if (line[0] == '{') run_line(line, &k, opt);
-    }
-    gzclose(gz);
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    CHECK(rs_test_jsonl_gz(path, names[i], order_line, &w) == 0);
+    free(names[i]);
   }
-  closedir(dp);
-  free(line);
+  free(names);
 #ifdef RS_HAVE_OPT
   rs_opt_destroy(o);
 #endif

@@ -13,12 +13,11 @@
  * and reshard must still pass every property on it. Also runs the hand-made cases of fixtures/tp/curated
  * and the saved shrunk failures of fixtures/tp/regressions (`reshard tp check` writes them there).
  * RS_TP_FIXTURES_VERBOSE=1 prints every difference instead of the first 20. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 #include "check.h"
+#include "jsonl.h"
 #include "core/json.h"
 #include "props/tp.h"
 #include "reshard/tp.h"
@@ -40,29 +39,6 @@ static void report(const char *where, const char *fmt, const char *a, const char
   fprintf(stderr, "%s: ", where);
   fprintf(stderr, fmt, a, b);
   fprintf(stderr, "\n");
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static int list_dir(const char *dir, const char *suffix, char ***out) {
-  DIR *d = opendir(dir);
-  *out = NULL;
-  if (!d) return 0;
-  int n = 0, cap = 0;
-  struct dirent *e;
-  size_t sl = strlen(suffix);
-  while ((e = readdir(d))) {
-    size_t l = strlen(e->d_name);
-    if (l <= sl || strcmp(e->d_name + l - sl, suffix)) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 64;
-      *out = realloc(*out, (size_t)cap * sizeof **out);
-    }
-    (*out)[n++] = strdup(e->d_name);
-  }
-  closedir(d);
-  if (n) qsort(*out, (size_t)n, sizeof **out, cmp_str);
-  return n;
 }
 
 /* torch.chunk (SPEC 4): the size of piece i of len over n. */
@@ -350,49 +326,18 @@ static void check_line(counts *k, const char *line, const char *where) {
   free(c);
 }
 
+static void recorded_line(void *k, char *text, const char *where) { check_line(k, text, where); }
+
 static void run_recorded(counts *k, const char *top) {
   char dir[1024], path[2048];
   snprintf(dir, sizeof dir, "%s/fixtures/tp", top);
   char **names;
-  int n = list_dir(dir, ".jsonl.gz", &names);
-  size_t cap = 1 << 16;
-  char *line = malloc(cap);
-  for (int i = 0; i < n && line; i++) {
+  int n = rs_test_list_dir(dir, ".jsonl.gz", &names);
+  for (int i = 0; i < n; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-      report(names[i], "cannot open %s%s", path, "");
-      free(names[i]);
-      continue;
-    }
-    for (int lineno = 1;; lineno++) {
-      size_t len = 0;
-      int eof = 0;
-      line[0] = 0;
-      for (;;) { /* a whole line, however long */
-        if (!gzgets(gz, line + len, (int)(cap - len))) {
-          eof = 1;
-          break;
-        }
-        len += strlen(line + len);
-        if (len && line[len - 1] == '\n') break;
-        if (len + 1 >= cap) {
-          char *bigger = realloc(line, cap * 2);
-          if (!bigger) break;
-          line = bigger;
-          cap *= 2;
-        }
-      }
-      if (len == 0 && eof) break;
-      char where[300];
-      snprintf(where, sizeof where, "%s:%d", names[i], lineno);
-      check_line(k, line, where);
-      if (eof) break;
-    }
-    gzclose(gz);
+    if (rs_test_jsonl_gz(path, names[i], recorded_line, k)) report(names[i], "cannot open %s%s", path, "");
     free(names[i]);
   }
-  free(line);
   free(names);
 }
 
@@ -401,7 +346,7 @@ static void run_cases(counts *k, const char *top, const char *sub) {
   char dir[1024], path[2048];
   snprintf(dir, sizeof dir, "%s/fixtures/tp/%s", top, sub);
   char **names;
-  int n = list_dir(dir, ".json", &names);
+  int n = rs_test_list_dir(dir, ".json", &names);
   rs_tp_case *c = malloc(sizeof *c);
   for (int i = 0; i < n && c; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);

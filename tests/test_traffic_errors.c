@@ -1,5 +1,6 @@
 /* test_traffic_errors.c - the traffic count of ref plans against the SPEC 7 lower bound, the
- * oracle's report of a shape mismatch, and case-file errors that name the file and field. */
+ * oracle's report of a shape mismatch, and loader errors that name the file and field (cases, TP
+ * cases, state specs, p2p models). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +78,52 @@ static void test_file_errors(void) {
   remove(path);
 }
 
+/* Every from-file loader names the file first, then the field ("PATH: case: ..."). */
+static const char *load_bad(const char *text, int which) {
+  static char path[64];
+  snprintf(path, sizeof path, "/tmp/rs_test_loadXXXXXX");
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(text, f);
+  fclose(f);
+  rs_status st = RS_OK;
+  if (which == 0) {
+    rs_tp_case *c = malloc(sizeof *c);
+    st = rs_tp_case_from_file(path, c);
+    free(c);
+  } else if (which == 1) {
+    rs_state_spec s;
+    st = rs_state_spec_from_file(path, &s);
+  } else {
+    rs_p2p_model m;
+    st = rs_p2p_model_load(path, &m);
+  }
+  CHECK(st == RS_ERR_INVALID);
+  remove(path);
+  char want[80];
+  snprintf(want, sizeof want, "%s: ", path);
+  CHECK(strncmp(rs_last_error(), want, strlen(want)) == 0);
+  return rs_last_error() + strlen(want);
+}
+
+static void test_loaders_name_the_file(void) {
+  CHECK(strcmp(load_bad("[]", 0), "case: expected a JSON object") == 0);
+  CHECK(strcmp(load_bad("[]", 1), "state spec: expected a JSON object") == 0);
+  CHECK(strcmp(load_bad("{}", 2), "model: missing") == 0);
+  CHECK(strncmp(load_bad("{", 0), "json: syntax error", 18) == 0);
+  rs_tp_case *c = malloc(sizeof *c);
+  CHECK(rs_tp_case_from_file("/nonexistent/tp.json", c) == RS_ERR_IO);
+  CHECK(strstr(rs_last_error(), "/nonexistent/tp.json") != NULL);
+  free(c);
+  rs_p2p_model m;
+  CHECK(rs_p2p_model_load("/nonexistent/model.json", &m) == RS_ERR_IO);
+  CHECK(strstr(rs_last_error(), "/nonexistent/model.json") != NULL);
+}
+
 int main(void) {
   test_traffic();
+  test_loaders_name_the_file();
   test_shape_mismatch_report();
   test_file_errors();
   TEST_DONE();

@@ -48,11 +48,34 @@ typedef struct cli_layout_args {
   const char *mesh, *ranks, *shape, *dtype;
 } cli_layout_args;
 
+/* In a flag loop: 1 when argv[*i] was --mesh, --ranks, --shape or --dtype (taken into a, *i
+ * advanced), 0 when it is another argument, -1 after printing a usage error (value missing). */
+int cli_layout_opt(const char *cmd, int argc, char **argv, int *i, cli_layout_args *a);
 /* Build c->mesh and c->tensor from the flags (defaults: dtype F32, shape scalar). */
 int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c);
 /* Parse placements + order (order text may be NULL) into s for case c. */
 int cli_build_sharding(const char *cmd, const char *flag_pl, const char *pl, const char *flag_order,
                        const char *order, const rs_case *c, rs_sharding *s);
+
+/* The values of --planner, --cost and --enumeration (NULL when not given: that output is left as it
+ * is). --planner takes greedy or graph, and auto too when allow_auto. CLI_OK or a usage error. */
+int cli_planner_flags(const char *cmd, const char *planner, int allow_auto, const char *cost,
+                      const char *enumeration, rs_planner_kind *pk, rs_cost_model *cm, rs_enumeration *en);
+
+/* The flags the campaign verbs share (check, tp check, p2p check): --seed, --cases (1..2^40),
+ * --seconds (> 0; refused as unknown when no_seconds), --junit FILE, --json FILE, --regress-dir DIR.
+ * The caller sets the defaults (seed) before its flag loop; cases and seconds stay 0 when not given,
+ * the file names NULL. */
+typedef struct cli_campaign_args {
+  unsigned long long seed;
+  long long cases;
+  double seconds;
+  const char *junit, *json, *regress_dir;
+  int no_seconds;
+} cli_campaign_args;
+/* In a flag loop: 1 when argv[*i] was one of those flags, 0 when another argument, -1 after a usage
+ * error. */
+int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaign_args *a);
 
 /* JSON: a [a,b,...] list of int64 and a JSON string with escapes. */
 void cli_json_ints(FILE *f, const int64_t *v, int n);

@@ -85,6 +85,74 @@ int cli_int(const char *s, long long lo, long long hi, long long *out) {
   return 0;
 }
 
+int cli_layout_opt(const char *cmd, int argc, char **argv, int *i, cli_layout_args *a) {
+  static const char *const flags[] = {"--mesh", "--ranks", "--shape", "--dtype"};
+  const char **vals[] = {&a->mesh, &a->ranks, &a->shape, &a->dtype};
+  for (int k = 0; k < 4; k++) {
+    const char *v;
+    int r = cli_opt(argc, argv, i, flags[k], &v);
+    if (r == 0) continue;
+    if (r < 0) {
+      cli_usage_error(cmd, "%s: missing value", flags[k]);
+      return -1;
+    }
+    *vals[k] = v;
+    return 1;
+  }
+  return 0;
+}
+
+int cli_planner_flags(const char *cmd, const char *planner, int allow_auto, const char *cost,
+                      const char *enumeration, rs_planner_kind *pk, rs_cost_model *cm, rs_enumeration *en) {
+  if (planner) {
+    rs_planner_kind k;
+    if (rs_planner_parse(planner, &k) != RS_OK || (k == RS_PLANNER_AUTO && !allow_auto))
+      return cli_usage_error(cmd, "--planner: '%s', expected %sgreedy or graph", planner, allow_auto ? "auto, " : "");
+    *pk = k;
+  }
+  if (cost) {
+    if (strcmp(cost, "seed") == 0) *cm = RS_COST_SEED;
+    else if (strcmp(cost, "pytorch") == 0) *cm = RS_COST_PYTORCH;
+    else return cli_usage_error(cmd, "--cost: '%s', expected seed or pytorch", cost);
+  }
+  if (enumeration && rs_enumeration_parse(enumeration, en) != RS_OK)
+    return cli_usage_error(cmd, "--enumeration: '%s', expected seed or pytorch", enumeration);
+  return CLI_OK;
+}
+
+/* A usage error inside a flag loop helper: -1 for its caller. */
+static int flag_error(const char *cmd, const char *msg) {
+  cli_usage_error(cmd, "%s", msg);
+  return -1;
+}
+
+int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaign_args *a) {
+  const char *v;
+  int r;
+  if ((r = cli_opt(argc, argv, i, "--seed", &v)) != 0) {
+    if (r < 0 || cli_u64(v, &a->seed)) return flag_error(cmd, "--seed: expected an unsigned integer");
+  } else if ((r = cli_opt(argc, argv, i, "--cases", &v)) != 0) {
+    if (r < 0 || cli_int(v, 1, (long long)1 << 40, &a->cases)) return flag_error(cmd, "--cases: expected a positive integer");
+  } else if (!a->no_seconds && (r = cli_opt(argc, argv, i, "--seconds", &v)) != 0) {
+    char *end;
+    double t = r < 0 ? 0 : strtod(v, &end);
+    if (r < 0 || *end || !(t > 0)) return flag_error(cmd, "--seconds: expected a positive number");
+    a->seconds = t;
+  } else if ((r = cli_opt(argc, argv, i, "--junit", &v)) != 0) {
+    if (r < 0) return flag_error(cmd, "--junit: missing file");
+    a->junit = v;
+  } else if ((r = cli_opt(argc, argv, i, "--json", &v)) != 0) {
+    if (r < 0) return flag_error(cmd, "--json: missing file");
+    a->json = v;
+  } else if ((r = cli_opt(argc, argv, i, "--regress-dir", &v)) != 0) {
+    if (r < 0) return flag_error(cmd, "--regress-dir: missing dir");
+    a->regress_dir = v;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c) {
   int64_t sizes[RS_MAX_MESH_DIMS];
   int nd = 0;

@@ -87,7 +87,8 @@ int cmd_check(int argc, char **argv) {
   rs_campaign_opts o;
   rs_campaign_opts_default(&o);
   const char *impl = "ref", *transport = "local", *v;
-  int r, have_cases = 0, have_secs = 0;
+  int r;
+  cli_campaign_args ca = {.seed = o.seed};
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP_CHECK, stdout);
@@ -96,21 +97,9 @@ int cmd_check(int argc, char **argv) {
     }
     if (cli_flag(argv, i, "--quiet")) { o.quiet = 1; continue; }
     const char *name = argv[i];
-    unsigned long long u;
     long long n;
-    if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0 || cli_u64(v, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
-      o.seed = u;
-    } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, (long long)1 << 40, &n)) return cli_usage_error(C, "--cases: expected a positive integer");
-      o.cases = n;
-      have_cases = 1;
-    } else if ((r = cli_opt(argc, argv, &i, "--seconds", &v)) != 0) {
-      char *end;
-      double t = r < 0 ? 0 : strtod(v, &end);
-      if (r < 0 || *end || !(t > 0)) return cli_usage_error(C, "--seconds: expected a positive number");
-      o.seconds = t;
-      have_secs = 1;
+    if ((r = cli_campaign_opt(C, argc, argv, &i, &ca)) != 0) {
+      if (r < 0) return CLI_USAGE;
     } else if ((r = cli_opt(argc, argv, &i, "--planner", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--planner: missing value");
       if (strcmp(v, "greedy") == 0) o.planners = 1;
@@ -131,21 +120,20 @@ int cmd_check(int argc, char **argv) {
     } else if ((r = cli_opt(argc, argv, &i, "--max-failures", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_PROP_COUNT, &n)) return cli_usage_error(C, "--max-failures: expected 1..%d", RS_PROP_COUNT);
       o.max_failures = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--junit", &v)) != 0) {
-      if (r < 0) return cli_usage_error(C, "--junit: missing file");
-      o.junit = v;
-    } else if ((r = cli_opt(argc, argv, &i, "--json", &v)) != 0) {
-      if (r < 0) return cli_usage_error(C, "--json: missing file");
-      o.json = v;
-    } else if ((r = cli_opt(argc, argv, &i, "--regress-dir", &v)) != 0) {
-      if (r < 0) return cli_usage_error(C, "--regress-dir: missing dir");
-      o.regress_dir = v;
     } else {
       return cli_usage_error(C, "unknown argument '%s'", name);
     }
   }
-  if (have_cases && have_secs) return cli_usage_error(C, "--cases and --seconds: give one");
-  if (have_secs) o.cases = 0;
+  if (ca.cases && ca.seconds > 0) return cli_usage_error(C, "--cases and --seconds: give one");
+  o.seed = ca.seed;
+  if (ca.cases) o.cases = ca.cases;
+  if (ca.seconds > 0) {
+    o.seconds = ca.seconds;
+    o.cases = 0;
+  }
+  if (ca.junit) o.junit = ca.junit;
+  if (ca.json) o.json = ca.json;
+  if (ca.regress_dir) o.regress_dir = ca.regress_dir;
   if ((r = env_open(C, &o.env, impl, transport, &argc, &argv)) != CLI_OK) return r;
   o.impl = o.env.impl;
 #ifdef RS_HAVE_OPT
@@ -187,13 +175,9 @@ int cmd_replay(int argc, char **argv) {
   }
   if (!file) return cli_usage_error(C, "FILE: required");
   rs_planner_kind pk = RS_PLANNER_AUTO;
+  rs_cost_model cm = RS_COST_SEED;
   rs_enumeration en = RS_ENUM_SEED;
-  if (planner && rs_planner_parse(planner, &pk) != RS_OK)
-    return cli_usage_error(C, "--planner: '%s', expected auto, greedy or graph", planner);
-  if (cost && strcmp(cost, "seed") != 0 && strcmp(cost, "pytorch") != 0)
-    return cli_usage_error(C, "--cost: '%s', expected seed or pytorch", cost);
-  if (enumeration && rs_enumeration_parse(enumeration, &en) != RS_OK)
-    return cli_usage_error(C, "--enumeration: '%s', expected seed or pytorch", enumeration);
+  if ((r = cli_planner_flags(C, planner, 1, cost, enumeration, &pk, &cm, &en)) != CLI_OK) return r;
   rs_saved_failure *f = malloc(sizeof *f);
   if (!f) return cli_nomem(C, "saved case");
   if (rs_saved_failure_read(file, f) != RS_OK) {
@@ -203,7 +187,7 @@ int cmd_replay(int argc, char **argv) {
   /* what it failed with, unless a flag says otherwise */
   if (f->case_ok && (planner || cost || enumeration)) {
     if (planner) f->c.planner = pk;
-    if (cost) f->c.cost = strcmp(cost, "pytorch") == 0 ? RS_COST_PYTORCH : RS_COST_SEED;
+    if (cost) f->c.cost = cm;
     if (enumeration) f->c.enumeration = en;
     if (rs_case_validate(&f->c) != RS_OK) { /* e.g. S -> P(sum) outside the pytorch enumeration */
       free(f);

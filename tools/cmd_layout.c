@@ -22,10 +22,10 @@ int cmd_layout(int argc, char **argv) {
       return CLI_OK;
     }
     if (cli_flag(argv, i, "--json")) { json = 1; continue; }
-    CLI_OPT(C, "--mesh", a.mesh)
-    CLI_OPT(C, "--ranks", a.ranks)
-    CLI_OPT(C, "--shape", a.shape)
-    CLI_OPT(C, "--dtype", a.dtype)
+    if ((r = cli_layout_opt(C, argc, argv, &i, &a)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      continue;
+    }
     CLI_OPT(C, "--placements", pl)
     CLI_OPT(C, "--order", order)
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);

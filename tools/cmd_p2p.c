@@ -33,7 +33,7 @@ static const char *HELP =
 static const char *C = "p2p";
 
 static int load(const char *path, rs_p2p_model *m) {
-  if (rs_p2p_model_load(path, m)) return cli_status_error(C, path);
+  if (rs_p2p_model_load(path, m)) return cli_status_error(C, NULL); /* the message names the file */
   return CLI_OK;
 }
 
@@ -225,56 +225,41 @@ static int cmd_run_(int argc, char **argv) {
 }
 
 static int cmd_check_(int argc, char **argv) {
-  const char *impl = "opt", *transport = "local", *svc = NULL, *dir = NULL, *col = "any", *v;
-  const char *json = NULL, *junit = NULL;
-  unsigned long long seed = 1;
-  long long cases = 0, maxr = 12;
-  double seconds = 0;
+  const char *impl = "opt", *transport = "local", *svc = NULL, *col = "any", *v;
+  cli_campaign_args ca = {.seed = 1};
+  long long maxr = 12;
   int r, quiet = 0;
   for (int i = 1; i < argc; ++i) {
-    const char *s = NULL, *c = NULL, *t = NULL, *mr = NULL;
+    const char *mr = NULL;
     CLI_OPT(C, "--impl", impl);
     CLI_OPT(C, "--transport", transport);
     CLI_OPT(C, "--copy-service", svc);
-    CLI_OPT(C, "--regress-dir", dir);
     CLI_OPT(C, "--collocate", col);
-    CLI_OPT(C, "--json", json);
-    CLI_OPT(C, "--junit", junit);
-    if ((r = cli_opt(argc, argv, &i, "--seed", &s))) {
-      if (r < 0 || cli_u64(s, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
-      continue;
-    }
-    if ((r = cli_opt(argc, argv, &i, "--cases", &c))) {
-      if (r < 0 || cli_int(c, 1, 1ll << 40, &cases)) return cli_usage_error(C, "--cases: expected a positive integer");
+    if ((r = cli_campaign_opt(C, argc, argv, &i, &ca))) {
+      if (r < 0) return CLI_USAGE;
       continue;
     }
     if ((r = cli_opt(argc, argv, &i, "--max-ranks", &mr))) {
       if (r < 0 || cli_int(mr, 1, 4096, &maxr)) return cli_usage_error(C, "--max-ranks: expected 1..4096");
       continue;
     }
-    if ((r = cli_opt(argc, argv, &i, "--seconds", &t))) {
-      char *end;
-      seconds = r > 0 ? strtod(t, &end) : -1;
-      if (r < 0 || *end || seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
-      continue;
-    }
     if (cli_flag(argv, i, "--quiet")) quiet = 1;
     else return cli_usage_error(C, "check: unknown argument %s", argv[i]);
   }
-  if (cases && seconds > 0) return cli_usage_error(C, "--cases and --seconds: give one");
-  if (!cases && seconds <= 0) cases = 1000;
+  if (ca.cases && ca.seconds > 0) return cli_usage_error(C, "--cases and --seconds: give one");
+  if (!ca.cases && ca.seconds <= 0) ca.cases = 1000;
   if (strcmp(impl, "ref") && strcmp(impl, "opt")) return cli_usage_error(C, "--impl: '%s', expected ref or opt", impl);
   rs_p2p_campaign o;
   memset(&o, 0, sizeof o);
-  o.seed = seed;
-  o.cases = cases;
-  o.seconds = seconds;
+  o.seed = ca.seed;
+  o.cases = ca.cases;
+  o.seconds = ca.seconds;
   rs_p2p_gen_opts_default(&o.gen);
   o.gen.max_ranks = (int)maxr;
   o.gen.collocate = !strcmp(col, "yes") ? 1 : !strcmp(col, "no") ? 0 : -1;
   if (strcmp(col, "yes") && strcmp(col, "no") && strcmp(col, "any"))
     return cli_usage_error(C, "--collocate: expected any, yes or no");
-  o.regress_dir = dir;
+  o.regress_dir = ca.regress_dir;
   o.quiet = quiet;
   o.print = 1;
   o.env.impl = strcmp(impl, "ref") ? RS_IMPL_OPT : RS_IMPL_REF;
@@ -300,8 +285,8 @@ static int cmd_check_(int argc, char **argv) {
 #endif
   if (st) return cli_status_error(C, "check");
   const char *tname = o.env.distributed ? transport : "local";
-  if (o.print && json && rs_p2p_report_json(json, &o, &res, impl, tname)) return cli_status_error(C, "--json");
-  if (o.print && junit && rs_p2p_report_junit(junit, &res)) return cli_status_error(C, "--junit");
+  if (o.print && ca.json && rs_p2p_report_json(ca.json, &o, &res, impl, tname)) return cli_status_error(C, "--json");
+  if (o.print && ca.junit && rs_p2p_report_junit(ca.junit, &res)) return cli_status_error(C, "--junit");
   if (o.print) {
     if (!quiet || res.failed) {
       for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {

@@ -25,10 +25,10 @@ int cmd_plan(int argc, char **argv) {
       return CLI_OK;
     }
     if (cli_flag(argv, i, "--json")) { json = 1; continue; }
-    CLI_OPT(C, "--mesh", a.mesh)
-    CLI_OPT(C, "--ranks", a.ranks)
-    CLI_OPT(C, "--shape", a.shape)
-    CLI_OPT(C, "--dtype", a.dtype)
+    if ((r = cli_layout_opt(C, argc, argv, &i, &a)) != 0) {
+      if (r < 0) return CLI_USAGE;
+      continue;
+    }
     CLI_OPT(C, "--src", src)
     CLI_OPT(C, "--dst", dst)
     CLI_OPT(C, "--src-order", so)
@@ -44,16 +44,9 @@ int cmd_plan(int argc, char **argv) {
   if ((r = cli_build_sharding(C, "--src", src, "--src-order", so, &c, &c.src)) != CLI_OK) return r;
   if ((r = cli_build_sharding(C, "--dst", dst, "--dst-order", dso, &c, &c.dst)) != CLI_OK) return r;
   c.planner = RS_PLANNER_AUTO;
-  if (planner && (rs_planner_parse(planner, &c.planner) != RS_OK || c.planner == RS_PLANNER_AUTO))
-    return cli_usage_error(C, "--planner: '%s', expected greedy or graph", planner);
   c.cost = RS_COST_SEED;
-  if (cost) {
-    if (strcmp(cost, "seed") == 0) c.cost = RS_COST_SEED;
-    else if (strcmp(cost, "pytorch") == 0) c.cost = RS_COST_PYTORCH;
-    else return cli_usage_error(C, "--cost: '%s', expected seed or pytorch", cost);
-  }
-  if (enumeration && rs_enumeration_parse(enumeration, &c.enumeration) != RS_OK)
-    return cli_usage_error(C, "--enumeration: '%s', expected seed or pytorch", enumeration);
+  if ((r = cli_planner_flags(C, planner, 0, cost, enumeration, &c.planner, &c.cost, &c.enumeration)) != CLI_OK)
+    return r;
   c.values = rs_case_default_values(&c);
   if (rs_case_validate(&c) != RS_OK) return cli_status_error(C, "--src/--dst");
   rs_planner_kind k = rs_case_resolve_planner(&c);

@@ -185,28 +185,13 @@ int cmd_run(int argc, char **argv) {
     }
     have_exp = 1;
   }
-  if (planner && (rs_planner_parse(planner, &c->planner) != RS_OK || c->planner == RS_PLANNER_AUTO)) {
-    rc = cli_usage_error(C, "--planner: '%s', expected greedy or graph", planner);
+  if ((rc = cli_planner_flags(C, planner, 0, cost, enumeration, &c->planner, &c->cost, &c->enumeration)) != CLI_OK)
     goto done;
-  }
-  if (cost) {
-    if (strcmp(cost, "seed") == 0) c->cost = RS_COST_SEED;
-    else if (strcmp(cost, "pytorch") == 0) c->cost = RS_COST_PYTORCH;
-    else {
-      rc = cli_usage_error(C, "--cost: '%s', expected seed or pytorch", cost);
-      goto done;
-    }
-  }
-  if (enumeration) {
-    if (rs_enumeration_parse(enumeration, &c->enumeration) != RS_OK) {
-      rc = cli_usage_error(C, "--enumeration: '%s', expected seed or pytorch", enumeration);
-      goto done;
-    }
-    /* the flag may admit what the file's enumeration rejected (S -> P(sum)) or the reverse */
-    if (rs_case_validate(c) != RS_OK) {
-      rc = cli_status_error(C, "--enumeration");
-      goto done;
-    }
+  rc = CLI_USAGE;
+  /* --enumeration may admit what the file's enumeration rejected (S -> P(sum)) or the reverse */
+  if (enumeration && rs_case_validate(c) != RS_OK) {
+    rc = cli_status_error(C, "--enumeration");
+    goto done;
   }
   if (json) {
     doc = cJSON_CreateObject();

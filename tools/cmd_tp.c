@@ -130,9 +130,9 @@ static int tp_run(int argc, char **argv) {
   if (!file) return cli_usage_error(C, "CASE.json: required");
   rs_tp_case *c = malloc(sizeof *c);
   if (!c) return cli_usage_error(C, "out of memory");
-  if (rs_tp_case_from_file(file, c) != RS_OK) {
+  if (rs_tp_case_from_file(file, c) != RS_OK) { /* the message names the file */
     free(c);
-    return cli_status_error(C, file);
+    return cli_status_error(C, NULL);
   }
   void *opt = NULL;
 #ifdef RS_HAVE_OPT
@@ -248,18 +248,18 @@ static int write_json(const char *path, const rs_tp_check_opts *o, const rs_tp_c
 }
 
 static int tp_check(int argc, char **argv) {
-  const char *C = "tp check", *v, *junit = NULL, *json = NULL;
+  const char *C = "tp check", *v;
   rs_tp_check_opts o;
   memset(&o, 0, sizeof o);
   o.seed = 1;
   o.cases = 2000;
   o.impls = RS_TP_REF | RS_TP_OPT;
   int r;
+  cli_campaign_args ca = {.seed = o.seed, .no_seconds = 1};
 #ifndef RS_HAVE_OPT
   o.impls = RS_TP_REF;
 #endif
   for (int i = 1; i < argc; i++) {
-    unsigned long long u;
     long long n;
     if (cli_is_help(argv[i])) {
       fputs(HELP, stdout);
@@ -267,31 +267,22 @@ static int tp_check(int argc, char **argv) {
     }
     if (cli_flag(argv, i, "--quiet")) { o.quiet = 1; continue; }
     const char *name = argv[i];
-    if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0 || cli_u64(v, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
-      o.seed = u;
-    } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
-      if (r < 0 || cli_int(v, 1, (long long)1 << 40, &n)) return cli_usage_error(C, "--cases: expected a positive integer");
-      o.cases = n;
+    if ((r = cli_campaign_opt(C, argc, argv, &i, &ca)) != 0) {
+      if (r < 0) return CLI_USAGE;
     } else if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--impl: missing value");
       if ((r = parse_impl(C, v, &o.impls)) != CLI_OK) return r;
     } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &n)) return cli_usage_error(C, "--max-ranks: expected 1..%d", RS_MAX_RANKS);
       o.max_ranks = (int)n;
-    } else if ((r = cli_opt(argc, argv, &i, "--regress-dir", &v)) != 0) {
-      if (r < 0) return cli_usage_error(C, "--regress-dir: missing dir");
-      o.regress_dir = v;
-    } else if ((r = cli_opt(argc, argv, &i, "--junit", &v)) != 0) {
-      if (r < 0) return cli_usage_error(C, "--junit: missing file");
-      junit = v;
-    } else if ((r = cli_opt(argc, argv, &i, "--json", &v)) != 0) {
-      if (r < 0) return cli_usage_error(C, "--json: missing file");
-      json = v;
     } else {
       return cli_usage_error(C, "unknown argument '%s'", name);
     }
   }
+  o.seed = ca.seed;
+  if (ca.cases) o.cases = ca.cases;
+  if (ca.regress_dir) o.regress_dir = ca.regress_dir;
+  const char *junit = ca.junit, *json = ca.json;
   rs_tp_check_result res;
   if (rs_tp_check(&o, &res) != RS_OK) return cli_status_error(C, NULL);
   if (junit && write_junit(junit, &res)) return cli_usage_error(C, "--junit: cannot write %s", junit);

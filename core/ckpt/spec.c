@@ -85,14 +85,8 @@ static rs_status read_flag(const cJSON *obj, const char *field, const char *name
 
 static rs_status read_int(const cJSON *obj, const char *field, const char *name, int64_t lo,
                           int64_t hi, int64_t dflt, int64_t *out) {
-  const cJSON *n;
-  rs_status st = rs_json_member(obj, field, name, cJSON_Number, &n);
-  if (st) return st;
   *out = dflt;
-  if (!n) return RS_OK;
-  char f[192];
-  snprintf(f, sizeof f, "%s.%s", field, name);
-  return rs_json_i64(n, f, lo, hi, out);
+  return rs_json_i64_member(obj, field, name, lo, hi, 0, out);
 }
 
 static rs_status read_tensor(const cJSON *it, const char *field, int world, rs_spec_tensor *t) {
@@ -262,30 +256,22 @@ static rs_status parse_root(const cJSON *root, rs_state_spec *s) {
   return read_kvs(root, "nonpersistent", &s->nonpersistent, &s->nnp);
 }
 
-rs_status rs_state_spec_from_json(const char *text, rs_state_spec *out) {
-  memset(out, 0, sizeof *out);
-  cJSON *root;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
-  if (!cJSON_IsObject(root)) st = rs_fail(RS_ERR_INVALID, "state spec: expected a JSON object");
-  else st = parse_root(root, out);
-  cJSON_Delete(root);
+/* Frees what it read when it fails, so a caller never holds half a spec. */
+static rs_status spec_reader(const cJSON *root, void *out) {
+  rs_status st = cJSON_IsObject(root) ? parse_root(root, out)
+                                      : rs_fail(RS_ERR_INVALID, "state spec: expected a JSON object");
   if (st) rs_state_spec_free(out);
   return st;
 }
 
+rs_status rs_state_spec_from_json(const char *text, rs_state_spec *out) {
+  memset(out, 0, sizeof *out);
+  return rs__json_from_text(text, spec_reader, out);
+}
+
 rs_status rs_state_spec_from_file(const char *path, rs_state_spec *out) {
   memset(out, 0, sizeof *out);
-  char *text = rs_read_text(path);
-  if (!text) return RS_ERR_IO;
-  rs_status st = rs_state_spec_from_json(text, out);
-  free(text);
-  if (st) {
-    char pre[512];
-    snprintf(pre, sizeof pre, "%s: ", path);
-    return rs_fail_prefix(st, pre);
-  }
-  return RS_OK;
+  return rs__json_from_file(path, spec_reader, out);
 }
 
 /* ---- printing ---- */

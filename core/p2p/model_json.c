@@ -4,6 +4,7 @@
  * every error names the field. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/case_json.h"
 #include "core/checked.h"
 #include "core/json.h"
 #include "core/p2p/p2p_internal.h"
@@ -18,16 +19,8 @@ static rs_status str_member(const cJSON *obj, const char *parent, const char *ke
 
 static rs_status int_member(const cJSON *obj, const char *parent, const char *key, int64_t lo,
                             int64_t hi, int64_t dflt, int64_t *out) {
-  const cJSON *it;
-  rs_status st = rs_json_member(obj, parent, key, cJSON_Number, &it);
-  if (st) return st;
-  if (!it) {
-    *out = dflt;
-    return RS_OK;
-  }
-  char f[256];
-  snprintf(f, sizeof f, "%.180s.%.60s", parent, key);
-  return rs_json_i64(it, f, lo, hi, out);
+  *out = dflt;
+  return rs_json_i64_member(obj, parent, key, lo, hi, 0, out);
 }
 
 static rs_status read_params(const cJSON *arr, rs_p2p_model *m) {
@@ -144,25 +137,7 @@ static rs_status read_sharding(const cJSON *o, const char *f, int mesh_ndim, int
       (st = rs_json_member(o, f, "shard_order", cJSON_Array | cJSON_NULL, &ord)))
     return st;
   if (!pl) return rs_fail(RS_ERR_INVALID, "%s.placements: missing", f);
-  int k = 0;
-  cJSON_ArrayForEach(it, pl) {
-    if (!cJSON_IsString(it)) return rs_fail(RS_ERR_INVALID, "%s.placements[%d]: expected a string", f, k);
-    if (k >= RS_MAX_MESH_DIMS) return rs_fail(RS_ERR_INVALID, "%s.placements: too many", f);
-    if ((st = rs_parse_placement(it->valuestring, &s->p[k]))) {
-      char pre[200];
-      snprintf(pre, sizeof pre, "%.150s.placements[%d]: ", f, k);
-      return rs_fail_prefix(st, pre);
-    }
-    k++;
-  }
-  if (k != mesh_ndim)
-    return rs_fail(RS_ERR_INVALID, "%s.placements: %d placements for a %d-d mesh", f, k, mesh_ndim);
-  s->mesh_ndim = k;
-  if ((st = rs_sharding_set_default_order(s, tndim))) {
-    char pre[200];
-    snprintf(pre, sizeof pre, "%.150s.", f);
-    return rs_fail_prefix(st, pre);
-  }
+  if ((st = rs__json_placements(pl, f, mesh_ndim, tndim, s))) return st;
   if (ord && cJSON_IsArray(ord)) {
     int e = 0;
     cJSON_ArrayForEach(it, ord) {
@@ -277,10 +252,9 @@ static rs_status read_config(const cJSON *root, int which, const rs_p2p_arch *ar
   return st;
 }
 
-rs_status rs_p2p_model_parse(const char *text, rs_p2p_model *out) {
-  cJSON *root = NULL;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
+/* *out is written only on success. */
+static rs_status model_reader(const cJSON *root, void *out) {
+  rs_status st = RS_OK;
   rs_p2p_model m;
   memset(&m, 0, sizeof m);
   const cJSON *model, *params, *tmpl, *seed;
@@ -301,22 +275,17 @@ rs_status rs_p2p_model_parse(const char *text, rs_p2p_model *out) {
   }
   for (int k = 0; k < 2 && !st; ++k) st = read_config(root, k, have_arch ? &arch : NULL, &m);
   if (!st) st = rs_p2p_model_finish(&m);
-  cJSON_Delete(root);
   if (st) {
     rs_p2p_model_free(&m);
     return st;
   }
-  *out = m;
+  *(rs_p2p_model *)out = m;
   return RS_OK;
 }
 
-rs_status rs_p2p_model_load(const char *path, rs_p2p_model *out) {
-  char *text = rs_read_text(path);
-  if (!text) return rs_fail(RS_ERR_IO, "model: cannot read '%s'", path);
-  rs_status st = rs_p2p_model_parse(text, out);
-  free(text);
-  return st;
-}
+rs_status rs_p2p_model_parse(const char *text, rs_p2p_model *out) { return rs__json_from_text(text, model_reader, out); }
+
+rs_status rs_p2p_model_load(const char *path, rs_p2p_model *out) { return rs__json_from_file(path, model_reader, out); }
 
 /* ---- writer ---- */
 

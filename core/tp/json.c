@@ -22,17 +22,6 @@ static rs_status get_pl(const cJSON *obj, const char *parent, const char *key, r
   return RS_OK;
 }
 
-static rs_status get_int(const cJSON *obj, const char *parent, const char *key, int64_t lo, int64_t hi,
-                         int64_t *out, int required) {
-  const cJSON *it;
-  rs_status st = rs_json_member(obj, parent, key, cJSON_Number, &it);
-  if (st) return st;
-  if (!it) return required ? rs_fail(RS_ERR_INVALID, "%s.%s: required", parent, key) : RS_OK;
-  char f[160];
-  snprintf(f, sizeof f, "%s.%s", parent, key);
-  return rs_json_i64(it, f, lo, hi, out);
-}
-
 static rs_status get_bool(const cJSON *obj, const char *parent, const char *key, int *out) {
   const cJSON *it;
   rs_status st = rs_json_member(obj, parent, key, cJSON_True | cJSON_False, &it);
@@ -63,14 +52,15 @@ static rs_status read_module(const cJSON *o, int i, rs_tp_module *m) {
   m->kind = (rs_tp_module_kind)k;
   const int64_t MX = (int64_t)1 << 24;
   if (m->kind == RS_TP_LINEAR) {
-    if ((st = get_int(o, f, "in", 1, MX, &m->in, 1)) || (st = get_int(o, f, "out", 1, MX, &m->out, 1)) ||
-        (st = get_bool(o, f, "bias", &m->bias)))
+    if ((st = rs_json_i64_member(o, f, "in", 1, MX, 1, &m->in)) ||
+        (st = rs_json_i64_member(o, f, "out", 1, MX, 1, &m->out)) || (st = get_bool(o, f, "bias", &m->bias)))
       return st;
   } else if (m->kind == RS_TP_EMBEDDING) {
-    if ((st = get_int(o, f, "vocab", 1, MX, &m->in, 1)) || (st = get_int(o, f, "dim", 1, MX, &m->out, 1)))
+    if ((st = rs_json_i64_member(o, f, "vocab", 1, MX, 1, &m->in)) ||
+        (st = rs_json_i64_member(o, f, "dim", 1, MX, 1, &m->out)))
       return st;
   } else {
-    if ((st = get_int(o, f, "dim", 1, MX, &m->in, 1))) return st;
+    if ((st = rs_json_i64_member(o, f, "dim", 1, MX, 1, &m->in))) return st;
     m->out = m->in;
   }
   if ((st = rs_json_member(o, f, "style", cJSON_String, &it))) return st;
@@ -92,13 +82,14 @@ static rs_status read_module(const cJSON *o, int i, rs_tp_module *m) {
       (st = get_pl(o, f, "output_layouts", &s->output_layout)) ||
       (st = get_pl(o, f, "desired_output_layouts", &s->desired_output)) ||
       (st = get_bool(o, f, "use_local_output", &s->use_local_output)) ||
-      (st = get_int(o, f, "sequence_dim", -3, 2, &sd, 0)))
+      (st = rs_json_i64_member(o, f, "sequence_dim", -3, 2, 0, &sd)))
     return st;
   s->sequence_dim = (int)sd;
   return RS_OK;
 }
 
-static rs_status from_cjson(const cJSON *root, rs_tp_case *c) {
+static rs_status from_cjson(const cJSON *root, void *out) {
+  rs_tp_case *c = out;
   memset(c, 0, sizeof *c);
   if (!cJSON_IsObject(root)) return rs_fail(RS_ERR_INVALID, "case: expected a JSON object");
   const cJSON *it, *mesh;
@@ -122,15 +113,15 @@ static rs_status from_cjson(const cJSON *root, rs_tp_case *c) {
   if (it && nr != c->mesh.nranks)
     return rs_fail(RS_ERR_INVALID, "mesh.ranks: %d ranks for a mesh of %d", nr, (int)c->mesh.nranks);
   int64_t v = 0;
-  if ((st = get_int(root, "case", "tp_dim", 0, 1, &v, 0))) return st;
+  if ((st = rs_json_i64_member(root, "case", "tp_dim", 0, 1, 0, &v))) return st;
   c->tp_dim = (int)v;
   c->dp_layout = nd == 2 ? rs_pl_shard(0) : rs_pl_replicate();
   if ((st = get_pl(root, "case", "dp_layout", &c->dp_layout))) return st;
   c->batch = c->seq = 1;
   c->vmax = 2;
-  if ((st = get_int(root, "case", "batch", 1, (int64_t)1 << 24, &c->batch, 1)) ||
-      (st = get_int(root, "case", "seq", 1, (int64_t)1 << 24, &c->seq, 1)) ||
-      (st = get_int(root, "case", "vmax", 1, 1000, &c->vmax, 0)))
+  if ((st = rs_json_i64_member(root, "case", "batch", 1, (int64_t)1 << 24, 1, &c->batch)) ||
+      (st = rs_json_i64_member(root, "case", "seq", 1, (int64_t)1 << 24, 1, &c->seq)) ||
+      (st = rs_json_i64_member(root, "case", "vmax", 1, 1000, 0, &c->vmax)))
     return st;
   if ((st = rs_json_member(root, "case", "seed", cJSON_Number, &it))) return st;
   if (it && (st = rs_json_u64(it, "seed", &c->seed))) return st;
@@ -155,9 +146,10 @@ static rs_status from_cjson(const cJSON *root, rs_tp_case *c) {
     int64_t vocab, hidden, ffn;
     int bias = 0;
     if ((st = rs_json_member(block, "block", "kind", cJSON_String, &k))) return st;
-    if ((st = get_int(block, "block", "vocab", 1, 1 << 20, &vocab, 1)) ||
-        (st = get_int(block, "block", "hidden", 1, 1 << 20, &hidden, 1)) ||
-        (st = get_int(block, "block", "ffn", 1, 1 << 20, &ffn, 1)) || (st = get_bool(block, "block", "bias", &bias)))
+    if ((st = rs_json_i64_member(block, "block", "vocab", 1, 1 << 20, 1, &vocab)) ||
+        (st = rs_json_i64_member(block, "block", "hidden", 1, 1 << 20, 1, &hidden)) ||
+        (st = rs_json_i64_member(block, "block", "ffn", 1, 1 << 20, 1, &ffn)) ||
+        (st = get_bool(block, "block", "bias", &bias)))
       return st;
     if ((st = rs_tp_block_plan(k ? k->valuestring : "tp", vocab, hidden, ffn, bias, c))) return st;
   }
@@ -165,22 +157,9 @@ static rs_status from_cjson(const cJSON *root, rs_tp_case *c) {
   return rs_tp_case_validate(c);
 }
 
-rs_status rs_tp_case_from_json(const char *text, rs_tp_case *out) {
-  cJSON *root = NULL;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) return st;
-  st = from_cjson(root, out);
-  cJSON_Delete(root);
-  return st;
-}
+rs_status rs_tp_case_from_json(const char *text, rs_tp_case *out) { return rs__json_from_text(text, from_cjson, out); }
 
-rs_status rs_tp_case_from_file(const char *path, rs_tp_case *out) {
-  char *text = rs_read_text(path);
-  if (!text) return RS_ERR_IO;
-  rs_status st = rs_tp_case_from_json(text, out);
-  free(text);
-  return st;
-}
+rs_status rs_tp_case_from_file(const char *path, rs_tp_case *out) { return rs__json_from_file(path, from_cjson, out); }
 
 static void put_pl(cJSON *o, const char *key, rs_placement p) {
   char b[32];

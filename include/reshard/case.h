@@ -40,6 +40,7 @@ rs_planner_kind rs_case_resolve_planner(const rs_case *c);
 
 /* JSON codec. The parser ignores unknown top-level keys (fixtures add "expected", "pytorch"). */
 rs_status rs_case_from_json(const char *text, rs_case *out);
+/* Errors name the file first ("PATH: field: ..."). */
 rs_status rs_case_from_file(const char *path, rs_case *out);
 /* A whole file as a malloc'd NUL-terminated string (caller frees), or NULL with rs_last_error set. */
 char *rs_read_text(const char *path);

@@ -159,6 +159,7 @@ typedef struct rs_state_spec {
 } rs_state_spec;
 
 rs_status rs_state_spec_from_json(const char *text, rs_state_spec *out);
+/* Errors name the file first ("PATH: field: ..."). */
 rs_status rs_state_spec_from_file(const char *path, rs_state_spec *out);
 /* malloc'd JSON text (the form the parser reads back). */
 char *rs_state_spec_to_json(const rs_state_spec *s);

@@ -77,6 +77,7 @@ typedef struct rs_p2p_arch {
 /* Parse a model file (see docs/p2p.md). On error *out is untouched and rs_last_error() names the
  * field (e.g. "dst.params.layers.0.qkv.weight.placements"). */
 rs_status rs_p2p_model_parse(const char *json_text, rs_p2p_model *out);
+/* The same from a file; errors name the file first ("PATH: field: ..."). */
 rs_status rs_p2p_model_load(const char *path, rs_p2p_model *out);
 void rs_p2p_model_free(rs_p2p_model *m);
 /* Explicit-layout JSON of the model (templates expanded); malloc'd string. `extra` (may be NULL) is

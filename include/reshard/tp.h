@@ -88,6 +88,7 @@ rs_status rs_tp_param_placement(rs_tp_style_kind style, rs_tp_module_kind module
  * declares) and normalize negative shard dims. Errors name the module path and the field. */
 rs_status rs_tp_case_validate(rs_tp_case *c);
 rs_status rs_tp_case_from_json(const char *text, rs_tp_case *out);
+/* Errors name the file first ("PATH: field: ..."). */
 rs_status rs_tp_case_from_file(const char *path, rs_tp_case *out);
 char *rs_tp_case_to_json(const rs_tp_case *c); /* malloc'd; NULL with rs_last_error */
 
