@@ -15,6 +15,41 @@
  * refused before any arithmetic sees it. */
 #define MESH_SIZE_MAX RS_MAX_RANKS
 
+rs_status rs__json_shard_order(const cJSON *ord, const char *field, int mesh_ndim, int tensor_ndim, rs_sharding *s) {
+  const cJSON *it;
+  rs_status st;
+  if (!ord || cJSON_IsNull(ord)) return RS_OK;
+  if (!cJSON_IsArray(ord)) return rs_fail(RS_ERR_INVALID, "%s.shard_order: expected an array", field);
+  memset(s->order_len, 0, sizeof s->order_len);
+  int listed[RS_MAX_DIMS] = {0};
+  int e = 0;
+  cJSON_ArrayForEach(it, ord) {
+    char f[200];
+    snprintf(f, sizeof f, "%.150s.shard_order[%d]", field, e);
+    if (!cJSON_IsObject(it)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", f);
+    const cJSON *td = cJSON_GetObjectItemCaseSensitive(it, "tensor_dim");
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "mesh_dims");
+    char ft[220];
+    snprintf(ft, sizeof ft, "%s.tensor_dim", f);
+    int64_t d;
+    if ((st = rs_json_i64(td, ft, -RS_MAX_DIMS, RS_MAX_DIMS - 1, &d))) return st;
+    if (d < 0) d += tensor_ndim;
+    if (d < 0 || d >= tensor_ndim)
+      return rs_fail(RS_ERR_INVALID, "%s: out of range for a %d-d tensor", ft, tensor_ndim);
+    /* a second entry for one tensor dim would silently replace the first */
+    if (listed[d]++ && !RS_MUTANT(232)) /* planted: the later entry silently wins */
+      return rs_fail(RS_ERR_INVALID, "%s: tensor dim %d is listed twice", ft, (int)d);
+    int64_t dims[RS_MAX_MESH_DIMS];
+    int n;
+    snprintf(ft, sizeof ft, "%s.mesh_dims", f);
+    if ((st = rs_json_i64_array(md, ft, RS_MAX_MESH_DIMS, 0, mesh_ndim - 1, dims, &n))) return st;
+    for (int j = 0; j < n; ++j) s->order[d][j] = (int8_t)dims[j];
+    s->order_len[d] = (int8_t)n;
+    e++;
+  }
+  return RS_OK;
+}
+
 rs_status rs__json_placements(const cJSON *pl, const char *field, int mesh_ndim, int tensor_ndim, rs_sharding *s) {
   int k = 0;
   const cJSON *it;
@@ -44,42 +79,11 @@ static rs_status read_sharding(const cJSON *obj, const char *field, int mesh_ndi
                                rs_sharding *s) {
   memset(s, 0, sizeof *s);
   if (!cJSON_IsObject(obj)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", field);
-  const cJSON *pl = cJSON_GetObjectItemCaseSensitive(obj, "placements"), *it;
+  const cJSON *pl = cJSON_GetObjectItemCaseSensitive(obj, "placements");
   if (!cJSON_IsArray(pl)) return rs_fail(RS_ERR_INVALID, "%s.placements: expected an array of strings", field);
   rs_status st = rs__json_placements(pl, field, mesh_ndim, tensor_ndim, s);
   if (st) return st;
-  const cJSON *ord = cJSON_GetObjectItemCaseSensitive(obj, "shard_order");
-  if (ord && !cJSON_IsNull(ord)) {
-    if (!cJSON_IsArray(ord)) return rs_fail(RS_ERR_INVALID, "%s.shard_order: expected an array", field);
-    memset(s->order_len, 0, sizeof s->order_len);
-    int listed[RS_MAX_DIMS] = {0};
-    int e = 0;
-    cJSON_ArrayForEach(it, ord) {
-      char f[96];
-      snprintf(f, sizeof f, "%s.shard_order[%d]", field, e);
-      if (!cJSON_IsObject(it)) return rs_fail(RS_ERR_INVALID, "%s: expected an object", f);
-      const cJSON *td = cJSON_GetObjectItemCaseSensitive(it, "tensor_dim");
-      const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "mesh_dims");
-      char ft[112];
-      snprintf(ft, sizeof ft, "%s.tensor_dim", f);
-      int64_t d;
-      if ((st = rs_json_i64(td, ft, -RS_MAX_DIMS, RS_MAX_DIMS - 1, &d))) return st;
-      if (d < 0) d += tensor_ndim;
-      if (d < 0 || d >= tensor_ndim)
-        return rs_fail(RS_ERR_INVALID, "%s: out of range for a %d-d tensor", ft, tensor_ndim);
-      /* a second entry for one tensor dim would silently replace the first */
-      if (listed[d]++ && !RS_MUTANT(232)) /* planted: the later entry silently wins */
-        return rs_fail(RS_ERR_INVALID, "%s: tensor dim %d is listed twice", ft, (int)d);
-      int64_t dims[RS_MAX_MESH_DIMS];
-      int n;
-      snprintf(ft, sizeof ft, "%s.mesh_dims", f);
-      if ((st = rs_json_i64_array(md, ft, RS_MAX_MESH_DIMS, 0, mesh_ndim - 1, dims, &n))) return st;
-      for (int j = 0; j < n; ++j) s->order[d][j] = (int8_t)dims[j];
-      s->order_len[d] = (int8_t)n;
-      e++;
-    }
-  }
-  return RS_OK;
+  return rs__json_shard_order(cJSON_GetObjectItemCaseSensitive(obj, "shard_order"), field, mesh_ndim, tensor_ndim, s);
 }
 
 /* A seed is a JSON integer (exact, 0..2^64-1) or, as older files wrote seeds above 2^53, a string

@@ -116,6 +116,16 @@ static void test_loaders_name_the_file(void) {
   CHECK(rs_tp_case_from_file("/nonexistent/tp.json", c) == RS_ERR_IO);
   CHECK(strstr(rs_last_error(), "/nonexistent/tp.json") != NULL);
   free(c);
+  /* a p2p model that lists one tensor dim twice in a shard order is refused (it was accepted, the
+   * later entry silently winning), as a case file's is */
+  const char *dup =
+      "{\"model\": {\"params\": [{\"name\": \"w\", \"shape\": [8, 4], \"dtype\": \"F32\"}]},"
+      " \"src\": {\"meshes\": [{\"shape\": [2, 2], \"ranks\": [0, 1, 2, 3]}], \"params\": {\"w\": {\"mesh\": 0,"
+      " \"placements\": [\"S(0)\", \"S(0)\"], \"shard_order\": [{\"tensor_dim\": 0, \"mesh_dims\": [1, 0]},"
+      " {\"tensor_dim\": 0, \"mesh_dims\": [0, 1]}]}}},"
+      " \"dst\": {\"meshes\": [{\"shape\": [4], \"ranks\": [0, 1, 2, 3]}], \"params\": {\"w\": {\"mesh\": 0,"
+      " \"placements\": [\"R\"]}}}}";
+  CHECK(strstr(load_bad(dup, 2), "tensor dim 0 is listed twice") != NULL);
   rs_p2p_model m;
   CHECK(rs_p2p_model_load("/nonexistent/model.json", &m) == RS_ERR_IO);
   CHECK(strstr(rs_last_error(), "/nonexistent/model.json") != NULL);

@@ -58,6 +58,7 @@ int ckpt_wants_opt(const char *impl, const char *tr) { return strcmp(impl, "ref"
 
 int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_args *a) {
   const char *stepv = NULL, *blk = NULL, *thr = NULL, *seg = NULL, *v;
+  int r;
   memset(a, 0, sizeof *a);
   a->impl = "ref";
   a->tr = "local";

@@ -131,35 +131,14 @@ static rs_status read_ranks(const cJSON *o, const char *field, int64_t need, int
 
 static rs_status read_sharding(const cJSON *o, const char *f, int mesh_ndim, int tndim, rs_sharding *s) {
   memset(s, 0, sizeof *s);
-  const cJSON *pl, *ord, *it;
+  const cJSON *pl, *ord;
   rs_status st;
   if ((st = rs_json_member(o, f, "placements", cJSON_Array, &pl)) ||
       (st = rs_json_member(o, f, "shard_order", cJSON_Array | cJSON_NULL, &ord)))
     return st;
   if (!pl) return rs_fail(RS_ERR_INVALID, "%s.placements: missing", f);
   if ((st = rs__json_placements(pl, f, mesh_ndim, tndim, s))) return st;
-  if (ord && cJSON_IsArray(ord)) {
-    int e = 0;
-    cJSON_ArrayForEach(it, ord) {
-      char fe[200];
-      snprintf(fe, sizeof fe, "%.150s.shard_order[%d]", f, e++);
-      const cJSON *td, *md;
-      int64_t d, dims[RS_MAX_MESH_DIMS];
-      int nd;
-      if ((st = rs_json_member(it, fe, "tensor_dim", cJSON_Number, &td)) ||
-          (st = rs_json_member(it, fe, "mesh_dims", cJSON_Array, &md)))
-        return st;
-      if (!td || !md) return rs_fail(RS_ERR_INVALID, "%s: needs tensor_dim and mesh_dims", fe);
-      char ft[220];
-      snprintf(ft, sizeof ft, "%.190s.tensor_dim", fe);
-      if ((st = rs_json_i64(td, ft, 0, tndim - 1, &d))) return st;
-      snprintf(ft, sizeof ft, "%.190s.mesh_dims", fe);
-      if ((st = rs_json_i64_array(md, ft, RS_MAX_MESH_DIMS, 0, mesh_ndim - 1, dims, &nd))) return st;
-      s->order_len[d] = (int8_t)nd;
-      for (int i = 0; i < nd; ++i) s->order[d][i] = (int8_t)dims[i];
-    }
-  }
-  return RS_OK;
+  return rs__json_shard_order(ord, f, mesh_ndim, tndim, s);
 }
 
 static rs_status read_explicit(const cJSON *o, const char *cn, rs_p2p_model *m, rs_p2p_config *c) {
