@@ -60,6 +60,15 @@ rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, cons
 rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r);
 /* Replays a regression fixture (property + choice stream); *failed = 1 if it still fails. */
 rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, char *msg, size_t cap);
+/* ---- props-internal (ckpt_fixture.c), shared by the ref and opt checkpoint campaigns ---- */
+/* The stream of the failing case ch shrunk by still_fails in at most max_runs runs (malloc'd,
+ * *n draws, *runs runs; NULL: out of memory); msg (cap bytes) ends as the shrunk case's message. */
+uint64_t *rs__ckpt_shrink(rs_stream_pred still_fails, void *ctx, const rs_choices *ch, char *msg, size_t cap,
+                          int max_runs, size_t *n, int *runs);
+/* dir/<prop>-<xxh3 of the stream>.json: property, message, choices and the decoded specs; path
+ * gets the file's name ("" when it could not be created). */
+rs_status rs__ckpt_write_fixture(const char *dir, const char *prop, const uint64_t *v, size_t n, const char *msg,
+                                 char *path, size_t cap);
 /* Removes a directory tree (scratch directories of the properties and tests). */
 void rs_ckpt_rmtree(const char *dir);
 

@@ -34,47 +34,6 @@ static int still_fails(void *vx, rs_choices *ch) {
   return rs_ckpt_prop_run(x->p, ch, x->dir, x->msg, MSG_CAP) == RS_FAIL;
 }
 
-static rs_status write_fixture(const char *dir, rs_ckpt_prop p, const uint64_t *v, size_t n, const char *msg,
-                               char *path, size_t cap) {
-  mkdir(dir, 0777);
-  uint64_t h = XXH3_64bits(v, n * sizeof *v);
-  snprintf(path, cap, "%s/%s-%016llx.json", dir, rs_ckpt_prop_name(p), (unsigned long long)h);
-  FILE *f = fopen(path, "w");
-  if (!f) return rs_fail(RS_ERR_IO, "%s: cannot create", path);
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "property", rs_ckpt_prop_name(p));
-  cJSON_AddStringToObject(root, "message", msg);
-  cJSON *a = cJSON_AddArrayToObject(root, "choices");
-  for (size_t i = 0; i < n; ++i) {
-    char b[32];
-    snprintf(b, sizeof b, "%llu", (unsigned long long)v[i]);
-    cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
-  }
-  /* the decoded case, for people reading the fixture (replay uses the choices) */
-  rs_choices ch;
-  rs_ckpt_case c;
-  if (rs_choices_replay(&ch, v, n) == RS_OK) {
-    if (rs_gen_ckpt_case(&ch, &c) == RS_OK) {
-      const rs_state_spec *s[3] = {&c.a, &c.a2, &c.b};
-      const char *nm[3] = {"save_spec", "save_spec_2", "load_spec"};
-      for (int i = 0; i < 3; ++i) {
-        char *j = rs_state_spec_to_json(s[i]);
-        if (j) cJSON_AddRawToObject(root, nm[i], j);
-        free(j);
-      }
-      cJSON_AddStringToObject(root, "strict", rs_strict_name(c.strict));
-      rs_ckpt_case_free(&c);
-    }
-    rs_choices_free(&ch);
-  }
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (text) fprintf(f, "%s\n", text);
-  free(text);
-  fclose(f);
-  return RS_OK;
-}
-
 rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, char *msg, size_t cap) {
   char *text = rs_read_text(path);
   if (!text) return RS_ERR_IO;
@@ -138,25 +97,15 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
         r->fail[p]++;
         failed_prop[p] = 1;
         r->failed++;
-        size_t n = ch.n;
-        uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-        int runs = 0;
-        char first[MSG_CAP];
-        snprintf(first, sizeof first, "%s", msg);
+        size_t n;
+        int runs;
         pred_ctx x = {(rs_ckpt_prop)p, scratch, msg};
-        if (v) {
-          memcpy(v, ch.v, n * sizeof *v);
-          runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs > 0 ? o->shrink_runs : 1000);
-          rs_choices rc;
-          if (rs_choices_replay(&rc, v, n) == RS_OK) {
-            if (!still_fails(&x, &rc)) snprintf(msg, sizeof msg, "%s", first);
-            rs_choices_free(&rc);
-          }
-        }
+        uint64_t *v = rs__ckpt_shrink(still_fails, &x, &ch, msg, sizeof msg, o->shrink_runs > 0 ? o->shrink_runs : 1000,
+                                      &n, &runs);
         char path[4400] = "";
-        rs_status st = v ? write_fixture(o->regress_dir ? o->regress_dir : "fixtures/ckpt/regressions",
-                                         (rs_ckpt_prop)p, v, n, msg, path, sizeof path)
-                         : RS_ERR_NOMEM;
+        rs_status st = v ? rs__ckpt_write_fixture(o->regress_dir ? o->regress_dir : "fixtures/ckpt/regressions",
+                                                  rs_ckpt_prop_name((rs_ckpt_prop)p), v, n, msg, path, sizeof path)
+                         : rs_fail(RS_ERR_NOMEM, "out of memory");
         printf("FAIL %s (case %lld, seed %llu; shrunk in %d runs to %zu draws)\n  %s\n", rs_ckpt_prop_name((rs_ckpt_prop)p),
                (long long)i, (unsigned long long)o->seed, runs, n, msg);
         snprintf(r->message[p], sizeof r->message[p], "%.1000s", msg);

@@ -434,31 +434,6 @@ static int still_fails(void *vx, rs_choices *ch) {
   return rs_ckpt_opt_prop_run(x->world, ch, x->dir, x->msg, MSG_CAP) == RS_FAIL;
 }
 
-static void write_fixture(const char *dir, const uint64_t *v, size_t n, const char *msg, char *path, size_t cap) {
-  mkdir(dir, 0777);
-  uint64_t h = XXH3_64bits(v, n * sizeof *v);
-  snprintf(path, cap, "%s/ckpt_opt-%016llx.json", dir, (unsigned long long)h);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    path[0] = 0;
-    return;
-  }
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "property", "ckpt_opt");
-  cJSON_AddStringToObject(root, "message", msg);
-  cJSON *a = cJSON_AddArrayToObject(root, "choices");
-  for (size_t i = 0; i < n; ++i) {
-    char b[32];
-    snprintf(b, sizeof b, "%llu", (unsigned long long)v[i]);
-    cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
-  }
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (text) fprintf(f, "%s\n", text);
-  free(text);
-  fclose(f);
-}
-
 rs_status rs_ckpt_opt_replay(const uint64_t *v, size_t n, const char *scratch, int *failed, char *msg, size_t cap) {
   rs_choices ch;
   rs_status st = rs_choices_replay(&ch, v, n);
@@ -494,23 +469,15 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     else if (out == RS_SKIP) r->skip++;
     else {
       r->fail++;
-      size_t n = ch.n;
-      uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-      int runs = 0;
-      char first[MSG_CAP];
-      snprintf(first, sizeof first, "%s", msg);
+      size_t n;
+      int runs;
       pred_ctx x = {world, scratch, msg};
-      if (v) {
-        memcpy(v, ch.v, n * sizeof *v);
-        runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs > 0 ? o->shrink_runs : 500);
-        rs_choices rc;
-        if (rs_choices_replay(&rc, v, n) == RS_OK) {
-          if (!still_fails(&x, &rc)) snprintf(msg, sizeof msg, "%s", first);
-          rs_choices_free(&rc);
-        }
-      }
+      uint64_t *v = rs__ckpt_shrink(still_fails, &x, &ch, msg, sizeof msg, o->shrink_runs > 0 ? o->shrink_runs : 500,
+                                    &n, &runs);
       char path[4400] = "";
-      if (v && me == 0) write_fixture(o->regress_dir ? o->regress_dir : "fixtures/ckpt/regressions", v, n, msg, path, sizeof path);
+      if (v && me == 0)
+        rs__ckpt_write_fixture(o->regress_dir ? o->regress_dir : "fixtures/ckpt/regressions", "ckpt_opt", v, n, msg, path,
+                               sizeof path);
       if (me == 0 || !strstr(msg, "another rank")) {
         printf("FAIL ckpt_opt%s (case %lld, seed %llu; shrunk in %d runs to %zu draws)\n  %s\n",
                rs_world_is_local(world) ? "" : " [rank]", (long long)i, (unsigned long long)o->seed, runs, n, msg);

@@ -81,6 +81,11 @@ rs_status rs__md_parse(const char *bytes, size_t len, rs__metadata *out);
 /* Serializes (digest line first). Returns malloc'd bytes and their length. */
 rs_status rs__md_write(const rs__metadata *m, char **bytes, size_t *len);
 int rs__md_find_tensor(const rs__metadata *m, const char *key);
+/* the metadata tensor of t's key, added (key, dtype, global shape; no chunks) if absent; NULL:
+ * out of memory */
+rs__md_tensor *rs__md_tensor_for(rs__metadata *m, const rs_sh_tensor *t);
+/* tensors and objects in key order, as metadata.json lists them */
+void rs__md_sort(rs__metadata *m);
 int rs__md_find_object(const rs__metadata *m, const char *ukey);
 /* The chunks of one tensor tile its global shape (boxes disjoint and covering; flat fragments of
  * one box tile its flattening). Errors name the key and the region. */

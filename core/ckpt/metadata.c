@@ -41,6 +41,33 @@ int rs__md_find_tensor(const rs__metadata *m, const char *key) {
   return -1;
 }
 
+rs__md_tensor *rs__md_tensor_for(rs__metadata *m, const rs_sh_tensor *t) {
+  int i = rs__md_find_tensor(m, t->key);
+  if (i >= 0) return &m->t[i];
+  if (!rs__grow((void **)&m->t, m->nt, &m->capt, sizeof *m->t)) return NULL;
+  rs__md_tensor *d = &m->t[m->nt];
+  memset(d, 0, sizeof *d);
+  if (!(d->key = rs__strdup(t->key))) return NULL;
+  d->dtype = t->dtype;
+  d->ndim = t->ndim;
+  memcpy(d->shape, t->global_shape, sizeof d->shape);
+  m->nt++;
+  return d;
+}
+
+static int cmp_md_tensor(const void *a, const void *b) {
+  return strcmp(((const rs__md_tensor *)a)->key, ((const rs__md_tensor *)b)->key);
+}
+
+static int cmp_md_object(const void *a, const void *b) {
+  return strcmp(((const rs__md_object *)a)->ukey, ((const rs__md_object *)b)->ukey);
+}
+
+void rs__md_sort(rs__metadata *m) {
+  if (m->nt) qsort(m->t, (size_t)m->nt, sizeof *m->t, cmp_md_tensor);
+  if (m->no) qsort(m->o, (size_t)m->no, sizeof *m->o, cmp_md_object);
+}
+
 int rs__md_find_object(const rs__metadata *m, const char *ukey) {
   for (int i = 0; i < m->no; ++i)
     if (strcmp(m->o[i].ukey, ukey) == 0) return i;

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 typedef struct rs_ckpt_opt_opts {
-  int io_threads;     /* I/O threads per process; 0: 4 */
+  int io_threads;     /* I/O threads per process; 0: rs_opt_ckpt_default_threads() */
   int64_t segment;    /* bytes per pwrite/pread (a power of two >= 4096); 0: 8 MiB */
   int64_t block;      /* digest block of a save (as rs_ckpt_io_opts.block); 0: 1 MiB */
   int read_once;      /* load: each stored chunk read by one rank, sent to the others */
@@ -54,6 +54,8 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
  * cannot dereference, to test the device path without a GPU. */
 rs_status rs_opt_ckpt_to_device(rs_world *world, rs_ckpt_world *w);
 rs_status rs_opt_ckpt_to_host(rs_world *world, rs_ckpt_world *w);
+/* The default I/O threads per process: the online cores, at least 2 and at most 8. */
+int rs_opt_ckpt_default_threads(void);
 /* 1 when RS_SIM_DEVICE=1 is set (local worlds then simulate device memory) */
 int rs_opt_ckpt_sim_device(void);
 

@@ -62,13 +62,20 @@ static int device_kind(const rs_world *world) {
   return rs_world_is_local(world) && rs__ock_sim_requested() ? 2 : 0;
 }
 
+/* host buffers as the state dict allocates them: page-aligned from a page up (O_DIRECT in place) */
+static void *host_alloc(size_t n) {
+  void *p = NULL;
+  if (n >= 4096) return posix_memalign(&p, 4096, n) ? NULL : p;
+  return malloc(n ? n : 1);
+}
+
 /* one tensor's data to (to_dev) or from the device; on failure t is unchanged */
 static rs_status move_one(int kind, rs_sh_tensor *t, int to_dev) {
   size_t n = t->nbytes > 0 ? (size_t)t->nbytes : 0;
   void *p = NULL;
   rs_status st;
   if (kind == 2) {
-    if (!(p = malloc(n ? n : 1))) return rs_fail(RS_ERR_NOMEM, "out of memory moving '%s'", t->key);
+    if (!(p = host_alloc(n))) return rs_fail(RS_ERR_NOMEM, "out of memory moving '%s'", t->key);
     uint8_t *old = to_dev ? t->data : (uint8_t *)sim_host(t->data);
     memcpy(p, old, n);
     free(old);
@@ -85,7 +92,8 @@ static rs_status move_one(int kind, rs_sh_tensor *t, int to_dev) {
   } else {
     /* back to the host whatever happens, so the world can always be freed: a failed copy
      * leaves zeros (and the error) */
-    if (!(p = calloc(n ? n : 1, 1))) return rs_fail(RS_ERR_NOMEM, "out of memory moving '%s'", t->key);
+    if (!(p = host_alloc(n))) return rs_fail(RS_ERR_NOMEM, "out of memory moving '%s'", t->key);
+    memset(p, 0, n);
     st = rs_cuda_d2h(p, t->data, t->nbytes);
     rs_cuda_free(t->data);
     t->data = p;

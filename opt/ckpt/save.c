@@ -403,27 +403,6 @@ static rs_status write_synced(const char *dir, const char *name, const void *b, 
   return ok ? RS_OK : rs_fail(RS_ERR_IO, "%s: directory fsync failed", dir);
 }
 
-static int cmp_md_tensor(const void *a, const void *b) {
-  return strcmp(((const rs__md_tensor *)a)->key, ((const rs__md_tensor *)b)->key);
-}
-static int cmp_md_object(const void *a, const void *b) {
-  return strcmp(((const rs__md_object *)a)->ukey, ((const rs__md_object *)b)->ukey);
-}
-
-static rs__md_tensor *md_tensor(rs__metadata *m, const rs_sh_tensor *t) {
-  int i = rs__md_find_tensor(m, t->key);
-  if (i >= 0) return &m->t[i];
-  if (!rs__grow((void **)&m->t, m->nt, &m->capt, sizeof *m->t)) return NULL;
-  rs__md_tensor *d = &m->t[m->nt];
-  memset(d, 0, sizeof *d);
-  if (!(d->key = rs__strdup(t->key))) return NULL;
-  d->dtype = t->dtype;
-  d->ndim = t->ndim;
-  memcpy(d->shape, t->global_shape, sizeof d->shape);
-  m->nt++;
-  return d;
-}
-
 /* rank 0: metadata.json from the plan and the writers' digests, then latest */
 static rs_status commit(plan *p, const char *root, int64_t step) {
   const rs_ckpt_world *a = &p->c->all;
@@ -456,7 +435,7 @@ static rs_status commit(plan *p, const char *root, int64_t step) {
   }
   for (int r = 0; r < a->n && !st; ++r)
     for (int i = 0; i < a->sd[r].nt && !st; ++i)
-      if (!md_tensor(&md, &a->sd[r].t[i])) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      if (!rs__md_tensor_for(&md, &a->sd[r].t[i])) st = rs_fail(RS_ERR_NOMEM, "out of memory");
   for (int r = 0; r < a->n && !st; ++r) {
     const rfile *f = &p->f[r];
     for (int k = 0; k < f->ng && !st; ++k) {
@@ -478,7 +457,7 @@ static rs_status commit(plan *p, const char *root, int64_t step) {
         continue;
       }
       const rs_sh_tensor *t = &a->sd[x->r].t[x->i];
-      rs__md_tensor *mt = md_tensor(&md, t);
+      rs__md_tensor *mt = rs__md_tensor_for(&md, t);
       if (!mt || !rs__grow((void **)&mt->c, mt->nc, &mt->capc, sizeof *mt->c)) {
         st = rs_fail(RS_ERR_NOMEM, "out of memory");
         break;
@@ -497,8 +476,7 @@ static rs_status commit(plan *p, const char *root, int64_t step) {
   }
   free(fidx);
   if (!st) {
-    if (md.nt) qsort(md.t, (size_t)md.nt, sizeof *md.t, cmp_md_tensor);
-    if (md.no) qsort(md.o, (size_t)md.no, sizeof *md.o, cmp_md_object);
+    rs__md_sort(&md);
     const rs_state_dict *r0 = &a->sd[0];
     for (int i = 0; i < r0->ncommon && !st; ++i)
       st = rs_sd_add_kv(&md.common, &md.ncommon, &md.capc, r0->common[i].key, r0->common[i].val, r0->common[i].len);

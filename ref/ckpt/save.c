@@ -19,34 +19,12 @@ typedef struct saver {
   int64_t block;
 } saver;
 
-static int cmp_md_tensor(const void *a, const void *b) {
-  return strcmp(((const rs__md_tensor *)a)->key, ((const rs__md_tensor *)b)->key);
-}
-static int cmp_md_object(const void *a, const void *b) {
-  return strcmp(((const rs__md_object *)a)->ukey, ((const rs__md_object *)b)->ukey);
-}
-
-static rs__md_tensor *md_tensor(rs__metadata *m, const rs_sh_tensor *t) {
-  int i = rs__md_find_tensor(m, t->key);
-  if (i >= 0) return &m->t[i];
-  if (!rs__grow((void **)&m->t, m->nt, &m->capt, sizeof *m->t)) return NULL;
-  rs__md_tensor *d = &m->t[m->nt];
-  memset(d, 0, sizeof *d);
-  d->key = rs__strdup(t->key);
-  if (!d->key) return NULL;
-  d->dtype = t->dtype;
-  d->ndim = t->ndim;
-  memcpy(d->shape, t->global_shape, sizeof d->shape);
-  m->nt++;
-  return d;
-}
-
 /* Writes rank r's file (if it holds any main replica) and records its chunks. */
 static rs_status save_rank(saver *s, rs__io *io, const rs_state_dict *sd, const char *dir) {
   int n = 0;
   for (int i = 0; i < sd->nt; ++i) {
     const rs_sh_tensor *t = &sd->t[i];
-    if (!md_tensor(&s->md, t)) return rs_fail(RS_ERR_NOMEM, "out of memory");
+    if (!rs__md_tensor_for(&s->md, t)) return rs_fail(RS_ERR_NOMEM, "out of memory");
     /* RS_MUTANT 304: a non-main replica is written (and counted) as well */
     int main = rs_replica_is_main(&t->replica) || (RS_MUTANT(304) && t->replica.v[0] == 1);
     if (main && t->nbytes > 0) n++;
@@ -144,7 +122,7 @@ static rs_status save_rank(saver *s, rs__io *io, const rs_state_dict *sd, const 
     int fi = s->md.nf - 1;
     if (i < first_obj) {
       const rs_sh_tensor *t = &sd->t[ti[i]];
-      rs__md_tensor *mt = md_tensor(&s->md, t);
+      rs__md_tensor *mt = rs__md_tensor_for(&s->md, t);
       if (!mt || !rs__grow((void **)&mt->c, mt->nc, &mt->capc, sizeof *mt->c)) {
         st = rs_fail(RS_ERR_NOMEM, "out of memory");
         break;
@@ -251,12 +229,11 @@ rs_status rs_ref_ckpt_save(rs_ckpt_world *w, const char *root, int64_t step,
   /* keys that only non-main or empty entries hold are still part of the checkpoint */
   for (int r = 0; r < w->n && !st; ++r)
     for (int i = 0; i < w->sd[r].nt && !st; ++i)
-      if (!md_tensor(&s.md, &w->sd[r].t[i])) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      if (!rs__md_tensor_for(&s.md, &w->sd[r].t[i])) st = rs_fail(RS_ERR_NOMEM, "out of memory");
   /* RS_MUTANT 303: metadata and latest are committed before the data files are synced */
   if (!st && !RS_MUTANT(303)) st = sync_data(&s, &io);
   if (!st) {
-    if (s.md.nt) qsort(s.md.t, (size_t)s.md.nt, sizeof *s.md.t, cmp_md_tensor);
-    if (s.md.no) qsort(s.md.o, (size_t)s.md.no, sizeof *s.md.o, cmp_md_object);
+    rs__md_sort(&s.md);
     const rs_state_dict *r0 = &w->sd[0];
     for (int i = 0; i < r0->ncommon && !st; ++i)
       st = rs_sd_add_kv(&s.md.common, &s.md.ncommon, &s.md.capc, r0->common[i].key, r0->common[i].val,

@@ -116,7 +116,8 @@ def main():
     ap.add_argument("--bytes", default="2G")
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--dir", required=True)
-    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=max(2, min(8, os.cpu_count() or 2)),
+                    help="I/O threads of both (reshard --threads, DCP thread_count); default: cores in [2, 8]")
     ap.add_argument("--reshard-json")
     ap.add_argument("--reshard", help="reshard binary: run `bench ckpt` for each rank count, interleaved")
     ap.add_argument("--reps", type=int, default=3, help="pairs (reshard, DCP) per rank count; medians printed")
