@@ -199,7 +199,7 @@ static rs_status sequential_into(const rs_ckpt_world *w, const char *path, int d
 int rs_bench_ckpt_main(int argc, char **argv) {
   int64_t bytes = (int64_t)2 << 30;
   const char *dir = NULL, *json = NULL, *transport = "local";
-  int reps = 3, direct = 0, threads = rs_opt_ckpt_default_threads(), ranks[8] = {1, 2, 4}, nr = 3;
+  int reps = 3, direct = 0, threads = 0, ranks[8] = {1, 2, 4}, nr = 3;
   int64_t seg = (int64_t)8 << 20;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -266,6 +266,7 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     dir = dbuf;
   }
   mkdir(dir, 0777);
+  if (!threads) threads = rs_opt_ckpt_default_threads(direct);
   rs_world *world = NULL;
   int sim = 0;
   if (!strcmp(transport, "local-device")) {

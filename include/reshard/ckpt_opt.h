@@ -54,8 +54,8 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
  * cannot dereference, to test the device path without a GPU. */
 rs_status rs_opt_ckpt_to_device(rs_world *world, rs_ckpt_world *w);
 rs_status rs_opt_ckpt_to_host(rs_world *world, rs_ckpt_world *w);
-/* The default I/O threads per process: the online cores, at least 2 and at most 8. */
-int rs_opt_ckpt_default_threads(void);
+/* The default I/O threads per process: the online cores in [2, 8]; with O_DIRECT at least 4. */
+int rs_opt_ckpt_default_threads(int direct);
 /* 1 when RS_SIM_DEVICE=1 is set (local worlds then simulate device memory) */
 int rs_opt_ckpt_sim_device(void);
 

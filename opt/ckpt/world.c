@@ -12,11 +12,14 @@
 
 enum { TASK_LEN = 11, TASK_BLOB = 12, TASK_DATA = 13 };
 
-/* More I/O threads than cores slowed loads down (measured on 2 cores, 1 GiB, median of 3: 1, 2,
- * 4 and 8 threads loaded at 2561, 3258, 1670 and 1393 MB/s), while two keep a read in flight
- * while the other thread hashes; eight are plenty for one process on a large machine. */
-int rs_opt_ckpt_default_threads(void) {
+/* Buffered I/O: the kernel's copies run on the I/O threads, and more threads than cores slowed
+ * loads down (2 cores, 1 GiB, median of 3: 1, 2, 4 and 8 threads loaded at 2561, 3258, 1670 and
+ * 1393 MB/s). O_DIRECT: the device moves the bytes and the threads mostly wait, so more reads in
+ * flight pay (2 GiB, median of 3, against a plain read into the tensors: 4 threads 1.01-1.11x,
+ * 2 threads 0.80-0.98x). */
+int rs_opt_ckpt_default_threads(int direct) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (direct && n < 4) n = 4;
   return n < 2 ? 2 : n > 8 ? 8 : (int)n;
 }
 
@@ -29,7 +32,7 @@ rs_status rs__ock_init(rs__ock *c, rs_world *world, rs_ckpt_world *w, const rs_c
   if (c->sim) c->device = 1;
   c->me = c->local ? 0 : rs_world_rank(world);
   c->n = w->n;
-  c->nthreads = o && o->io_threads > 0 ? o->io_threads : rs_opt_ckpt_default_threads();
+  c->nthreads = o && o->io_threads > 0 ? o->io_threads : rs_opt_ckpt_default_threads(o && o->direct);
   c->segment = o && o->segment > 0 ? o->segment : (int64_t)8 << 20;
   if (c->segment < 4096 || (c->segment & (c->segment - 1)) || c->segment > ((int64_t)1 << 30))
     return rs_fail(RS_ERR_INVALID, "segment: %lld (a power of two in [4096, 2^30])", (long long)c->segment);
