@@ -114,13 +114,14 @@ cat "$out/ckpt-check.log"
 # ~20 s on 2 idle cores at RS_CASES=100000 (~2 min on this project's shared dev machine under
 # load): `ckpt check --impl both` (ref's campaign, then the
 # ckpt_opt cross property), the cross property over MPI with 4 and 8 processes (each holding only
-# its own state dict), and the CLI/DCP-fixture/bench-smoke script (also a ctest).
+# its own state dict; with 4 processes about 3 in 4 cases need more ranks and are skipped, hence
+# RS_CASES/25 there), and the CLI/DCP-fixture/bench-smoke script (also a ctest).
 stage "opt checkpoints beside ref: $(( CASES / 50 )) cases"
 $R ckpt check --impl both --seed 21 --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions"
 for np in 4 8; do
   stage "opt checkpoints over MPI, $np processes"
   mpirun --oversubscribe -np "$np" $R ckpt check --impl opt --transport mpi --seed 22 \
-    --cases $(( np == 4 ? CASES / 100 : CASES / 500 )) --quiet --regress-dir "$out/regressions"
+    --cases $(( np == 4 ? CASES / 25 : CASES / 500 )) --quiet --regress-dir "$out/regressions"
 done
 stage "opt checkpoints on simulated device memory (local-device, RS_SIM_DEVICE=1): $(( CASES / 50 )) cases"
 RS_SIM_DEVICE=1 $R ckpt check --impl opt --transport local-device --seed 23 --cases $(( CASES / 50 )) --quiet \
