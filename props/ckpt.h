@@ -69,6 +69,8 @@ uint64_t *rs__ckpt_shrink(rs_stream_pred still_fails, void *ctx, const rs_choice
  * gets the file's name ("" when it could not be created). */
 rs_status rs__ckpt_write_fixture(const char *dir, const char *prop, const uint64_t *v, size_t n, const char *msg,
                                  char *path, size_t cap);
+/* A whole file (malloc'd, *n bytes); 0 when it cannot be read (ckpt_props.c). */
+int rs__ckpt_file_bytes(const char *path, uint8_t **b, size_t *n);
 /* Removes a directory tree (scratch directories of the properties and tests). */
 void rs_ckpt_rmtree(const char *dir);
 

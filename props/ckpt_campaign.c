@@ -14,14 +14,9 @@
 #include "core/json.h"
 #include "core/values.h"
 #include "props/ckpt.h"
+#include "props/report.h"
 
 #define MSG_CAP 1024
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 typedef struct pred_ctx {
   rs_ckpt_prop p;
@@ -82,9 +77,9 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
   mkdir(scratch, 0777);
   char msg[MSG_CAP];
   int failed_prop[RS_CKPT_PROP_COUNT] = {0};
-  double t0 = now();
+  double t0 = rs_now();
   for (int64_t i = 0;; ++i) {
-    if (o->cases > 0 ? i >= o->cases : now() - t0 >= o->seconds) break;
+    if (o->cases > 0 ? i >= o->cases : rs_now() - t0 >= o->seconds) break;
     uint64_t seed = rs_hash3(o->seed, 0x636b7074, (uint64_t)i);
     for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
       if (failed_prop[p]) continue;
@@ -119,7 +114,7 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
     }
     r->cases = i + 1;
   }
-  r->seconds = now() - t0;
+  r->seconds = rs_now() - t0;
   if (!o->scratch) rs_ckpt_rmtree(scratch);
   return RS_OK;
 }

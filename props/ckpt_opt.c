@@ -16,14 +16,9 @@
 #include "core/json.h"
 #include "core/values.h"
 #include "props/ckpt_opt.h"
+#include "props/report.h"
 
 #define MSG_CAP 1024
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* world of spec s with n >= s->world ranks; under MPI only `me` keeps its state dict */
 static rs_status build_padded(const rs_state_spec *s, rs_fill fill, int n, int me, rs_ckpt_world *w) {
@@ -49,18 +44,6 @@ static rs_status build_padded(const rs_state_spec *s, rs_fill fill, int n, int m
   return RS_OK;
 }
 
-static int file_bytes(const char *path, uint8_t **b, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  fseek(f, 0, SEEK_END);
-  long l = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  *b = malloc((size_t)l + 1);
-  *n = *b ? fread(*b, 1, (size_t)l, f) : 0;
-  fclose(f);
-  return *b != NULL;
-}
-
 static int same_list(char **a, int na, char **b, int nb) {
   if (na != nb) return 0;
   for (int i = 0; i < na; ++i)
@@ -79,7 +62,7 @@ static int pick_byte(const char *root, const rs_state_spec *b, int read_once, ch
   uint8_t *bytes = NULL;
   size_t n = 0;
   rs__metadata md;
-  if (!file_bytes(path, &bytes, &n)) return 0;
+  if (!rs__ckpt_file_bytes(path, &bytes, &n)) return 0;
   int found = 0;
   if (rs__md_parse((const char *)bytes, n, &md) == RS_OK) {
     rs_ckpt_world w;
@@ -401,7 +384,7 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
     } else if (rs_ckpt_export(rr, e1) || rs_ckpt_export(ro_, e2)) {
       snprintf(msg, cap, "export: %s", rs_last_error());
       out = RS_FAIL;
-    } else if (!file_bytes(e1, &b1, &n1) || !file_bytes(e2, &b2, &n2) || n1 != n2 || memcmp(b1, b2, n1)) {
+    } else if (!rs__ckpt_file_bytes(e1, &b1, &n1) || !rs__ckpt_file_bytes(e2, &b2, &n2) || n1 != n2 || memcmp(b1, b2, n1)) {
       snprintf(msg, cap, "export of opt's checkpoint differs from ref's (%zu vs %zu bytes)", n2, n1);
       out = RS_FAIL;
     } else {
@@ -453,9 +436,9 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
   else
     snprintf(scratch, sizeof scratch, "%s/reshard-ckpt-opt-%ld", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", tag);
   char msg[MSG_CAP];
-  double t0 = now();
+  double t0 = rs_now();
   for (int64_t i = 0;; ++i) {
-    int stop = o->cases > 0 ? i >= o->cases : now() - t0 >= o->seconds;
+    int stop = o->cases > 0 ? i >= o->cases : rs_now() - t0 >= o->seconds;
     if (o->cases <= 0 && !rs_world_is_local(world)) {
       rs_opt_world_bcast(world, &stop, sizeof stop); /* rank 0's clock decides */
     }
@@ -490,7 +473,7 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     }
     rs_choices_free(&ch);
   }
-  r->seconds = now() - t0;
+  r->seconds = rs_now() - t0;
   if (!o->scratch && me == 0) rs_ckpt_rmtree(scratch);
   return RS_OK;
 }

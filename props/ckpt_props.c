@@ -304,7 +304,7 @@ done:
   return out;
 }
 
-static int file_bytes(const char *path, uint8_t **b, size_t *n) {
+int rs__ckpt_file_bytes(const char *path, uint8_t **b, size_t *n) {
   *b = NULL;
   *n = 0;
   FILE *f = fopen(path, "rb");
@@ -336,7 +336,7 @@ static rs_outcome prop_export(rs_ckpt_case *c, const char *dir, char *msg, size_
   if (save_spec(&c->a2, r2, 7, 0, 0)) FAIL("save A2: %s", rs_last_error());
   if (rs_ckpt_export(r1, e1)) FAIL("export A: %s", rs_last_error());
   if (rs_ckpt_export(r2, e2)) FAIL("export A2: %s", rs_last_error());
-  if (!file_bytes(e1, &b1, &n1) || !file_bytes(e2, &b2, &n2)) FAIL("cannot read the exports");
+  if (!rs__ckpt_file_bytes(e1, &b1, &n1) || !rs__ckpt_file_bytes(e2, &b2, &n2)) FAIL("cannot read the exports");
   if (n1 != n2 || memcmp(b1, b2, n1) != 0) {
     size_t k = 0;
     while (k < n1 && k < n2 && b1[k] == b2[k]) k++;
@@ -438,7 +438,7 @@ static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir,
   snprintf(path, sizeof path, "%s/%s", sdir, names[rs_draw(ch, (uint64_t)n)]);
   uint8_t *b = NULL;
   size_t len = 0;
-  if (!file_bytes(path, &b, &len) || len == 0) {
+  if (!rs__ckpt_file_bytes(path, &b, &len) || len == 0) {
     free(b);
     snprintf(msg, cap, "cannot read %s", path);
     return RS_FAIL;

@@ -12,6 +12,7 @@
 #include "core/tp/tp_internal.h"
 #include "core/values.h"
 #include "props/tp.h"
+#include "props/report.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif
@@ -409,12 +410,6 @@ static void count_features(const rs_tp_case *c, int64_t *feat) {
   for (int f = 0; f < RS_TP_F_COUNT; f++) feat[f] += seen[f];
 }
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
   memset(r, 0, sizeof *r);
   rs_tp_case *c = malloc(sizeof *c);
@@ -427,7 +422,7 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
 #else
   if (st == RS_OK && (o->impls & RS_TP_OPT)) st = rs_fail(RS_ERR_UNSUPPORTED, "--impl opt: this build has no opt/");
 #endif
-  double t0 = now();
+  double t0 = rs_now();
   int max_ranks = o->max_ranks > 0 ? o->max_ranks : 18;
   for (int64_t i = 0; st == RS_OK && i < o->cases; i++) {
     rs_choices ch;
@@ -467,7 +462,7 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
     }
     rs_choices_free(&ch);
   }
-  r->seconds = now() - t0;
+  r->seconds = rs_now() - t0;
 #ifdef RS_HAVE_OPT
   if (opt) rs_opt_destroy((rs_opt *)opt);
 #endif
