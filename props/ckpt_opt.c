@@ -322,6 +322,10 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
   int ro = (int)rs_draw(ch, 2);
   static const int64_t ROUNDS[] = {0, 1, 4096};
   x.oo.round_bytes = ROUNDS[rs_draw(ch, 3)];
+  /* drawn last, so older fixtures (shorter streams) replay unchanged with direct = 0. O_DIRECT
+   * is real where the scratch directory's file system takes it (ext4: ci/mutation.sh's /tmp);
+   * on tmpfs the files fall back to the page cache and only direct mode's logic runs */
+  x.oo.direct = rs_draw(ch, 3) == 0;
   char rr[4200], ro_[4200], e1[4300], e2[4300];
   snprintf(rr, sizeof rr, "%s/ref", dir);
   snprintf(ro_, sizeof ro_, "%s/opt", dir);

@@ -67,6 +67,12 @@ expect 0 "$R" ckpt check --impl both --seconds 0.3 --shrink-runs 10 --junit "$tm
 "$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/o" --impl opt --strict return_all --threads 1 --segment 4096 >/dev/null
 # saved shrunk failures of the ckpt_opt property replay as passes
 for f in "$src"/fixtures/ckpt-opt/regressions/*.json; do "$R" ckpt replay "$f" >/dev/null; done
-# the benchmark at a smoke size
+# the benchmark at a smoke size, buffered and O_DIRECT (in place where the file system takes it;
+# mktemp's directory is on disk in CI): every load's bytes are checked against the saved digest
 "$R" bench ckpt --bytes 4M --ranks 1,2 --dir "$tmp/bench" --threads 2
+out=$("$R" bench ckpt --bytes 8M --ranks 1,2 --reps 1 --direct --dir "$tmp/benchd")
+[ "$(grep -c ' equal$' <<<"$out")" -eq 2 ] || { echo "bench ckpt --direct: $out" >&2; exit 1; }
+"$R" ckpt save "$fx/megatron_tp2_dp2.json" --root "$tmp/dio" --step 1 --impl opt --direct >/dev/null
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/dio" --impl opt --direct >/dev/null
+"$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/dio" --impl opt --direct --read-once >/dev/null
 echo "ckpt_opt: ok"
