@@ -41,17 +41,38 @@ static const char *HELP =
     "Exit: 0 pass, 1 a difference or an integrity failure (damaged or hostile checkpoint), 2 bad\n"
     "input (flags, STATE.json, a directory that holds no checkpoint), 3 out of memory.\n";
 
-/* A failure of an operation on a checkpoint: out of memory exits 3, anything else 1 (the
- * checkpoint is damaged, hostile, or differs; the message names file and key). */
+int ckpt_exit_code(rs_status st) {
+  return st == RS_ERR_NOMEM ? CLI_NOMEM : st == RS_ERR_UNSUPPORTED ? CLI_USAGE : st ? CLI_FAIL : CLI_OK;
+}
+
+/* A failure of an operation on a checkpoint: out of memory exits 3; a file of the checkpoint that
+ * is a symbolic link or not a regular file (the shared read rule, core/ckpt/io.h) is refused as
+ * bad input, 2; anything else 1 (the checkpoint is damaged, hostile, or differs; the message
+ * names file and key). */
 static int ckpt_fail(const char *C, rs_status st) {
   fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-  return st == RS_ERR_NOMEM ? CLI_NOMEM : CLI_FAIL;
+  return ckpt_exit_code(st);
 }
 
 /* Bad input (STATE.json, flags, a directory that holds no checkpoint) exits 2, out of memory 3. */
 static int input_fail(const char *C, rs_status st) {
   int rc = cli_status_error(C, "");
   return st == RS_ERR_NOMEM ? CLI_NOMEM : rc;
+}
+
+int ckpt_load_target(const char *C, const char *root, long long step) {
+  rs_status st;
+  if (step < 0) {
+    int64_t l;
+    if ((st = rs_ckpt_latest(root, &l))) return input_fail(C, st);
+    return -1;
+  }
+  char d[4200];
+  struct stat sb;
+  snprintf(d, sizeof d, "%s/step_%lld", root, step);
+  if (stat(d, &sb) != 0) /* no such step: bad input; an incomplete one is a failure */
+    return cli_usage_error(C, "--step %lld: %s does not exist", step, d);
+  return -1;
 }
 
 int ckpt_wants_opt(const char *impl, const char *tr) { return strcmp(impl, "ref") || strcmp(tr, "local"); }
@@ -145,20 +166,9 @@ static int cmd_load(int argc, char **argv) {
   rs_state_spec s, saved;
   rs_status st;
   if ((st = rs_state_spec_from_file(spec, &s))) return input_fail(C, st);
-  if (step < 0) {
-    int64_t l;
-    if ((st = rs_ckpt_latest(root, &l))) {
-      rs_state_spec_free(&s);
-      return input_fail(C, st);
-    }
-  } else {
-    char d[4200];
-    struct stat sb;
-    snprintf(d, sizeof d, "%s/step_%lld", root, step);
-    if (stat(d, &sb) != 0) { /* no such step: bad input; an incomplete one is a failure */
-      rs_state_spec_free(&s);
-      return cli_usage_error(C, "--step %lld: %s does not exist", step, d);
-    }
+  if ((r = ckpt_load_target(C, root, step)) >= 0) {
+    rs_state_spec_free(&s);
+    return r;
   }
   if ((st = rs_ref_ckpt_catalog(root, step, &s, &saved))) {
     rs_state_spec_free(&s);

@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "cli.h"
 #include "cmd_ckpt_opt.h"
 #include "core/ckpt/internal.h"
+#include "core/ckpt/io.h"
 #include "core/json.h"
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -28,10 +30,15 @@ static rs_status read_range(FILE *f, int64_t off, int64_t len, uint8_t *out, con
 
 /* one safetensors file into rank state dict sd */
 static rs_status import_file(const char *path, rs_state_dict *sd) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  int fd;
   struct stat sb;
-  rs_status st = fstat(fileno(f), &sb) == 0 ? RS_OK : rs_fail(RS_ERR_IO, "%s: cannot stat", path);
+  rs_status st = rs__ckpt_open_read(path, 0, &fd, &sb); /* the shared read rule: no links, no FIFOs */
+  if (st) return st;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  }
   uint8_t lb[8];
   uint64_t hl = 0;
   if (!st && sb.st_size < 8) st = rs_fail(RS_ERR_INVALID, "%s: too short for a safetensors file", path);
@@ -160,7 +167,7 @@ int cmd_ckpt_import(int argc, char **argv) {
   rs_ckpt_world_free(&w);
   if (st) {
     fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-    return st == RS_ERR_INVALID ? CLI_USAGE : CLI_FAIL;
+    return st == RS_ERR_INVALID ? CLI_USAGE : ckpt_exit_code(st);
   }
   printf("imported %s (%d safetensors files, %lld chunks) as %s/step_%lld; latest = %lld\n", dir, n, (long long)chunks,
          root, step, step);

@@ -98,7 +98,7 @@ int cmd_ckpt_opt_save(const ckpt_io_args *a) {
     double dt = mono() - t0;
     if (st) {
       fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-      rc = st == RS_ERR_INVALID ? CLI_USAGE : CLI_FAIL;
+      rc = st == RS_ERR_INVALID ? CLI_USAGE : ckpt_exit_code(st);
     } else if (rs_world_rank(world) == 0) {
       printf("saved %s/step_%lld (opt, %s, %d ranks; largest rank file %lld bytes; %.3f s); latest = %lld\n", root, step,
              world_name(world), w.n, (long long)stats.max_rank_bytes, dt, step);
@@ -128,11 +128,12 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
     rs_world_finalize(world);
     return cli_status_error(C, "");
   }
-  if (rs_ref_ckpt_catalog(root, step, &s, &saved)) {
-    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+  rs_status cst;
+  if ((r = ckpt_load_target(C, root, step)) >= 0 || (cst = rs_ref_ckpt_catalog(root, step, &s, &saved))) {
+    if (r < 0) fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
     rs_state_spec_free(&s);
     rs_world_finalize(world);
-    return CLI_FAIL;
+    return r >= 0 ? r : ckpt_exit_code(cst);
   }
   rs_ckpt_world got = {0, NULL}, exp = {0, NULL};
   rs_ckpt_report rep;
@@ -166,7 +167,7 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
   int bad = 0;
   if (st) {
     fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-    bad = 1;
+    bad = st == RS_ERR_UNSUPPORTED ? 2 : 1;
   } else if (rs_oracle_ckpt_expected(&saved, &s, &exp)) {
     fprintf(stderr, "reshard %s: oracle: %s\n", C, rs_last_error());
     bad = 2;

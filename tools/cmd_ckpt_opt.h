@@ -15,6 +15,11 @@ typedef struct ckpt_io_args {
 int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_args *a);
 /* opt's side: --impl opt|both or a transport other than local */
 int ckpt_wants_opt(const char *impl, const char *tr);
+/* The exit code of a failed checkpoint operation (3 out of memory, 2 a refused file kind, 1). */
+int ckpt_exit_code(rs_status st);
+/* ckpt load's target: latest readable (step < 0) or step_<step> present; -1, else the exit code
+ * (2: bad input, message printed). Both implementations' loads ask it first. */
+int ckpt_load_target(const char *C, const char *root, long long step);
 int cmd_ckpt_opt_save(const ckpt_io_args *a);
 int cmd_ckpt_opt_load(const ckpt_io_args *a);
 /* `ckpt check`'s flags (cmd_ckpt.c), parsed once for ref's and opt's campaigns: returns -1 when

@@ -26,6 +26,9 @@ typedef struct rs_ckpt_opt_opts {
   int64_t round_bytes; /* read-once: bytes of shared chunks in flight per round; 0: 1 GiB */
   int direct;         /* O_DIRECT data files (bypass the page cache) */
   FILE *log;          /* where log_* strict modes write (NULL: stderr) */
+  int64_t crash_at;   /* save, tests: a simulated power loss at this counted I/O operation of this
+                       * process (past the last: right after the save), as rs_ckpt_io_opts */
+  int64_t kill_at;    /* save, tests: SIGKILL this process at this counted I/O operation */
 } rs_ckpt_opt_opts;
 
 typedef struct rs_ckpt_opt_stats {
@@ -34,10 +37,12 @@ typedef struct rs_ckpt_opt_stats {
   int64_t bytes_sent;     /* read-once: bytes this process sent over the transport */
   int64_t max_rank_bytes; /* save: the largest byte count one rank wrote (balance) */
   int files;              /* data files written (save) */
+  int64_t io_ops;         /* save: counted I/O operations of this process (see crash_at) */
 } rs_ckpt_opt_stats;
 
 /* Saves under root/step_<step>/ and commits `latest` (data fsynced, metadata.json by rename and
- * directory fsync, then latest), exactly as rs_ref_ckpt_save does. world NULL: local. */
+ * directory fsync, then latest), exactly as rs_ref_ckpt_save does; a step that already holds a
+ * checkpoint is refused (RS_ERR_INVALID) as there. world NULL: local. */
 rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, int64_t step,
                            const rs_ckpt_opt_opts *o, rs_ckpt_opt_stats *stats);
 /* Loads as rs_ref_ckpt_load (step < 0: latest; strict handling and report the same). */

@@ -8,7 +8,6 @@
  * by bytes) and sent over the transport to the others, which scatter from what they received.
  * Strict handling, error texts and the report follow the reference load. */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/ckpt/io.h"
 #include "core/mutant.h"
 #include "opt/ckpt/internal.h"
 
@@ -62,38 +62,23 @@ typedef struct ldr {
 /* ---- small helpers ---- */
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static rs_status read_latest(const char *root, int64_t *step) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/latest", root);
-  FILE *f = fopen(path, "rb");
-  if (!f) return rs_fail(RS_ERR_INVALID, "%s: no latest checkpoint", root);
-  char b[32];
-  size_t n = fread(b, 1, sizeof b, f);
-  fclose(f);
-  int ok = n >= 2 && n <= 20 && b[n - 1] == '\n';
-  int64_t v = 0;
-  for (size_t i = 0; ok && i + 1 < n; ++i) {
-    if (!isdigit((unsigned char)b[i])) ok = 0;
-    else v = v * 10 + (b[i] - '0');
-  }
-  if (!ok) return rs_fail(RS_ERR_INVALID, "%s: malformed (expected a step number)", path);
-  *step = v;
-  return RS_OK;
-}
-
 static rs_status open_file(ldr *L, int file) {
   if (L->fd[file] >= 0) return RS_OK;
   const rs__md_file *f = &L->md.f[file];
   char path[4400];
   snprintf(path, sizeof path, "%s/%s", L->dir, f->name);
   int fd = -1;
-#ifdef O_DIRECT
-  if (L->direct && f->block >= 4096) fd = open(path, O_RDONLY | O_DIRECT);
-#endif
-  if (fd < 0) fd = open(path, O_RDONLY);
-  if (fd < 0) return rs_fail(RS_ERR_IO, "file %s: cannot open (%s)", f->name, strerror(errno));
   struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != f->size) {
+  rs_status st = RS_ERR_IO;
+#ifdef O_DIRECT
+  if (L->direct && f->block >= 4096) {
+    st = rs__ckpt_open_read(path, O_DIRECT, &fd, &sb);
+    if (st == RS_ERR_UNSUPPORTED || st == RS_ERR_NOMEM) return st;
+  }
+#endif
+  if (st) st = rs__ckpt_open_read(path, 0, &fd, &sb); /* tmpfs and friends refuse O_DIRECT */
+  if (st) return st;
+  if (sb.st_size != f->size) {
     close(fd);
     return rs_fail(RS_ERR_IO, "file %s: size %lld, metadata says %lld (truncated or replaced)", f->name,
                    (long long)sb.st_size, (long long)f->size);
@@ -156,9 +141,18 @@ static rs_status check_entry(ldr *L, rs__st_header *hdrs, int *hok, int file, co
     int64_t span = (int64_t)(8 + hl + (uint64_t)f->block) / f->block * f->block + 4096;
     if (posix_memalign((void **)&b, 4096, (size_t)span)) return rs_fail(RS_ERR_NOMEM, "out of memory");
     st = read_verified(L, file, 0, 8 + (int64_t)hl, b, &base, "(safetensors header)");
-    if (!st) st = rs__st_parse((const char *)b + 8, hl, f->size, &hdrs[file]);
+    if (st) {
+      free(b);
+      return st; /* its message names the file */
+    }
+    st = rs__st_parse((const char *)b + 8, hl, f->size, &hdrs[file]);
     free(b);
-    if (st) return rs_fail(RS_ERR_IO, "file %s: %s", f->name, rs_last_error());
+    if (st) {
+      /* one message: "file F: <the parser's>" (never formatted into the buffer it reads) */
+      char pre[300];
+      snprintf(pre, sizeof pre, "file %s: ", f->name);
+      return rs_fail_prefix(RS_ERR_IO, pre);
+    }
     hok[file] = 1;
   }
   const rs__st_header *h = &hdrs[file];
@@ -902,7 +896,7 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
   rs__ock c;
   rs_status st = rs__ock_init(&c, world, w, o);
   if (st) return st;
-  if (step < 0) st = read_latest(root, &step);
+  if (step < 0) st = rs__ckpt_read_latest(root, &step);
   ldr L;
   memset(&L, 0, sizeof L);
   L.c = &c;
@@ -914,18 +908,12 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
   if (!st) {
     char path[4400];
     snprintf(path, sizeof path, "%s/metadata.json", L.dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) st = rs_fail(RS_ERR_INVALID, "%s: no metadata.json (an incomplete or missing checkpoint)", L.dir);
-    char *b = NULL;
-    long n = 0;
-    if (!st) {
-      fseek(f, 0, SEEK_END);
-      n = ftell(f);
-      fseek(f, 0, SEEK_SET);
-      b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-      if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) st = rs_fail(RS_ERR_IO, "%s: read failed", path);
-      fclose(f);
-    }
+    uint8_t *raw = NULL;
+    size_t n = 0;
+    st = rs__ckpt_dir_ok(L.dir);
+    if (!st && (st = rs__read_file(path, &raw, &n)) == RS_ERR_IO)
+      st = rs_fail(RS_ERR_INVALID, "%s: no metadata.json (an incomplete or missing checkpoint)", L.dir);
+    char *b = (char *)raw;
     if (!st && (st = rs__md_parse(b, (size_t)n, &L.md))) {
       char pre[4500];
       snprintf(pre, sizeof pre, "%s: ", path);

@@ -9,12 +9,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/ckpt/io.h"
 #include "core/mutant.h"
 #include "opt/ckpt/internal.h"
 
@@ -67,7 +69,18 @@ typedef struct plan {
   int64_t *task_file, *task_seg;
   int64_t ntask;
   uint8_t **buf; /* per thread */
+  /* every file operation is counted (core/ckpt/io.h) so that tests can kill the save or cut
+   * its power at any of them; the I/O threads take the lock around each rs__io call */
+  rs__io io;
+  pthread_mutex_t mu;
 } plan;
+
+static rs_status io_tick(plan *p) {
+  pthread_mutex_lock(&p->mu);
+  rs_status st = rs__io_tick(&p->io);
+  pthread_mutex_unlock(&p->mu);
+  return st;
+}
 
 static int64_t item_bytes(const rs_ckpt_world *a, const item *x) {
   return x->obj ? a->sd[x->r].o[x->i].len : a->sd[x->r].t[x->i].nbytes;
@@ -269,6 +282,7 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
   rfile *f = &p->f[p->task_file[task]];
   int64_t s = p->task_seg[task] * p->seg, e = s + p->seg < f->size ? s + p->seg : f->size;
   uint8_t *buf = p->buf[tid];
+  rs_status st = RS_OK;
   /* first piece ending after s */
   int lo = 0, hi = f->npc;
   while (lo < hi) {
@@ -280,7 +294,7 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
     const piece *pc = &f->pc[k];
     int64_t a = pc->off > s ? pc->off : s, b = pc->off + pc->len < e ? pc->off + pc->len : e;
     if (b <= a) continue;
-    rs_status st = rs__ock_copy_in(p->c, !pc->host, buf + (a - s), pc->src + (a - pc->off), b - a);
+    st = rs__ock_copy_in(p->c, !pc->host, buf + (a - s), pc->src + (a - pc->off), b - a);
     if (st) return st;
   }
   for (int64_t o = s; o < e; o += p->block) {
@@ -296,6 +310,8 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
     memset(buf + wl, 0, (size_t)(pad - wl));
     wl = pad;
   }
+  st = io_tick(p);
+  if (st) return st;
   int64_t done = 0;
   while (done < wl) {
     ssize_t n = pwrite(f->fd, buf + done, (size_t)(wl - done), s + done);
@@ -315,8 +331,15 @@ static rs_status sync_task(void *ctx, int64_t task, int tid) {
   if (f->fd < 0) return RS_OK;
   if (p->direct && ftruncate(f->fd, f->size) != 0)
     return rs_fail(RS_ERR_IO, "file rank_%d.safetensors: truncate failed (%s)", f->rank, strerror(errno));
+  rs_status st = io_tick(p);
+  if (st) return st;
   if (fsync(f->fd) != 0)
     return rs_fail(RS_ERR_IO, "file rank_%d.safetensors: fsync failed (%s)", f->rank, strerror(errno));
+  char path[4400];
+  snprintf(path, sizeof path, "%s/rank_%d.safetensors", p->dir, f->rank);
+  pthread_mutex_lock(&p->mu);
+  rs__io_durable(&p->io, path);
+  pthread_mutex_unlock(&p->mu);
   return RS_OK;
 }
 
@@ -329,16 +352,16 @@ static rs_status write_mine(plan *p) {
     if (!f->ng || !rs__ock_mine(c, r)) continue;
     char path[4400];
     snprintf(path, sizeof path, "%s/rank_%d.safetensors", p->dir, r);
-    int flags = O_WRONLY | O_CREAT | O_TRUNC;
     f->fd = -1;
+    st = RS_ERR_IO;
 #ifdef O_DIRECT
-    if (p->direct) f->fd = open(path, flags | O_DIRECT, 0644);
+    if (p->direct) st = rs__io_create(&p->io, path, O_DIRECT, &f->fd);
 #endif
-    if (f->fd < 0) {
+    if (st) {
+      if (p->io.crashed) return st;
       p->direct = 0; /* tmpfs and friends refuse O_DIRECT: the page cache it is */
-      f->fd = open(path, flags, 0644);
+      if ((st = rs__io_create(&p->io, path, 0, &f->fd))) return st;
     }
-    if (f->fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot create (%s)", path, strerror(errno));
     f->pc = calloc((size_t)f->ng + 1, sizeof *f->pc);
     if (!f->pc) return rs_fail(RS_ERR_NOMEM, "out of memory");
     f->pc[0] = (piece){0, (int64_t)f->hl, (const uint8_t *)f->hdr, 1};
@@ -375,32 +398,23 @@ static rs_status write_mine(plan *p) {
     rs__ock_pin(c, b, p->seg);
   }
   st = rs__pool_run(nt, p->ntask, write_task, p);
-  if (!st) st = rs__pool_run(nt, c->n, sync_task, p);
+  /* RS_MUTANT 600: the data files are fsynced after the commit (metadata.json and latest), not
+   * before it */
+  if (!st && !RS_MUTANT(600)) st = rs__pool_run(nt, c->n, sync_task, p);
   return st;
 }
 
-static rs_status write_synced(const char *dir, const char *name, const void *b, size_t n) {
+/* dir/name by a temporary file: write, fsync, rename, directory fsync (every step counted) */
+static rs_status write_synced(plan *p, const char *dir, const char *name, const void *b, size_t n) {
   char tmp[4400], dst[4400];
   snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
   snprintf(dst, sizeof dst, "%s/%s", dir, name);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot create (%s)", tmp, strerror(errno));
-  size_t done = 0;
-  while (done < n) {
-    ssize_t k = write(fd, (const char *)b + done, n - done);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    done += (size_t)k;
-  }
-  int ok = done == n && fsync(fd) == 0;
-  close(fd);
-  if (!ok) return rs_fail(RS_ERR_IO, "%s: write or fsync failed (%s)", tmp, strerror(errno));
-  if (rename(tmp, dst) != 0) return rs_fail(RS_ERR_IO, "%s: rename failed (%s)", dst, strerror(errno));
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (dfd < 0) return rs_fail(RS_ERR_IO, "%s: cannot open the directory (%s)", dir, strerror(errno));
-  ok = fsync(dfd) == 0;
-  close(dfd);
-  return ok ? RS_OK : rs_fail(RS_ERR_IO, "%s: directory fsync failed", dir);
+  rs_status st = rs__io_write_file(&p->io, tmp, b, n);
+  /* RS_MUTANT 601: the temporary file is renamed into place without an fsync of its content */
+  if (!st && !RS_MUTANT(601)) st = rs__io_fsync(&p->io, tmp);
+  if (!st) st = rs__io_rename(&p->io, tmp, dst);
+  if (!st) st = rs__io_fsync_dir(&p->io, dir);
+  return st;
 }
 
 /* rank 0: metadata.json from the plan and the writers' digests, then latest */
@@ -484,11 +498,11 @@ static rs_status commit(plan *p, const char *root, int64_t step) {
   char *mdb = NULL;
   size_t mdl = 0;
   if (!st) st = rs__md_write(&md, &mdb, &mdl);
-  if (!st) st = write_synced(p->dir, "metadata.json", mdb, mdl);
+  if (!st) st = write_synced(p, p->dir, "metadata.json", mdb, mdl);
   if (!st) {
     char latest[64];
     int n = snprintf(latest, sizeof latest, "%lld\n", (long long)step);
-    st = write_synced(root, "latest", latest, (size_t)n);
+    st = write_synced(p, root, "latest", latest, (size_t)n);
   }
   free(mdb);
   rs__md_free(&md);
@@ -516,6 +530,8 @@ static void plan_free(plan *p) {
     free(p->buf[t]);
   }
   free(p->buf);
+  rs__io_free(&p->io);
+  pthread_mutex_destroy(&p->mu);
 }
 
 static void drop_built(rs__ock *c, rs_ckpt_world *w) {
@@ -524,11 +540,6 @@ static void drop_built(rs__ock *c, rs_ckpt_world *w) {
     for (int i = 0; i < w->sd[r].nt; ++i) w->sd[r].t[i].loaded = 0;
     rs_sd_apply_factory_merges(&w->sd[r]);
   }
-}
-
-static rs_status mkdir_p(const char *d) {
-  if (mkdir(d, 0777) == 0 || errno == EEXIST) return RS_OK;
-  return rs_fail(RS_ERR_IO, "%s: cannot create the directory (%s)", d, strerror(errno));
 }
 
 rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, int64_t step,
@@ -542,6 +553,9 @@ rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, 
   rs__ock c;
   rs_status st = rs__ock_init(&c, world, w, o);
   if (st) return st;
+  /* the shared rule (core/ckpt/io.c); every process looks, so every one reports it.
+   * RS_MUTANT 602: opt's save writes over a step that already holds a checkpoint */
+  if (!RS_MUTANT(602)) st = rs__ckpt_refuse_committed(root, step);
   for (int r = 0; r < w->n && !st; ++r)
     if (rs__ock_mine(&c, r)) st = rs_sd_apply_factories(&w->sd[r]);
   st = rs__ock_agree(&c, st);
@@ -559,12 +573,15 @@ rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, 
   p.block = block;
   p.seg = c.segment > block ? c.segment : block;
   p.direct = o && o->direct;
+  rs_ckpt_io_opts iop = {o ? o->crash_at : 0, o ? o->kill_at : 0, NULL, block};
+  rs__io_init(&p.io, &iop);
+  pthread_mutex_init(&p.mu, NULL);
   snprintf(p.dir, sizeof p.dir, "%s/step_%lld", root, (long long)step);
   st = make_groups(&p);
   if (!st) st = make_files(&p);
   if (!st && c.me == 0) {
-    st = mkdir_p(root);
-    if (!st) st = mkdir_p(p.dir);
+    st = rs__io_mkdir(&p.io, root);
+    if (!st) st = rs__io_mkdir(&p.io, p.dir);
   }
   st = rs__ock_agree(&c, st);
   if (!st) st = write_mine(&p);
@@ -584,6 +601,12 @@ rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, 
     st = rs__ock_agree(&c, rs__ock_exchange(&c, nm, from, to, buf, len));
   }
   if (!st && c.me == 0) st = commit(&p, root, step);
+  if (!st && RS_MUTANT(600)) st = rs__pool_run(c.nthreads, c.n, sync_task, &p);
+  /* crash_at past the last operation: the power fails right after the save returned */
+  if (!st && p.io.crash_at > p.io.ops) {
+    rs__io_power_loss(&p.io);
+    st = rs_fail(RS_ERR_IO, "simulated crash after the save completed (%lld I/O operations)", (long long)p.io.ops);
+  }
   st = rs__ock_agree(&c, st);
   if (stats) {
     int64_t mx = 0;
@@ -596,6 +619,7 @@ rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, 
       }
     }
     stats->max_rank_bytes = mx;
+    stats->io_ops = p.io.ops;
   }
   plan_free(&p);
   drop_built(&c, w);

@@ -7,9 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "core/ckpt/internal.h"
 #include "core/mutant.h"
-#include "ref/ckpt/io.h"
+#include "core/ckpt/io.h"
 #include "ref/ckpt/reader.h"
 
 static const char *STRICT_NAMES[RS_STRICT_COUNT] = {
@@ -41,36 +42,21 @@ void rs_ckpt_report_free(rs_ckpt_report *r) {
   memset(r, 0, sizeof *r);
 }
 
-rs_status rs_ckpt_latest(const char *root, int64_t *step) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/latest", root);
-  uint8_t *b;
-  size_t n;
-  if (rs__read_file(path, &b, &n)) return rs_fail(RS_ERR_INVALID, "%s: no latest checkpoint", root);
-  int64_t v = 0;
-  size_t i = 0;
-  int ok = n >= 2 && n <= 20 && b[n - 1] == '\n';
-  for (; ok && i + 1 < n; ++i) {
-    if (!isdigit(b[i])) ok = 0;
-    else v = v * 10 + (b[i] - '0');
-  }
-  free(b);
-  if (!ok) return rs_fail(RS_ERR_INVALID, "%s: malformed (expected a step number)", path);
-  *step = v;
-  return RS_OK;
-}
+rs_status rs_ckpt_latest(const char *root, int64_t *step) { return rs__ckpt_read_latest(root, step); }
 
 rs_status rs_ckpt_resolve_dir(const char *dir, char **stepdir) {
   char path[4200];
   snprintf(path, sizeof path, "%s/metadata.json", dir);
-  FILE *f = fopen(path, "rb");
-  if (f) {
-    fclose(f);
+  struct stat sb;
+  if (lstat(path, &sb) == 0) {
+    /* a step directory (its metadata.json is read, under the read rule, by whoever uses it) */
     *stepdir = rs__strdup(dir);
     return *stepdir ? RS_OK : rs_fail(RS_ERR_NOMEM, "out of memory");
   }
   int64_t step;
   rs_status st = rs_ckpt_latest(dir, &step);
+  snprintf(path, sizeof path, "%s/latest", dir);
+  if (st && lstat(path, &sb) == 0) return st; /* a latest that is malformed, a link, a FIFO */
   if (st) return rs_fail(RS_ERR_INVALID, "%s: neither a step directory (metadata.json) nor a root (latest)", dir);
   snprintf(path, sizeof path, "%s/step_%lld", dir, (long long)step);
   *stepdir = rs__strdup(path);

@@ -10,7 +10,7 @@
 #include <xxhash.h>
 #include "core/ckpt/internal.h"
 #include "core/mutant.h"
-#include "ref/ckpt/io.h"
+#include "core/ckpt/io.h"
 
 typedef struct saver {
   rs__metadata md;
@@ -193,17 +193,8 @@ rs_status rs_ref_ckpt_save(rs_ckpt_world *w, const char *root, int64_t step,
                            const rs_ckpt_io_opts *iop, int64_t *ops) {
   if (step < 0) return rs_fail(RS_ERR_INVALID, "step: %lld (must be >= 0)", (long long)step);
   if (strlen(root) > 4000) return rs_fail(RS_ERR_INVALID, "root: path too long");
-  {
-    /* data files are rewritten in place: over a committed step (which `latest` may name) a crash
-     * would tear it, so, as Megatron's save refuses a non-empty directory, refuse it */
-    char md[4200];
-    struct stat sb;
-    snprintf(md, sizeof md, "%s/step_%lld/metadata.json", root, (long long)step);
-    if (lstat(md, &sb) == 0)
-      return rs_fail(RS_ERR_INVALID, "%s/step_%lld already holds a checkpoint: saving over it could tear it "
-                     "(remove it or save another step)", root, (long long)step);
-  }
-  rs_status st = RS_OK;
+  rs_status st = rs__ckpt_refuse_committed(root, step);
+  if (st) return st;
   for (int r = 0; r < w->n && !st; ++r) st = rs_sd_apply_factories(&w->sd[r]);
   if (!st) st = rs_ckpt_validate(w);
   if (st) {

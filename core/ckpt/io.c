@@ -1,6 +1,6 @@
 /* io.c - counted file operations of a save, with SIGKILL and power-loss injection (see io.h). */
-#define _POSIX_C_SOURCE 200809L
-#include "ref/ckpt/io.h"
+#define _GNU_SOURCE
+#include "core/ckpt/io.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/ckpt/internal.h"
+#include "core/mutant.h"
 
 void rs__io_init(rs__io *io, const rs_ckpt_io_opts *o) {
   memset(io, 0, sizeof *io);
@@ -31,18 +32,58 @@ void rs__io_free(rs__io *io) {
   memset(io, 0, sizeof *io);
 }
 
+static const char *kind_name(mode_t m) {
+  return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device"
+       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symbolic link" : "not a regular file";
+}
+
+rs_status rs__ckpt_open_read(const char *path, int extra, int *fd, struct stat *sb) {
+  *fd = -1;
+  /* O_NOFOLLOW: a symbolic link planted in a checkpoint must not lead a read outside it;
+   * O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
+  int f = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | extra);
+  if (f < 0 && errno == ELOOP)
+    return rs_fail(RS_ERR_UNSUPPORTED, "%s: a symbolic link (refused: a checkpoint file must be a regular file, "
+                   "a link could lead outside the checkpoint)", path);
+  if (f < 0 && errno == ENXIO) /* a socket or a FIFO device without a reader */
+    return rs_fail(RS_ERR_UNSUPPORTED, "%s: not a regular file (refused)", path);
+  if (f < 0) return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  if (fstat(f, sb) != 0) {
+    int e = errno;
+    close(f);
+    return rs_fail(RS_ERR_IO, "%s: cannot stat (%s)", path, strerror(e));
+  }
+  /* RS_MUTANT 603: the shared read rule lets a non-regular file (a FIFO) through */
+  if (!S_ISREG(sb->st_mode) && !(RS_MUTANT(603) && S_ISFIFO(sb->st_mode))) {
+    close(f);
+    return rs_fail(RS_ERR_UNSUPPORTED, "%s: %s (refused: a checkpoint file must be a regular file)", path,
+                   kind_name(sb->st_mode));
+  }
+  int fl = fcntl(f, F_GETFL);
+  if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    int e = errno;
+    close(f);
+    return rs_fail(RS_ERR_IO, "%s: fcntl failed (%s)", path, strerror(e));
+  }
+  *fd = f;
+  return RS_OK;
+}
+
+rs_status rs__ckpt_dir_ok(const char *dir) {
+  struct stat sb;
+  if (lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode))
+    return rs_fail(RS_ERR_UNSUPPORTED, "%s: the step directory is a symbolic link (refused: it could lead outside the root)",
+                   dir);
+  return RS_OK;
+}
+
 rs_status rs__read_file(const char *path, uint8_t **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
-  /* O_NOFOLLOW: a symbolic link planted in a checkpoint must not lead a read outside it */
-  int fd = open(path, O_RDONLY | O_NOFOLLOW);
-  if (fd < 0)
-    return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, errno == ELOOP ? "a symbolic link" : strerror(errno));
+  int fd;
   struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return rs_fail(RS_ERR_IO, "%s: not a regular file", path);
-  }
+  rs_status st = rs__ckpt_open_read(path, 0, &fd, &sb);
+  if (st) return st;
   size_t n = (size_t)sb.st_size, got = 0;
   uint8_t *b = malloc(n + 1);
   if (!b) {
@@ -51,6 +92,7 @@ rs_status rs__read_file(const char *path, uint8_t **buf, size_t *len) {
   }
   while (got < n) {
     ssize_t k = read(fd, b + got, n - got);
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) break;
     got += (size_t)k;
   }
@@ -58,6 +100,39 @@ rs_status rs__read_file(const char *path, uint8_t **buf, size_t *len) {
   b[got] = 0;
   *buf = b;
   *len = got;
+  return RS_OK;
+}
+
+rs_status rs__ckpt_read_latest(const char *root, int64_t *step) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/latest", root);
+  uint8_t *b;
+  size_t n;
+  rs_status st = rs__read_file(path, &b, &n);
+  if (st == RS_ERR_IO) return rs_fail(RS_ERR_INVALID, "%s: no latest checkpoint", root);
+  if (st) return st;
+  /* "<digits>\n", at most 19 digits (fits int64) */
+  int ok = n >= 2 && n <= 20 && b[n - 1] == '\n';
+  int64_t v = 0;
+  for (size_t i = 0; ok && i + 1 < n; ++i) {
+    if (b[i] < '0' || b[i] > '9') ok = 0;
+    else v = v * 10 + (b[i] - '0');
+  }
+  free(b);
+  if (!ok) return rs_fail(RS_ERR_INVALID, "%s: malformed (expected a step number and a newline)", path);
+  *step = v;
+  return RS_OK;
+}
+
+rs_status rs__ckpt_refuse_committed(const char *root, int64_t step) {
+  /* data files are rewritten in place: over a committed step (which `latest` may name) a crash
+   * would tear it, so, as Megatron's save refuses a non-empty directory, refuse it */
+  char md[4200];
+  struct stat sb;
+  snprintf(md, sizeof md, "%s/step_%lld/metadata.json", root, (long long)step);
+  if (lstat(md, &sb) == 0)
+    return rs_fail(RS_ERR_INVALID, "%s/step_%lld already holds a checkpoint: saving over it could tear it "
+                   "(remove it or save another step)", root, (long long)step);
   return RS_OK;
 }
 
@@ -100,7 +175,7 @@ void rs__io_power_loss(rs__io *io) {
 }
 
 /* Counts one operation; stops the save there when asked. */
-static rs_status tick(rs__io *io) {
+rs_status rs__io_tick(rs__io *io) {
   if (io->crashed) return rs_fail(RS_ERR_IO, "simulated crash at I/O operation %lld", (long long)io->crash_at);
   io->ops++;
   if (io->kill_at > 0 && io->ops == io->kill_at) raise(SIGKILL);
@@ -135,7 +210,7 @@ static rs_status add_rec(rs__io *io, int type, const char *path, const char *to)
 }
 
 rs_status rs__io_mkdir(rs__io *io, const char *dir) {
-  rs_status st = tick(io);
+  rs_status st = rs__io_tick(io);
   if (st) return st;
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return rs_fail(RS_ERR_IO, "%s: cannot create directory (%s)", dir, strerror(errno));
@@ -152,27 +227,44 @@ static rs_status write_all(int fd, const char *path, const uint8_t *p, size_t n)
   return RS_OK;
 }
 
-rs_status rs__io_write_file(rs__io *io, const char *path, const void *buf, size_t len) {
-  rs_status st = tick(io);
+rs_status rs__io_create(rs__io *io, const char *path, int flags, int *fd) {
+  *fd = -1;
+  rs_status st = rs__io_tick(io);
   if (st) return st;
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-  if (fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot create (%s)", path, strerror(errno));
+  int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | flags, 0666);
+  if (f < 0) return rs_fail(RS_ERR_IO, "%s: cannot create (%s)", path, strerror(errno));
   int pending = 0;
   for (int i = 0; i < io->nrec; ++i) pending |= io->rec[i].type == 0 && io->rec[i].path && strcmp(io->rec[i].path, path) == 0;
   if (!pending && (st = add_rec(io, 0, path, NULL))) {
-    close(fd);
+    close(f);
     return st;
   }
+  *fd = f;
+  return RS_OK;
+}
+
+rs_status rs__io_write_file(rs__io *io, const char *path, const void *buf, size_t len) {
+  int fd;
+  rs_status st = rs__io_create(io, path, 0, &fd);
+  if (st) return st;
   size_t half = len / 2;
   st = write_all(fd, path, buf, half);
-  if (!st) st = tick(io); /* a kill here leaves a torn file */
+  if (!st) st = rs__io_tick(io); /* a kill here leaves a torn file */
   if (!st) st = write_all(fd, path, (const uint8_t *)buf + half, len - half);
   close(fd);
   return st;
 }
 
+void rs__io_durable(rs__io *io, const char *path) {
+  for (int i = 0; i < io->nrec; ++i)
+    if (io->rec[i].type == 0 && io->rec[i].path && strcmp(io->rec[i].path, path) == 0) {
+      free(io->rec[i].path);
+      io->rec[i].path = NULL; /* durable now */
+    }
+}
+
 rs_status rs__io_fsync(rs__io *io, const char *path) {
-  rs_status st = tick(io);
+  rs_status st = rs__io_tick(io);
   if (st) return st;
   int fd = open(path, O_RDONLY);
   if (fd < 0 || fsync(fd) != 0) {
@@ -180,16 +272,20 @@ rs_status rs__io_fsync(rs__io *io, const char *path) {
     return rs_fail(RS_ERR_IO, "%s: fsync failed (%s)", path, strerror(errno));
   }
   close(fd);
-  for (int i = 0; i < io->nrec; ++i)
-    if (io->rec[i].type == 0 && io->rec[i].path && strcmp(io->rec[i].path, path) == 0) {
-      free(io->rec[i].path);
-      io->rec[i].path = NULL; /* durable now */
-    }
+  rs__io_durable(io, path);
+  return RS_OK;
+}
+
+rs_status rs__io_fsync_fd(rs__io *io, int fd, const char *path) {
+  rs_status st = rs__io_tick(io);
+  if (st) return st;
+  if (fsync(fd) != 0) return rs_fail(RS_ERR_IO, "%s: fsync failed (%s)", path, strerror(errno));
+  rs__io_durable(io, path);
   return RS_OK;
 }
 
 rs_status rs__io_rename(rs__io *io, const char *from, const char *to) {
-  rs_status st = tick(io);
+  rs_status st = rs__io_tick(io);
   if (st) return st;
   if ((st = add_rec(io, 1, from, to))) return st;
   if (rename(from, to) != 0) return rs_fail(RS_ERR_IO, "rename %s -> %s failed (%s)", from, to, strerror(errno));
@@ -207,7 +303,7 @@ static int in_dir(const char *path, const char *dir) {
 }
 
 rs_status rs__io_fsync_dir(rs__io *io, const char *dir) {
-  rs_status st = tick(io);
+  rs_status st = rs__io_tick(io);
   if (st) return st;
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
   if (fd < 0 || fsync(fd) != 0) {
