@@ -71,6 +71,18 @@ rs_status rs__ckpt_write_fixture(const char *dir, const char *prop, const uint64
                                  char *path, size_t cap);
 /* A whole file (malloc'd, *n bytes); 0 when it cannot be read (ckpt_props.c). */
 int rs__ckpt_file_bytes(const char *path, uint8_t **b, size_t *n);
+/* `latest` of dir names step1 or step2 and loads (ref, raise_all) as the oracle of that step's
+ * spec, and verify passes: what every interrupted save must leave (ckpt_props.c). */
+rs_outcome rs__ckpt_check_latest(const char *dir, int64_t step1, const rs_state_spec *s1, int64_t step2,
+                                 const rs_state_spec *s2, char *msg, size_t cap);
+/* Bytes of the regular *.safetensors files of a step directory. */
+int64_t rs__ckpt_dir_bytes(const char *dir);
+/* Replaces file by a symbolic link to an identical copy at `outside` (kind 0) or by a FIFO
+ * (kind 1); 0 when it could not. */
+int rs__ckpt_plant_kind(const char *file, int kind, const char *outside);
+/* verify, ref load (spec a) and export must each refuse the planted file kind, naming it. */
+rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const char *path, int kind, char *msg,
+                                 size_t cap);
 /* Removes a directory tree (scratch directories of the properties and tests). */
 void rs_ckpt_rmtree(const char *dir);
 

@@ -4,7 +4,7 @@
  * and loads as B both in ref and in opt (the other read mode), equal to the oracle. Under MPI
  * a case with N <= P ranks runs on P processes (ranks N.. hold empty state dicts), each process
  * holding only its own state dict; ref runs on rank 0 only and every verdict is agreed. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +118,32 @@ struct ctx {
 
 /* opt's save and load with the world's tensor data in its device memory when it has one (a
  * local-device world, or RS_SIM_DEVICE=1): moved there before, back to the host after */
-static rs_status dev_save(ctx *x, rs_ckpt_world *w, const char *root, int64_t step, const rs_ckpt_opt_opts *o) {
+static rs_status dev_save(ctx *x, rs_ckpt_world *w, const char *root, int64_t step, const rs_ckpt_opt_opts *o,
+                          rs_ckpt_opt_stats *stats) {
   rs_status st = rs_opt_ckpt_to_device(x->world, w);
   if (st) return st;
-  st = rs_opt_ckpt_save(x->world, w, root, step, o, NULL);
+  st = rs_opt_ckpt_save(x->world, w, root, step, o, stats);
+  char keep[1024] = "";
+  if (st) snprintf(keep, sizeof keep, "%s", rs_last_error());
   rs_status back = rs_opt_ckpt_to_host(x->world, w);
-  return st ? st : back;
+  if (st) return rs_fail(st, "%s", keep);
+  return back;
+}
+
+/* opt saves spec s (seeds moved by `shift`) at root/step_<step> with options o */
+static rs_status save_shifted(ctx *x, const rs_state_spec *s, uint64_t shift, const char *root, int64_t step,
+                              const rs_ckpt_opt_opts *o, rs_ckpt_opt_stats *stats) {
+  rs_state_spec t;
+  rs_status st = rs_state_spec_copy(s, &t);
+  if (st) return st;
+  for (int i = 0; i < t.nt; ++i) t.t[i].seed += shift;
+  for (int i = 0; i < t.no; ++i) t.o[i].seed += shift;
+  rs_ckpt_world w = {0, NULL};
+  st = build_padded(&t, RS_FILL_VALUES, x->mpi ? x->P : t.world, x->mpi ? x->me : -1, &w);
+  if (!st) st = dev_save(x, &w, root, step, o, stats);
+  rs_ckpt_world_free(&w);
+  rs_state_spec_free(&t);
+  return st;
 }
 
 static rs_status dev_load(ctx *x, rs_ckpt_world *w, const char *root, rs_strict strict, const rs_ckpt_opt_opts *o,
@@ -300,6 +320,89 @@ static rs_outcome corrupt_check(ctx *x, rs_ckpt_case *c, const char *root, char 
   return out;
 }
 
+static rs_outcome kind_check(ctx *x, rs_ckpt_case *c, rs_choices *ch, const char *root, char *msg, size_t cap) {
+  /* metadata.json, or a data file that B's load must read (pick_byte's) */
+  char path[4400], outside[4400];
+  int64_t at;
+  int which = (int)rs_draw(ch, 2), kind = (int)rs_draw(ch, 2);
+  if (which == 0 || !pick_byte(root, &c->b, 0, path, sizeof path, &at))
+    snprintf(path, sizeof path, "%s/step_2/metadata.json", root);
+  const char *name = strrchr(path, '/') + 1;
+  snprintf(outside, sizeof outside, "%s.outside", root);
+  uint8_t *keep = NULL;
+  size_t kn = 0;
+  if (!rs__ckpt_file_bytes(path, &keep, &kn) || !rs__ckpt_plant_kind(path, kind, outside)) {
+    free(keep);
+    snprintf(msg, cap, "cannot plant a %s at %s", kind ? "FIFO" : "symbolic link", path);
+    return RS_FAIL;
+  }
+  rs_outcome out = rs__ckpt_kind_refused(root, &c->a, path, kind, msg, cap);
+  for (int ro = 0; ro < 2 && out == RS_PASS; ++ro) {
+    rs_ckpt_world got = {0, NULL};
+    rs_ckpt_opt_opts oo = x->oo;
+    oo.read_once = ro;
+    FILE *devnull = fopen("/dev/null", "w");
+    oo.log = devnull;
+    rs_status st = build_padded(&c->b, RS_FILL_INITIAL, c->b.world, -1, &got);
+    if (!st) st = dev_load(x, &got, root, RS_STRICT_IGNORE_ALL, &oo, NULL);
+    if (devnull) fclose(devnull);
+    rs_ckpt_world_free(&got);
+    if (st != RS_ERR_UNSUPPORTED || !strstr(rs_last_error(), name)) {
+      snprintf(msg, cap, "opt load (%s) of a checkpoint whose %s is %s: status %d (want the file kind refused), %s",
+               ro ? "read-once" : "direct", name, kind ? "a FIFO" : "a symbolic link", (int)st,
+               st ? rs_last_error() : "accepted");
+      out = RS_FAIL;
+    }
+  }
+  /* put the file back for what follows */
+  unlink(path);
+  unlink(outside);
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    if (kn) fwrite(keep, 1, kn, f);
+    fclose(f);
+  }
+  free(keep);
+  return out;
+}
+
+static rs_outcome crash_check(ctx *x, rs_ckpt_case *c, rs_choices *ch, const char *dir, const char *root, char *msg,
+                              size_t cap) {
+  /* the same tensors in A2's layout with other values, saved once to count its I/O operations,
+   * then again over root with a power loss at a drawn one (or right after the save) */
+  char measure[4300];
+  snprintf(measure, sizeof measure, "%s/measure", dir);
+  rs_ckpt_opt_stats stats;
+  rs_ckpt_opt_opts oo = x->oo;
+  if (save_shifted(x, &c->a2, 1000003, measure, 3, &oo, &stats)) {
+    snprintf(msg, cap, "opt save of A2: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  rs_ckpt_rmtree(measure);
+  oo.crash_at = 1 + (int64_t)rs_draw(ch, (uint64_t)stats.io_ops + 1);
+  rs_status st = save_shifted(x, &c->a2, 1000003, root, 3, &oo, NULL);
+  if (st && !strstr(rs_last_error(), "simulated crash")) {
+    snprintf(msg, cap, "opt save of step 3: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  rs_state_spec next;
+  if (rs_state_spec_copy(&c->a2, &next)) {
+    snprintf(msg, cap, "copy: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  for (int i = 0; i < next.nt; ++i) next.t[i].seed += 1000003;
+  for (int i = 0; i < next.no; ++i) next.o[i].seed += 1000003;
+  rs_outcome out = rs__ckpt_check_latest(root, 2, &c->a, 3, &next, msg, cap);
+  rs_state_spec_free(&next);
+  if (out == RS_FAIL) {
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "power loss at I/O operation %lld of %lld of opt's step-3 save: %s", (long long)oo.crash_at,
+             (long long)stats.io_ops, msg);
+    snprintf(msg, cap, "%s", tmp);
+  }
+  return out;
+}
+
 rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap) {
   ctx x;
   memset(&x, 0, sizeof x);
@@ -371,7 +474,7 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
   {
     rs_ckpt_world aw = {0, NULL};
     rs_status st = build_padded(&c.a, RS_FILL_VALUES, x.mpi ? x.P : c.a.world, x.mpi ? x.me : -1, &aw);
-    if (!st) st = dev_save(&x, &aw, ro_, 2, &x.oo);
+    if (!st) st = dev_save(&x, &aw, ro_, 2, &x.oo, NULL);
     rs_ckpt_world_free(&aw);
     if (st) {
       snprintf(msg, cap, "opt save A: %s", rs_last_error());
@@ -404,6 +507,24 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
   out = opt_load_check(&x, &c, ro_, !ro, NULL, 0, 0, msg, cap);
   if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
   out = corrupt_check(&x, &c, ro_, msg, cap);
+  if (out != RS_PASS) goto done;
+  /* 4. a second opt save over the committed step is refused, as ref's is (one rule) */
+  {
+    rs_status st = save_shifted(&x, &c.a, 0, ro_, 2, &x.oo, NULL);
+    if (st != RS_ERR_INVALID || !strstr(rs_last_error(), "already holds a checkpoint")) {
+      snprintf(msg, cap, "opt save over the committed step_2: %s (want it refused as ref refuses it)",
+               st ? rs_last_error() : "accepted");
+      out = RS_FAIL;
+    }
+    if ((out = agree(&x, out, msg, cap)) != RS_PASS) goto done;
+  }
+  /* 5, 6 (one process only; drawn last, so older fixtures replay unchanged): a data file or
+   * metadata.json that is a link or a FIFO is refused by both loads, verify and export; a power
+   * loss at any counted I/O operation of a second opt save leaves a `latest` that loads */
+  if (!x.mpi) {
+    out = kind_check(&x, &c, ch, ro_, msg, cap);
+    if (out == RS_PASS) out = crash_check(&x, &c, ch, dir, ro_, msg, cap);
+  }
 done:
   rs_ckpt_report_free(&ref_rep);
   rs_ckpt_case_free(&c);

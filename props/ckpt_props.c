@@ -283,6 +283,15 @@ static rs_outcome prop_load(rs_ckpt_case *c, rs_choices *ch, const char *dir, ch
   }
   if (expect_err && st == RS_OK) FAIL("strict %s: load succeeded with %d unexpected and %d missing keys", rs_strict_name(m), nun, nmi);
   if (!expect_err && st != RS_OK) FAIL("load failed: %s", rs_last_error());
+  {
+    /* linear in the checkpoint: every digest block is read (and hashed) at most once per load */
+    char sd[4300];
+    snprintf(sd, sizeof sd, "%s/step_1", dir);
+    int64_t total = rs__ckpt_dir_bytes(sd);
+    if (rep.bytes_read > total)
+      FAIL("load read %lld bytes from data files of %lld bytes (a block read more than once)", (long long)rep.bytes_read,
+           (long long)total);
+  }
   if (!expect_err) {
     if (rs_oracle_ckpt_expected(&c->a, &c->b, &exp)) FAIL("oracle: %s", rs_last_error());
     if (rs_oracle_ckpt_compare(&exp, &got, msg, cap)) {
@@ -348,19 +357,18 @@ done:
   return out;
 }
 
-/* Loads `latest` with the spec of the step it names and compares with the oracle. */
-static rs_outcome check_latest(const char *dir, const rs_state_spec *s1, const rs_state_spec *s2, char *msg,
-                               size_t cap) {
+rs_outcome rs__ckpt_check_latest(const char *dir, int64_t step1, const rs_state_spec *s1, int64_t step2,
+                                 const rs_state_spec *s2, char *msg, size_t cap) {
   int64_t step;
   if (rs_ckpt_latest(dir, &step)) {
     snprintf(msg, cap, "torn: no readable latest (%s)", rs_last_error());
     return RS_FAIL;
   }
-  if (step != 1 && step != 2) {
+  if (step != step1 && step != step2) {
     snprintf(msg, cap, "torn: latest names step %lld", (long long)step);
     return RS_FAIL;
   }
-  const rs_state_spec *s = step == 1 ? s1 : s2;
+  const rs_state_spec *s = step == step1 ? s1 : s2;
   rs_ckpt_world got, exp = {0, NULL};
   if (rs_state_spec_build(s, RS_FILL_INITIAL, &got)) {
     snprintf(msg, cap, "build: %s", rs_last_error());
@@ -375,10 +383,43 @@ static rs_outcome check_latest(const char *dir, const rs_state_spec *s1, const r
     snprintf(tmp, sizeof tmp, "torn: latest (step %lld) loads wrong data: %s", (long long)step, msg);
     snprintf(msg, cap, "%s", tmp);
     out = RS_FAIL;
+  } else if (rs_ckpt_verify(dir, NULL)) {
+    snprintf(msg, cap, "torn: latest (step %lld) fails verify: %s", (long long)step, rs_last_error());
+    out = RS_FAIL;
   }
   rs_ckpt_world_free(&got);
   rs_ckpt_world_free(&exp);
   return out;
+}
+
+int64_t rs__ckpt_dir_bytes(const char *dir) {
+  int64_t total = 0;
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    char p[4600];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+    if (strstr(de->d_name, ".safetensors") && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode)) total += sb.st_size;
+  }
+  if (d) closedir(d);
+  return total;
+}
+
+int rs__ckpt_plant_kind(const char *file, int kind, const char *outside) {
+  if (kind == 0) {
+    /* a symbolic link to an identical copy outside the checkpoint: following it would load the
+     * right bytes, so only the read rule can refuse it */
+    uint8_t *b;
+    size_t n;
+    if (!rs__ckpt_file_bytes(file, &b, &n)) return 0;
+    FILE *f = fopen(outside, "wb");
+    int ok = f && fwrite(b, 1, n, f) == n;
+    if (f) fclose(f);
+    free(b);
+    return ok && unlink(file) == 0 && symlink(outside, file) == 0;
+  }
+  return unlink(file) == 0 && mkfifo(file, 0600) == 0;
 }
 
 static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
@@ -400,7 +441,7 @@ static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, c
       snprintf(msg, cap, "save step 2: %s", rs_last_error());
       out = RS_FAIL;
     } else {
-      out = check_latest(dir, &c->a, &next, msg, cap);
+      out = rs__ckpt_check_latest(dir, 1, &c->a, 2, &next, msg, cap);
       if (out == RS_FAIL) {
         char tmp[900];
         snprintf(tmp, sizeof tmp, "power loss at I/O operation %lld of the step-2 save: %s", (long long)crash_at, msg);
@@ -413,6 +454,37 @@ static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, c
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* verify, ref load and export of a checkpoint whose file `path` is a link or a FIFO: each must
+ * refuse it as a file kind (RS_ERR_UNSUPPORTED) naming the file */
+rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const char *path, int kind, char *msg,
+                                 size_t cap) {
+  const char *what = kind ? "a FIFO" : "a symbolic link";
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  char e[4500];
+  snprintf(e, sizeof e, "%s/export.safetensors", dir);
+  for (int op = 0; op < 3; ++op) {
+    rs_status st;
+    if (op == 0) st = rs_ckpt_verify(dir, NULL);
+    else if (op == 2) st = rs_ckpt_export(dir, e);
+    else {
+      rs_ckpt_world got;
+      if (rs_state_spec_build(a, RS_FILL_INITIAL, &got)) {
+        snprintf(msg, cap, "build: %s", rs_last_error());
+        return RS_FAIL;
+      }
+      st = rs_ref_ckpt_load(&got, dir, -1, RS_STRICT_RAISE_ALL, NULL, NULL);
+      rs_ckpt_world_free(&got);
+    }
+    static const char *OPS[] = {"verify", "ref load", "export"};
+    if (st != RS_ERR_UNSUPPORTED || !strstr(rs_last_error(), name)) {
+      snprintf(msg, cap, "%s of a checkpoint whose %s is %s: status %d (want the file kind refused), %s", OPS[op], name,
+               what, (int)st, st ? rs_last_error() : "accepted");
+      return RS_FAIL;
+    }
+  }
+  return RS_PASS;
+}
 
 static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
   static const int64_t BLOCKS[] = {64, RS_CKPT_BLOCK, 128};
@@ -445,6 +517,20 @@ static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir,
   }
   size_t at = (size_t)rs_draw(ch, len);
   uint8_t x = (uint8_t)(1 + rs_draw(ch, 255));
+  /* drawn last (older fixtures replay as flips): 1 case in 8 the file becomes a symbolic link to
+   * an identical copy outside the checkpoint, 1 in 8 a FIFO; every reader must refuse either
+   * (RS_ERR_UNSUPPORTED, naming the file) without blocking */
+  int kind = (int)rs_draw(ch, 8);
+  if (kind < 2) {
+    free(b);
+    char outside[4400];
+    snprintf(outside, sizeof outside, "%s/outside.bin", dir);
+    if (!rs__ckpt_plant_kind(path, kind, outside)) {
+      snprintf(msg, cap, "cannot plant a %s at %s", kind ? "FIFO" : "symbolic link", path);
+      return RS_FAIL;
+    }
+    return rs__ckpt_kind_refused(dir, &c->a, path, kind, msg, cap);
+  }
   b[at] ^= x;
   FILE *f = fopen(path, "wb");
   if (f) {
