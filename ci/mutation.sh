@@ -148,7 +148,7 @@ done < <(grep -E '^\| *4[0-4][0-9] *\|' "$top/opt/p2p/MUTANTS.md")
 # ---- end of the p2p block ----
 # ---- ckpt: planted checkpoint bugs (ids 300-349, ref/ckpt/MUTANTS.md) run through `reshard ckpt check` ----
 if [ -f "$top/ref/ckpt/MUTANTS.md" ]; then
-  for id in $(grep -oE '^\| *3[0-4][0-9] *\|' "$top/ref/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
+  for id in $(grep -oE '^\| *(3[0-4]|6[0-4])[0-9] *\|' "$top/ref/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
     if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
     log="$tmp/ckpt$id.log"
     RS_MUTANT=$id "$bin" ckpt check --seed 11 --cases "$max" --shrink-runs 200 --quiet --regress-dir "$tmp/ckreg$id" \
@@ -171,6 +171,7 @@ fi
 # ---- opt checkpoint mutants (opt/ckpt/MUTANTS.md): the ckpt_opt cross property must catch each ----
 if [ -f "$top/opt/ckpt/MUTANTS.md" ]; then
   for id in $(grep -oE '^\| *[0-9]+ *\|' "$top/opt/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
+    if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
     log="$tmp/c$id.log"
     dev=()
     if grep -E "^\| *$id *\|" "$top/opt/ckpt/MUTANTS.md" | grep -q RS_SIM_DEVICE; then dev=(--transport local-device); fi

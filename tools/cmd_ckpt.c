@@ -14,6 +14,7 @@
 #include "core/values.h"
 #include "props/ckpt.h"
 #include "reshard/ckpt.h"
+#include "reshard/ckpt_opt.h"
 
 static const char *HELP =
     "usage: reshard ckpt <command> ...\n"
@@ -35,8 +36,9 @@ static const char *HELP =
     "        [--regress-dir D] [--shrink-runs N] [--junit F] [--json F] [--quiet]   the property campaign (shrinks\n"
     "        failures in at most N runs, default 1000; fixtures go to D, default fixtures/ckpt/regressions)\n"
     "  replay FILE             re-run a saved failing case (exit 1 if it still fails)\n"
-    "  torture [--kills N] [--seed S] [--root DIR] [--spec STATE.json]\n"
-    "        SIGKILL a saving process at random moments; latest must always load correctly\n"
+    "  torture [--kills N] [--seed S] [--root DIR] [--spec STATE.json] [--impl ref|opt|both]\n"
+    "        SIGKILL a saving process (ref's, opt's or each in turn) at random moments; latest must\n"
+    "        always load correctly\n"
     "DIR is a checkpoint root (latest is used) or a step directory.\n"
     "Exit: 0 pass, 1 a difference or an integrity failure (damaged or hostile checkpoint), 2 bad\n"
     "input (flags, STATE.json, a directory that holds no checkpoint), 3 out of memory.\n";
@@ -377,15 +379,30 @@ static double mono(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static rs_status save_step(const rs_state_spec *base, const char *root, int64_t step, int64_t kill_at, int64_t *ops) {
+/* one save of step (seeds moved by step) by ref (opt = 0) or opt (2 I/O threads, 4 KiB segments
+ * and blocks, so a kill can land between the pieces of a file) */
+static rs_status save_step(const rs_state_spec *base, const char *root, int64_t step, int opt, int64_t kill_at,
+                           int64_t *ops) {
   rs_state_spec s;
   rs_status st = rs_state_spec_copy(base, &s);
   if (st) return st;
   shift_seeds(&s, step);
   rs_ckpt_world w;
   if (!(st = rs_state_spec_build(&s, RS_FILL_VALUES, &w))) {
-    rs_ckpt_io_opts io = {0, kill_at, NULL, 4096};
-    st = rs_ref_ckpt_save(&w, root, step, &io, ops);
+    if (opt) {
+      rs_ckpt_opt_opts o;
+      memset(&o, 0, sizeof o);
+      o.io_threads = 2;
+      o.segment = 4096;
+      o.block = 4096;
+      o.kill_at = kill_at;
+      rs_ckpt_opt_stats stats;
+      st = rs_opt_ckpt_save(NULL, &w, root, step, &o, &stats);
+      if (ops) *ops = stats.io_ops;
+    } else {
+      rs_ckpt_io_opts io = {0, kill_at, NULL, 4096};
+      st = rs_ref_ckpt_save(&w, root, step, &io, ops);
+    }
     rs_ckpt_world_free(&w);
   }
   rs_state_spec_free(&s);
@@ -393,9 +410,10 @@ static rs_status save_step(const rs_state_spec *base, const char *root, int64_t 
 }
 
 static int cmd_torture(int argc, char **argv) {
-  const char *C = "ckpt torture", *killsv = NULL, *seedv = NULL, *root = NULL, *specf = NULL, *v;
+  const char *C = "ckpt torture", *killsv = NULL, *seedv = NULL, *root = NULL, *specf = NULL, *impl = "ref", *v;
   int r;
   for (int i = 1; i < argc; ++i) {
+    CLI_OPT(C, "--impl", impl);
     CLI_OPT(C, "--kills", killsv);
     CLI_OPT(C, "--seed", seedv);
     CLI_OPT(C, "--root", root);
@@ -406,6 +424,9 @@ static int cmd_torture(int argc, char **argv) {
   unsigned long long seed = 1;
   if (killsv && cli_int(killsv, 1, 1000000, &kills)) return cli_usage_error(C, "--kills: expected a positive integer");
   if (seedv && cli_u64(seedv, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+  /* both: every other save is opt's */
+  int use_opt = !strcmp(impl, "opt") ? 1 : !strcmp(impl, "both") ? 2 : 0;
+  if (!use_opt && strcmp(impl, "ref")) return cli_usage_error(C, "--impl: '%s', expected ref, opt or both", impl);
   rs_state_spec base;
   if ((specf ? rs_state_spec_from_file(specf, &base) : rs_state_spec_from_json(TORTURE_SPEC, &base)))
     return cli_status_error(C, "");
@@ -418,13 +439,24 @@ static int cmd_torture(int argc, char **argv) {
   }
   rs_ckpt_rmtree(root);
   /* step 0 is complete before the first kill; measure a save (ops and time) */
-  int64_t ops = 0;
-  double t0 = mono();
-  if (save_step(&base, root, 0, 0, &ops)) {
-    rs_state_spec_free(&base);
-    return cli_status_error(C, "first save: ");
+  /* step 0 is complete before the first kill; the I/O operations and time of one save of each
+   * implementation that runs (the second one measured under a root of its own) */
+  int64_t ops_of[2] = {0, 0};
+  double tsave_of[2] = {0, 0};
+  char mroot[300];
+  snprintf(mroot, sizeof mroot, "%s.measure", root);
+  for (int im = use_opt == 1; im <= (use_opt != 0); ++im) {
+    int first = im == (use_opt == 1);
+    double t0 = mono();
+    rs_status fs = save_step(&base, first ? root : mroot, 0, im, 0, &ops_of[im]);
+    tsave_of[im] = mono() - t0;
+    if (!first) rs_ckpt_rmtree(mroot);
+    if (fs) {
+      rs_state_spec_free(&base);
+      return cli_status_error(C, "first save: ");
+    }
   }
-  double tsave = mono() - t0;
+  int64_t kills_by[2] = {0, 0};
   int64_t step = 0, torn = 0, old = 0, fresh = 0, at_op = 0, timed = 0, done_before = 0;
   char msg[1024];
   /* --kills counts saves that really died by SIGKILL; a timed kill that comes after the save
@@ -433,6 +465,9 @@ static int cmd_torture(int argc, char **argv) {
   for (; at_op + timed < kills && k < 4 * kills; ++k) {
     uint64_t h = rs_hash3(seed, 0x746f7274, (uint64_t)k);
     int by_op = (h & 1) == 0;
+    int im = use_opt == 2 ? (int)(k & 1) : use_opt;
+    int64_t ops = ops_of[im];
+    double tsave = tsave_of[im];
     int64_t kill_at = by_op ? 1 + (int64_t)((h >> 8) % (uint64_t)ops) : 0;
     int64_t next = step + 1;
     /* a killed save may have left step_<next> complete but uncommitted (latest not yet
@@ -447,7 +482,7 @@ static int cmd_torture(int argc, char **argv) {
       rs_state_spec_free(&base);
       return cli_usage_error(C, "fork failed");
     }
-    if (pid == 0) _exit(save_step(&base, root, next, kill_at, NULL) ? 3 : 0);
+    if (pid == 0) _exit(save_step(&base, root, next, im, kill_at, NULL) ? 3 : 0);
     if (!by_op) {
       /* a timed kill anywhere in the save window (the save takes tsave seconds) */
       struct timespec d;
@@ -461,6 +496,7 @@ static int cmd_torture(int argc, char **argv) {
     waitpid(pid, &status, 0);
     int killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
     if (killed) {
+      kills_by[im]++;
       if (by_op) at_op++;
       else timed++;
     } else {
@@ -469,7 +505,7 @@ static int cmd_torture(int argc, char **argv) {
     int64_t latest;
     if (!torture_check(root, &base, &latest, msg, sizeof msg) || (latest != step && latest != next)) {
       torn++;
-      fprintf(stderr, "TORN after kill %lld (%s): %s\n", k, by_op ? "at an I/O op" : "timed", msg);
+      fprintf(stderr, "TORN after kill %lld (%s save, %s): %s\n", k, im ? "opt" : "ref", by_op ? "at an I/O op" : "timed", msg);
       continue;
     }
     if (latest == next) fresh++;
@@ -480,9 +516,11 @@ static int cmd_torture(int argc, char **argv) {
     if (latest > 0) rs_ckpt_rmtree(d);
     step = latest;
   }
-  printf("ckpt torture: %lld saves SIGKILLed (%lld at a chosen I/O operation of %lld, %lld at a random time in a %.1f ms save; %lld more finished before their timed kill): "
+  printf("ckpt torture: %lld saves SIGKILLed (ref %lld, opt %lld; %lld at a chosen I/O operation of a save's %lld (ref) / %lld (opt), "
+         "%lld at a random time in a %.1f ms (ref) / %.1f ms (opt) save; %lld more finished before their timed kill): "
          "latest loaded the previous checkpoint %lld times, the new one %lld times; torn = %lld\n",
-         (long long)(at_op + timed), (long long)at_op, (long long)ops, (long long)timed, tsave * 1e3, (long long)done_before, (long long)old,
+         (long long)(at_op + timed), (long long)kills_by[0], (long long)kills_by[1], (long long)at_op, (long long)ops_of[0],
+         (long long)ops_of[1], (long long)timed, tsave_of[0] * 1e3, tsave_of[1] * 1e3, (long long)done_before, (long long)old,
          (long long)fresh, (long long)torn);
   if (own_root) rs_ckpt_rmtree(root);
   rs_state_spec_free(&base);

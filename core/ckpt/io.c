@@ -41,7 +41,8 @@ rs_status rs__ckpt_open_read(const char *path, int extra, int *fd, struct stat *
   *fd = -1;
   /* O_NOFOLLOW: a symbolic link planted in a checkpoint must not lead a read outside it;
    * O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
-  int f = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | extra);
+  /* RS_MUTANT 604: the shared read rule follows symbolic links (no O_NOFOLLOW) */
+  int f = open(path, O_RDONLY | (RS_MUTANT(604) ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC | extra);
   if (f < 0 && errno == ELOOP)
     return rs_fail(RS_ERR_UNSUPPORTED, "%s: a symbolic link (refused: a checkpoint file must be a regular file, "
                    "a link could lead outside the checkpoint)", path);
