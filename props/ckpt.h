@@ -80,6 +80,8 @@ int64_t rs__ckpt_dir_bytes(const char *dir);
 /* Replaces file by a symbolic link to an identical copy at `outside` (kind 0) or by a FIFO
  * (kind 1); 0 when it could not. */
 int rs__ckpt_plant_kind(const char *file, int kind, const char *outside);
+/* metadata.json bytes m (n bytes) get a fresh digest line for what follows it (hostile edits). */
+void rs__ckpt_reseal(char *m, size_t n);
 /* verify, ref load (spec a) and export must each refuse the planted file kind, naming it. */
 rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const char *path, int kind, char *msg,
                                  size_t cap);

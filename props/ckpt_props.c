@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include "core/ckpt/internal.h"
 #include "props/ckpt.h"
 
@@ -406,6 +407,16 @@ int64_t rs__ckpt_dir_bytes(const char *dir) {
   return total;
 }
 
+void rs__ckpt_reseal(char *m, size_t n) {
+  /* the first line is {"digest":"xxh3:<16 hex>",\n and digests the rest */
+  const char *nl = memchr(m, '\n', n);
+  char *hx = strstr(m, "xxh3:");
+  if (!nl || !hx || hx > nl) return;
+  char h[17];
+  rs__hex64(XXH3_64bits(nl + 1, n - (size_t)(nl + 1 - m)), h);
+  memcpy(hx + 5, h, 16);
+}
+
 int rs__ckpt_plant_kind(const char *file, int kind, const char *outside) {
   if (kind == 0) {
     /* a symbolic link to an identical copy outside the checkpoint: following it would load the
@@ -486,6 +497,65 @@ rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const 
   return RS_PASS;
 }
 
+/* metadata.json of sdir with its first data file name followed by \u0000x, resealed: verify, ref
+ * load and export must refuse it as bad input naming the NUL */
+static rs_outcome nul_name_refused(const char *dir, const char *sdir, const rs_state_spec *a, char *msg, size_t cap) {
+  char mp[4400];
+  snprintf(mp, sizeof mp, "%s/metadata.json", sdir);
+  uint8_t *m = NULL;
+  size_t n = 0;
+  if (!rs__ckpt_file_bytes(mp, &m, &n)) {
+    snprintf(msg, cap, "cannot read %s", mp);
+    return RS_FAIL;
+  }
+  const char *at = strstr((const char *)m, ".safetensors\"");
+  if (!at) {
+    free(m);
+    return RS_PASS; /* a checkpoint with no data file */
+  }
+  size_t k = (size_t)(at - (const char *)m) + 12;
+  char *e = malloc(n + 16);
+  if (!e) {
+    free(m);
+    snprintf(msg, cap, "out of memory");
+    return RS_FAIL;
+  }
+  memcpy(e, m, k);
+  memcpy(e + k, "\\u0000x", 7);
+  memcpy(e + k + 7, m + k, n - k);
+  free(m);
+  rs__ckpt_reseal(e, n + 7);
+  FILE *f = fopen(mp, "wb");
+  if (f) {
+    fwrite(e, 1, n + 7, f);
+    fclose(f);
+  }
+  free(e);
+  char ex[4500];
+  snprintf(ex, sizeof ex, "%s/export.safetensors", dir);
+  for (int op = 0; op < 3; ++op) {
+    rs_status st;
+    if (op == 0) st = rs_ckpt_verify(dir, NULL);
+    else if (op == 2) st = rs_ckpt_export(dir, ex);
+    else {
+      rs_ckpt_world got;
+      if (rs_state_spec_build(a, RS_FILL_INITIAL, &got)) {
+        snprintf(msg, cap, "build: %s", rs_last_error());
+        return RS_FAIL;
+      }
+      st = rs_ref_ckpt_load(&got, dir, -1, RS_STRICT_RAISE_ALL, NULL, NULL);
+      rs_ckpt_world_free(&got);
+    }
+    static const char *OPS[] = {"verify", "ref load", "export"};
+    if (st != RS_ERR_INVALID || !strstr(rs_last_error(), "NUL")) {
+      snprintf(msg, cap, "%s of a checkpoint whose metadata.json names a file 'NAME\\u0000x': status %d, %s", OPS[op],
+               (int)st, st ? rs_last_error() : "accepted");
+      return RS_FAIL;
+    }
+  }
+  return RS_PASS;
+}
+
 static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
   static const int64_t BLOCKS[] = {64, RS_CKPT_BLOCK, 128};
   if (save_spec(&c->a, dir, 1, BLOCKS[rs_draw(ch, 3)], 0)) {
@@ -517,19 +587,25 @@ static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir,
   }
   size_t at = (size_t)rs_draw(ch, len);
   uint8_t x = (uint8_t)(1 + rs_draw(ch, 255));
-  /* drawn last (older fixtures replay as flips): 1 case in 8 the file becomes a symbolic link to
-   * an identical copy outside the checkpoint, 1 in 8 a FIFO; every reader must refuse either
-   * (RS_ERR_UNSUPPORTED, naming the file) without blocking */
+  /* drawn last (a replayed stream that ends draws 0: older fixtures replay as flips): 1 case in 8
+   * the file becomes a symbolic link to an identical copy outside the checkpoint, 1 in 8 a FIFO
+   * (every reader must refuse either as a file kind, RS_ERR_UNSUPPORTED naming the file, without
+   * blocking), 1 in 8 metadata.json names a data file with a NUL after its name, resealed (cJSON
+   * would cut the name at the NUL and find the right file: it must be refused) */
   int kind = (int)rs_draw(ch, 8);
-  if (kind < 2) {
+  if (kind == 5 || kind == 6) {
     free(b);
     char outside[4400];
     snprintf(outside, sizeof outside, "%s/outside.bin", dir);
-    if (!rs__ckpt_plant_kind(path, kind, outside)) {
-      snprintf(msg, cap, "cannot plant a %s at %s", kind ? "FIFO" : "symbolic link", path);
+    if (!rs__ckpt_plant_kind(path, kind - 5, outside)) {
+      snprintf(msg, cap, "cannot plant a %s at %s", kind == 6 ? "FIFO" : "symbolic link", path);
       return RS_FAIL;
     }
-    return rs__ckpt_kind_refused(dir, &c->a, path, kind, msg, cap);
+    return rs__ckpt_kind_refused(dir, &c->a, path, kind - 5, msg, cap);
+  }
+  if (kind == 7) {
+    free(b);
+    return nul_name_refused(dir, sdir, &c->a, msg, cap);
   }
   b[at] ^= x;
   FILE *f = fopen(path, "wb");

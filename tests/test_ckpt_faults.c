@@ -249,6 +249,18 @@ static void hostile(void) {
   expect_refused("duplicate file", "twice");
   CHECK(edit_metadata("\"step\":\t1,", "\"step\":\t1, \"step\": 2,", 0) == 1);
   expect_refused("duplicate member", "step");
+  /* a NUL after a name (cJSON would cut the string there and find the right file or key) */
+  CHECK(edit_metadata("\"rank_1.safetensors\"", "\"rank_1.safetensors\\u0000x\"", 1) > 1);
+  expect_refused("file name with a NUL", "NUL");
+  CHECK(edit_metadata("\"decoder.final_layernorm.weight\"", "\"decoder.final_layernorm.weight\\u0000\"", 0) == 1);
+  expect_refused("tensor key with a NUL", "NUL");
+  /* a FIFO in place of a data file: refused as a file kind, never waited on */
+  file_path(1, p, sizeof p);
+  unlink(p);
+  CHECK(mkfifo(p, 0600) == 0);
+  expect_refused("data file is a FIFO", "a FIFO");
+  unlink(p);
+  restore();
   /* truncations */
   file_path(1, p, sizeof p);
   spill(p, pristine[1], pristine_len[1] - 100);

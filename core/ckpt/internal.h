@@ -74,6 +74,9 @@ typedef struct rs__metadata {
 } rs__metadata;
 
 void rs__md_free(rs__metadata *m);
+/* JSON text with no NUL: neither a raw NUL byte nor a \u0000 escape in a string (cJSON would cut
+ * the string there). RS_ERR_INVALID naming `what` and the byte. */
+rs_status rs__json_no_nul(const char *text, size_t len, const char *what);
 /* Parses the bytes of metadata.json: checks its own digest line, the format and version, every
  * field (names, dtypes, sizes with overflow checks, chunks inside the shape and inside their
  * file) and that the chunks of every tensor tile it exactly. */

@@ -10,6 +10,7 @@
 #include "core/checked.h"
 #include "core/ckpt/internal.h"
 #include "core/json.h"
+#include "core/mutant.h"
 
 #define DIGEST_PREFIX "{\"digest\":\"xxh3:"
 #define DIGEST_LINE_LEN (sizeof(DIGEST_PREFIX) - 1 + 16 + 3) /* hex, '"', ',', '\n' */
@@ -432,6 +433,29 @@ static rs_status parse_root(const cJSON *root, rs__metadata *m) {
   return RS_OK;
 }
 
+rs_status rs__json_no_nul(const char *text, size_t len, const char *what) {
+  /* cJSON decodes \u0000 and then keeps the string as a C string, silently cut at the NUL: a
+   * file name "rank_0.safetensors\u0000x" would read as "rank_0.safetensors". Walk the strings
+   * (escapes included) and refuse the escape outright. */
+  int in = 0;
+  for (size_t i = 0; i < len; ++i) {
+    char c = text[i];
+    if (c == 0) return rs_fail(RS_ERR_INVALID, "%s: a NUL byte at byte %zu", what, i);
+    if (!in) {
+      in = c == '"';
+      continue;
+    }
+    if (c == '"') in = 0;
+    else if (c == '\\' && i + 1 < len) {
+      /* RS_MUTANT 606: the \u0000 escape is let through (cJSON then cuts the string) */
+      if (text[i + 1] == 'u' && i + 5 < len && !strncmp(text + i + 2, "0000", 4) && !RS_MUTANT(606))
+        return rs_fail(RS_ERR_INVALID, "%s: a string holds \\u0000 (a NUL) at byte %zu: names never hold NUL", what, i);
+      ++i; /* the escaped character (\\ and \" included) */
+    }
+  }
+  return RS_OK;
+}
+
 rs_status rs__md_parse(const char *bytes, size_t len, rs__metadata *out) {
   memset(out, 0, sizeof *out);
   if (len < DIGEST_LINE_LEN || memcmp(bytes, DIGEST_PREFIX, sizeof(DIGEST_PREFIX) - 1) != 0)
@@ -449,12 +473,13 @@ rs_status rs__md_parse(const char *bytes, size_t len, rs__metadata *out) {
   if (!text) return rs_fail(RS_ERR_NOMEM, "out of memory");
   memcpy(text, bytes, len);
   text[len] = 0;
-  if (strlen(text) != len) {
+  rs_status st = rs__json_no_nul(text, len, "metadata.json");
+  if (st) {
     free(text);
-    return rs_fail(RS_ERR_INVALID, "metadata.json: NUL byte");
+    return st;
   }
   cJSON *root;
-  rs_status st = rs_json_parse(text, &root);
+  st = rs_json_parse(text, &root);
   free(text);
   if (st) return rs_fail_prefix(RS_ERR_INVALID, "metadata.json: ");
   st = cJSON_IsObject(root) ? parse_root(root, out) : rs_fail(RS_ERR_INVALID, "metadata.json: not an object");

@@ -75,12 +75,13 @@ rs_status rs__st_parse(const char *json, size_t len, int64_t file_size, rs__st_h
   if (!text) return rs_fail(RS_ERR_NOMEM, "out of memory");
   memcpy(text, json, len);
   text[len] = 0;
-  if (strlen(text) != len) {
+  rs_status st = rs__json_no_nul(text, len, "safetensors header");
+  if (st) {
     free(text);
-    return rs_fail(RS_ERR_INVALID, "safetensors: NUL byte in the header");
+    return st;
   }
   cJSON *root;
-  rs_status st = rs_json_parse(text, &root);
+  st = rs_json_parse(text, &root);
   free(text);
   if (st) return rs_fail_prefix(RS_ERR_INVALID, "safetensors header: ");
   if (!cJSON_IsObject(root)) {
