@@ -121,8 +121,10 @@ static rs_status gen_sharding(rs_choices *ch, int world, rs_spec_tensor *t) {
     t->flatten_dim = rdims[rs_draw(ch, (uint64_t)nr)];
     if (rs_draw(ch, 3) == 1) t->factory = RS_FACTORY_FLAT;
   }
-  /* prepended axes (layer stacking): never over an empty axis, which would hold no entry at all */
-  if (t->t.ndim >= 1 && t->t.shape[0] > 0 && rs_draw(ch, 6) == 1) t->prepend = 1;
+  /* prepended axes (layer stacking), also over an empty axis (whose key must not vanish). Over
+   * an empty axis the choice comes from the seed, not from a draw, so that streams recorded
+   * before empty axes were allowed replay unchanged */
+  if (t->t.ndim >= 1 && (t->t.shape[0] > 0 ? rs_draw(ch, 6) == 1 : t->seed % 3 == 1)) t->prepend = 1;
   return RS_OK;
 }
 

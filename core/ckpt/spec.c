@@ -7,6 +7,7 @@
 #include <string.h>
 #include "core/checked.h"
 #include "core/ckpt/internal.h"
+#include "core/mutant.h"
 #include "core/json.h"
 #include "reshard/case.h"
 
@@ -453,6 +454,17 @@ static rs_status add_tensor_entries(const rs_spec_tensor *t, rs_fill fill, int r
   /* prepended axes: one entry per index of the box on those axes */
   int64_t poff[RS_MAX_DIMS], psz[RS_MAX_DIMS], pidx[RS_MAX_DIMS];
   int np = t->prepend;
+  /* a prepended axis of global size 0 has no index to explode: every rank would hold no entry and
+   * the key would vanish from the checkpoint (and be "unexpected" to every other layout). An
+   * empty tensor keeps its entry in every layout: one empty entry per rank, with no prepended
+   * axes (0-size entries are saved as metadata only).
+   * RS_MUTANT 607: the key of a tensor empty on a prepended axis vanishes */
+  for (int d = 0; d < t->prepend && !RS_MUTANT(607); ++d)
+    if (t->t.shape[d] == 0) {
+      np = 0;
+      e.prepend_axis_num = 0;
+      e.has_axis_frag = 0;
+    }
   for (int d = 0; d < np; ++d) {
     poff[d] = start[d];
     psz[d] = size[d];

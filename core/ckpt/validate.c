@@ -380,6 +380,22 @@ rs_status rs_ckpt_validate(const rs_ckpt_world *w) {
   }
   rs_status st = validate_tensors(w, tr, k);
   if (!st) st = validate_objects(orr, q);
+  /* tensor keys and objects' unique keys are one namespace: strict reports and export (one
+   * safetensors entry per name) name both. tr is sorted by key now.
+   * RS_MUTANT 608: a tensor key equal to an object's unique key passes */
+  for (int i = 0; i < q && !st && !RS_MUTANT(608); ++i) {
+    char uk[2200];
+    rs_sh_object_unique_key(orr[i].o, uk, sizeof uk);
+    int lo = 0, hi = k;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (strcmp(tr[mid].t->key, uk) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < k && strcmp(tr[lo].t->key, uk) == 0)
+      st = rs_fail(RS_ERR_INVALID, "key '%s': a tensor key (rank %d) equal to the unique key of object '%s' (rank %d): "
+                   "tensor keys and object unique keys share one namespace", uk, tr[lo].rank, orr[i].o->key, orr[i].rank);
+  }
   free(tr);
   free(orr);
   return st;
