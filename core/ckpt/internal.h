@@ -107,6 +107,7 @@ typedef struct rs__st_header {
   int64_t header_len; /* the JSON's byte count (the 8-byte prefix's value) */
   rs__st_entry *e;
   int n, cap;
+  rs__st_entry **byname; /* parsed headers: the entries sorted by name (rs__st_find) */
   rs_kv *meta;        /* __metadata__ */
   int nmeta, capm;
 } rs__st_header;

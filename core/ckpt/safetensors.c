@@ -15,11 +15,22 @@ void rs__st_free(rs__st_header *h) {
     free(h->meta[i].val);
   }
   free(h->e);
+  free(h->byname);
   free(h->meta);
   memset(h, 0, sizeof *h);
 }
 
 int rs__st_find(const rs__st_header *h, const char *name) {
+  if (h->byname) { /* binary search: a header of many entries is searched once per chunk */
+    int lo = 0, hi = h->n;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2, c = strcmp(h->byname[mid]->name, name);
+      if (c == 0) return (int)(h->byname[mid] - h->e);
+      if (c < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return -1;
+  }
   for (int i = 0; i < h->n; ++i)
     if (strcmp(h->e[i].name, name) == 0) return i;
   return -1;
@@ -140,6 +151,11 @@ rs_status rs__st_parse(const char *json, size_t len, int64_t file_size, rs__st_h
     for (int i = 1; ix && i < out->n && !st; ++i)
       if (strcmp(ix[i - 1]->name, ix[i]->name) == 0)
         st = rs_fail(RS_ERR_INVALID, "safetensors: tensor '%s' twice", ix[i]->name);
+    if (ix && !st) {
+      out->byname = malloc(sizeof *ix * (size_t)out->n);
+      if (!out->byname) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      else memcpy(out->byname, ix, sizeof *ix * (size_t)out->n);
+    }
     if (ix && !st) {
       qsort(ix, (size_t)out->n, sizeof *ix, cmp_begin);
       int64_t at = 0;

@@ -158,8 +158,12 @@ static rs_status check_tiling(const char *key, int nd, const int64_t *shape, pie
     int64_t ne = 0;
     rs__numel_ok(x->size, nd, &ne);
     covered += ne;
+    /* boxes are sorted by their first offset: once one starts at or past x's end on dim 0, no
+     * later one meets x (a sweep; the pairs it skips never overlap, so the first overlap found
+     * is the one a full pairwise scan finds) */
     for (int b = a + 1; b < nb && !st; ++b) {
       const piece *y = &p[box_first[b]];
+      if (nd > 0 && y->off[0] >= x->off[0] + x->size[0]) break;
       int64_t io[RS_MAX_DIMS], is[RS_MAX_DIMS];
       if (rs__box_intersect(nd, x->off, x->size, y->off, y->size, io, is)) {
         rs__region_text(nd, io, is, reg, sizeof reg);

@@ -190,8 +190,12 @@ static rs_status load_tensor(rs__reader *rd, int rank, rs_sh_tensor *t) {
   if (!stage) return rs_fail(RS_ERR_NOMEM, "out of memory");
   if (t->nbytes) memcpy(stage, t->data, (size_t)t->nbytes);
   int64_t got = 0;
-  for (int c = 0; c < mt->nc && !st; ++c) {
-    const rs__chunk *ch = &mt->c[c];
+  const int *ord;
+  int from, to;
+  if (!st) st = rs__reader_chunk_window(rd, mi, t->ndim ? t->global_offset[0] : 0,
+                                        t->ndim ? t->global_offset[0] + t->local_shape[0] : 0, &ord, &from, &to);
+  for (int k = from; k < to && !st; ++k) {
+    const rs__chunk *ch = &mt->c[ord ? ord[k] : k];
     int64_t io[RS_MAX_DIMS], is[RS_MAX_DIMS];
     if (!rs__box_intersect(t->ndim, t->global_offset, t->local_shape, ch->off, ch->size, io, is)) continue;
     if ((st = rs__reader_check_chunk(rd, mt, ch))) break;

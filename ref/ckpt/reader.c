@@ -45,7 +45,9 @@ rs_status rs__reader_open(rs__reader *r, const char *stepdir) {
   r->hdr_ok = calloc((size_t)r->md.nf + 1, sizeof *r->hdr_ok);
   r->fd = malloc(sizeof(int) * ((size_t)r->md.nf + 1));
   for (int f = 0; r->fd && f < r->md.nf; ++f) r->fd[f] = -1;
-  if (!r->hdr || !r->hdr_ok || !r->fd) {
+  r->corder = calloc((size_t)r->md.nt + 1, sizeof *r->corder);
+  r->cmax0 = calloc((size_t)r->md.nt + 1, sizeof *r->cmax0);
+  if (!r->hdr || !r->hdr_ok || !r->fd || !r->corder || !r->cmax0) {
     rs__reader_close(r);
     return rs_fail(RS_ERR_NOMEM, "out of memory");
   }
@@ -99,6 +101,9 @@ static void cache_put(rs__reader *r, int file, int64_t b, uint8_t *data, int64_t
 }
 
 void rs__reader_close(rs__reader *r) {
+  for (int i = 0; r->corder && i < r->md.nt; ++i) free(r->corder[i]);
+  free(r->corder);
+  free(r->cmax0);
   cache_clear(r);
   free(r->cache);
   for (int f = 0; r->fd && f < r->md.nf; ++f)
@@ -166,6 +171,62 @@ rs_status rs__reader_read(rs__reader *r, int file, int64_t off, int64_t len, con
     else cache_put(r, file, b, blk, bl);
   }
   return st;
+}
+
+typedef struct off_ix {
+  int64_t off0;
+  int i;
+} off_ix;
+
+static int cmp_off_ix(const void *a, const void *b) {
+  const off_ix *x = a, *y = b;
+  if (x->off0 != y->off0) return x->off0 < y->off0 ? -1 : 1;
+  return x->i - y->i;
+}
+
+rs_status rs__reader_chunk_window(rs__reader *r, int ti, int64_t a, int64_t b, const int **order, int *from, int *to) {
+  const rs__md_tensor *t = &r->md.t[ti];
+  *order = NULL;
+  *from = 0;
+  *to = t->nc;
+  if (t->ndim == 0 || t->nc < 32) return RS_OK; /* few chunks: all of them */
+  if (!r->corder[ti]) {
+    off_ix *v = malloc(sizeof *v * (size_t)t->nc);
+    int *o = malloc(sizeof *o * (size_t)t->nc);
+    if (!v || !o) {
+      free(v);
+      free(o);
+      return rs_fail(RS_ERR_NOMEM, "out of memory");
+    }
+    int64_t mx = 0;
+    for (int i = 0; i < t->nc; ++i) {
+      v[i] = (off_ix){t->c[i].off[0], i};
+      if (t->c[i].size[0] > mx) mx = t->c[i].size[0];
+    }
+    qsort(v, (size_t)t->nc, sizeof *v, cmp_off_ix);
+    for (int i = 0; i < t->nc; ++i) o[i] = v[i].i;
+    free(v);
+    r->corder[ti] = o;
+    r->cmax0[ti] = mx;
+  }
+  const int *o = r->corder[ti];
+  /* a chunk meets [a, b) on dim 0 only if a - max0 < off0 < b */
+  int lo = 0, hi = t->nc;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (t->c[o[mid]].off[0] <= a - r->cmax0[ti]) lo = mid + 1;
+    else hi = mid;
+  }
+  *from = lo;
+  hi = t->nc;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (t->c[o[mid]].off[0] < b) lo = mid + 1;
+    else hi = mid;
+  }
+  *to = lo;
+  *order = o;
+  return RS_OK;
 }
 
 rs_status rs__reader_header(rs__reader *r, int file, const rs__st_header **out) {

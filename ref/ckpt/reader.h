@@ -18,6 +18,8 @@ typedef struct rs__reader {
   int *fd;            /* per file, opened (and its size checked) on first use; -1 before */
   rs__rblock *cache;  /* open addressing, cap a power of two */
   int64_t ncache, capcache, cache_bytes;
+  int **corder;       /* per tensor of md: its chunks by first offset (rs__reader_chunk_window) */
+  int64_t *cmax0;     /* per tensor: the largest chunk extent on dim 0 */
   rs__metadata md;
   rs__st_header *hdr; /* per file, parsed on first use */
   int *hdr_ok;
@@ -34,6 +36,10 @@ void rs__reader_close(rs__reader *r);
  * (up to RS__READER_CACHE bytes; past it the kept blocks are dropped and read again on use), so a
  * load of many small chunks that share blocks stays linear in the checkpoint. */
 rs_status rs__reader_read(rs__reader *r, int file, int64_t off, int64_t len, const char *key, uint8_t *out);
+/* The chunks of md tensor ti that can meet a request starting at a on dim 0 and ending before b:
+ * (*order ? (*order)[k] : k) for k in [*from, *to). Sorted once per tensor per reader, so a load
+ * of n requests over n chunks takes n log n, not n^2. */
+rs_status rs__reader_chunk_window(rs__reader *r, int ti, int64_t a, int64_t b, const int **order, int *from, int *to);
 /* The file's safetensors header, parsed (digest-checked) on first use. */
 rs_status rs__reader_header(rs__reader *r, int file, const rs__st_header **out);
 /* A chunk's (or object's, dtype U8) safetensors entry agrees with metadata: name, dtype, shape,
