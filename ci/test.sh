@@ -97,7 +97,7 @@ stage "ckpt: property campaign ($CKPT_CASES cases) beside the torture and the sa
 $R ckpt check --seed 1 --cases "$CKPT_CASES" --quiet --regress-dir "$out/ckpt-regressions" \
   --junit "$out/ckpt.junit.xml" --json "$out/ckpt.json" >"$out/ckpt-check.log" 2>&1 &
 ckpt_pid=$!
-$R ckpt torture --kills 300 --seed 2
+$R ckpt torture --kills 300 --seed 2 --impl both   # every other save is opt's
 [ -x build/ckpt-venv/bin/python ] || python3 -m venv build/ckpt-venv
 build/ckpt-venv/bin/python -c "import numpy, safetensors" 2>/dev/null ||
   build/ckpt-venv/bin/pip install -q numpy safetensors
