@@ -8,7 +8,8 @@
 #  - a malformed `latest` is exit 2 from both loads, verify and export;
 #  - `prepend` over a size-0 axis keeps its key (fixtures/ckpt/prepend_empty_axis*.json);
 #  - a tensor key equal to an object's unique key is refused (exit 2) by both saves;
-#  - ref load is linear: 5,000 one-element chunks read each digest block once.
+#  - ref load is linear: 5,000 one-element chunks read each digest block once;
+#  - `ckpt load --json` digests agree between ref and opt.
 set -uo pipefail
 R=$1
 src=$2
@@ -96,5 +97,12 @@ run 0 "" "$R" ckpt save "$T/many.json" --root "$T/many" --step 1
 run 0 "" "$R" ckpt load "$T/many.json" --root "$T/many"
 size=$(stat -c %s "$T/many/step_1/rank_0.safetensors")
 grep -q "($size bytes read)" "$T/out" || fail "ref load of 5,000 chunks: $(cat "$T/out") (want $size bytes read)"
+# ckpt load --json: per rank and entry the xxh3 of what was loaded; ref's and opt's agree
+run 0 "" "$R" ckpt load "$B" --root "$T/r" --json "$T/ref.json"
+run 0 "" "$R" ckpt load "$B" --root "$T/r" --impl opt --read-once --json "$T/opt.json"
+grep -q '"xxh3": "[0-9a-f]\{16\}"' "$T/ref.json" || fail "ckpt load --json: no digests in $(head -c 200 "$T/ref.json")"
+sed 's/"impl": "[a-z]*"//' "$T/ref.json" >"$T/ref.n"
+sed 's/"impl": "[a-z]*"//' "$T/opt.json" >"$T/opt.n"
+cmp -s "$T/ref.n" "$T/opt.n" || fail "ckpt load --json: ref's and opt's digests differ"
 [ $bad = 0 ] && echo "ckpt_readers: ok"
 exit $bad

@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include "cli.h"
+#include "core/ckpt/internal.h"
 #include "cmd_ckpt_opt.h"
 #include "core/values.h"
 #include "props/ckpt.h"
@@ -22,11 +24,12 @@ static const char *HELP =
     "        [--threads T] [--segment S] [--direct]   (opt: balanced writers, T I/O threads)\n"
     "        build every rank's state dict from the state spec and save it (commit: data, fsync,\n"
     "        metadata.json by rename, directory fsync, then latest)\n"
-    "  load STATE.json --root DIR [--step N] [--impl ref|opt] [--transport ..] [--strict MODE]\n"
+    "  load STATE.json --root DIR [--step N] [--impl ref|opt] [--transport ..] [--strict MODE] [--json F]\n"
     "        [--read-once] [--threads T] [--segment S] [--direct]   (opt)\n"
     "        load into the spec's layout on its ranks and check every rank against the oracle\n"
     "        (MODE: assume_ok_unexpected (default), log_unexpected, log_all, raise_unexpected,\n"
-    "        raise_all, return_unexpected, return_all, ignore_all)\n"
+    "        raise_all, return_unexpected, return_all, ignore_all); --json F: per rank and entry the\n"
+    "        xxh3-64 of what the load left in memory (under MPI each process writes F.<rank>)\n"
     "  verify DIR              every digest, safetensors headers, chunks tile every tensor\n"
     "  inspect DIR [--json]    keys, dtypes, shapes, chunks, files\n"
     "  export DIR OUT.safetensors   whole tensors in one safetensors file\n"
@@ -54,6 +57,49 @@ int ckpt_exit_code(rs_status st) {
 static int ckpt_fail(const char *C, rs_status st) {
   fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
   return ckpt_exit_code(st);
+}
+
+int ckpt_load_json(const char *C, const char *path, const char *impl, const char *status, const rs_ckpt_world *w,
+                   int rank) {
+  FILE *f = fopen(path, "w");
+  if (!f) return cli_usage_error(C, "--json: cannot create %s", path);
+  /* keys are printable ASCII without '"' or '\\' (the key rule), so they need no escaping */
+  fprintf(f, "{\"format\": \"reshard-ckpt-load\", \"version\": 1, \"impl\": \"%s\", \"status\": \"%s\", \"ranks\": [",
+          impl, status);
+  int first_rank = 1;
+  for (int r = 0; r < w->n; ++r) {
+    if (rank >= 0 && r != rank) continue;
+    const rs_state_dict *sd = &w->sd[r];
+    fprintf(f, "%s\n {\"rank\": %d, \"tensors\": [", first_rank ? "" : ",", r);
+    first_rank = 0;
+    for (int i = 0; i < sd->nt; ++i) {
+      const rs_sh_tensor *t = &sd->t[i];
+      char hx[17];
+      rs__hex64(XXH3_64bits(t->data, (size_t)t->nbytes), hx);
+      fprintf(f, "%s\n  {\"key\": \"%s\", \"dtype\": \"%s\", \"offsets\": [", i ? "," : "", t->key,
+              rs_dtype_name(t->dtype));
+      for (int d = 0; d < t->ndim; ++d) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->global_offset[d]);
+      fprintf(f, "], \"shape\": [");
+      for (int d = 0; d < t->ndim; ++d) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->local_shape[d]);
+      fprintf(f, "]");
+      if (t->has_flat) fprintf(f, ", \"flat\": [%lld, %lld]", (long long)t->flat_start, (long long)t->flat_stop);
+      fprintf(f, ", \"bytes\": %lld, \"loaded\": %s, \"xxh3\": \"%s\"}", (long long)t->nbytes,
+              t->loaded ? "true" : "false", hx);
+    }
+    fprintf(f, "], \"objects\": [");
+    for (int i = 0; i < sd->no; ++i) {
+      const rs_sh_object *o = &sd->o[i];
+      char uk[2048], hx[17];
+      rs_sh_object_unique_key(o, uk, sizeof uk);
+      rs__hex64(XXH3_64bits(o->data, (size_t)o->len), hx);
+      fprintf(f, "%s\n  {\"key\": \"%s\", \"bytes\": %lld, \"loaded\": %s, \"xxh3\": \"%s\"}", i ? "," : "", uk,
+              (long long)o->len, o->loaded ? "true" : "false", hx);
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "\n]}\n");
+  if (fclose(f) != 0) return cli_usage_error(C, "--json: cannot write %s", path);
+  return 0;
 }
 
 /* Bad input (STATE.json, flags, a directory that holds no checkpoint) exits 2, out of memory 3. */
@@ -103,6 +149,7 @@ int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_a
     CLI_OPT(C, "--segment", seg);
     if (!load) CLI_OPT(C, "--block", blk);
     if (load) CLI_OPT(C, "--strict", a->strict);
+    if (load) CLI_OPT(C, "--json", a->json);
     if (argv[i][0] == '-') return cli_usage_error(C, "unknown option '%s'", argv[i]);
     if (a->spec) return cli_usage_error(C, "one STATE.json only");
     a->spec = argv[i];
@@ -201,6 +248,7 @@ static int cmd_load(int argc, char **argv) {
     printf("ok: %d ranks, %lld tensor entries and %lld objects loaded (%lld bytes read), every rank equals the oracle\n",
            s.world, (long long)rep.tensors_loaded, (long long)rep.objects_loaded, (long long)rep.bytes_read);
   }
+  if (a.json && (r = ckpt_load_json(C, a.json, "ref", st ? "failed" : "ok", &got, -1))) rc = r;
   rs_ckpt_report_free(&rep);
   rs_ckpt_world_free(&got);
   rs_ckpt_world_free(&exp);

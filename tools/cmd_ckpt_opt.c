@@ -178,9 +178,16 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
       bad = 1;
     }
   }
+  if (a->json) {
+    /* local: one file with every rank; MPI: each process its own rank, in FILE.<rank> */
+    char jp[4200];
+    if (rs_world_is_local(world)) snprintf(jp, sizeof jp, "%s", a->json);
+    else snprintf(jp, sizeof jp, "%s.%d", a->json, me);
+    if (ckpt_load_json(C, jp, "opt", st ? "failed" : "ok", &got, rs_world_is_local(world) ? -1 : me) && !bad) bad = 3;
+  }
   int flag = bad != 0;
   rs_world_agree(world, &flag);
-  if (bad == 2) rc = CLI_USAGE;
+  if (bad == 2 || bad == 3) rc = CLI_USAGE;
   else if (flag) rc = CLI_FAIL;
   else if (me == 0)
     printf("ok: %d ranks (opt, %s, %s), %lld bytes read by rank 0's process in %.3f s, every rank equals the oracle\n",

@@ -8,6 +8,7 @@
  * (cmd_ckpt.c): -1 when every flag parses, else the exit code (a usage error was printed). */
 typedef struct ckpt_io_args {
   const char *spec, *root, *impl, *tr, *strict;
+  const char *json;             /* load --json FILE */
   long long step;               /* -1: not given (load: latest) */
   long long block, threads, segment; /* 0: not given */
   int direct, read_once;
@@ -20,6 +21,11 @@ int ckpt_exit_code(rs_status st);
 /* ckpt load's target: latest readable (step < 0) or step_<step> present; -1, else the exit code
  * (2: bad input, message printed). Both implementations' loads ask it first. */
 int ckpt_load_target(const char *C, const char *root, long long step);
+/* `ckpt load --json FILE`: per rank and entry, the xxh3-64 of the bytes the load left in memory
+ * (after factory merges). rank >= 0: only that rank (an MPI process). 0, or the exit code. */
+struct rs_ckpt_world;
+int ckpt_load_json(const char *C, const char *path, const char *impl, const char *status,
+                   const struct rs_ckpt_world *w, int rank);
 int cmd_ckpt_opt_save(const ckpt_io_args *a);
 int cmd_ckpt_opt_load(const ckpt_io_args *a);
 /* `ckpt check`'s flags (cmd_ckpt.c), parsed once for ref's and opt's campaigns: returns -1 when
