@@ -75,6 +75,8 @@ int rs__ckpt_file_bytes(const char *path, uint8_t **b, size_t *n);
  * spec, and verify passes: what every interrupted save must leave (ckpt_props.c). */
 rs_outcome rs__ckpt_check_latest(const char *dir, int64_t step1, const rs_state_spec *s1, int64_t step2,
                                  const rs_state_spec *s2, char *msg, size_t cap);
+/* A copy of spec s with every tensor and object seed moved by shift (other values, same layout). */
+rs_status rs__ckpt_shifted_spec(const rs_state_spec *s, uint64_t shift, rs_state_spec *out);
 /* Bytes of the regular *.safetensors files of a step directory. */
 int64_t rs__ckpt_dir_bytes(const char *dir);
 /* Replaces file by a symbolic link to an identical copy at `outside` (kind 0) or by a FIFO

@@ -134,10 +134,8 @@ static rs_status dev_save(ctx *x, rs_ckpt_world *w, const char *root, int64_t st
 static rs_status save_shifted(ctx *x, const rs_state_spec *s, uint64_t shift, const char *root, int64_t step,
                               const rs_ckpt_opt_opts *o, rs_ckpt_opt_stats *stats) {
   rs_state_spec t;
-  rs_status st = rs_state_spec_copy(s, &t);
+  rs_status st = rs__ckpt_shifted_spec(s, shift, &t);
   if (st) return st;
-  for (int i = 0; i < t.nt; ++i) t.t[i].seed += shift;
-  for (int i = 0; i < t.no; ++i) t.o[i].seed += shift;
   rs_ckpt_world w = {0, NULL};
   st = build_padded(&t, RS_FILL_VALUES, x->mpi ? x->P : t.world, x->mpi ? x->me : -1, &w);
   if (!st) st = dev_save(x, &w, root, step, o, stats);
@@ -386,12 +384,10 @@ static rs_outcome crash_check(ctx *x, rs_ckpt_case *c, rs_choices *ch, const cha
     return RS_FAIL;
   }
   rs_state_spec next;
-  if (rs_state_spec_copy(&c->a2, &next)) {
+  if (rs__ckpt_shifted_spec(&c->a2, 1000003, &next)) {
     snprintf(msg, cap, "copy: %s", rs_last_error());
     return RS_FAIL;
   }
-  for (int i = 0; i < next.nt; ++i) next.t[i].seed += 1000003;
-  for (int i = 0; i < next.no; ++i) next.o[i].seed += 1000003;
   rs_outcome out = rs__ckpt_check_latest(root, 2, &c->a, 3, &next, msg, cap);
   rs_state_spec_free(&next);
   if (out == RS_FAIL) {

@@ -480,14 +480,20 @@ int rs__ckpt_plant_kind(const char *file, int kind, const char *outside) {
   return unlink(file) == 0 && mkfifo(file, 0600) == 0;
 }
 
+rs_status rs__ckpt_shifted_spec(const rs_state_spec *s, uint64_t shift, rs_state_spec *out) {
+  rs_status st = rs_state_spec_copy(s, out);
+  if (st) return st;
+  for (int i = 0; i < out->nt; ++i) out->t[i].seed += shift;
+  for (int i = 0; i < out->no; ++i) out->o[i].seed += shift;
+  return RS_OK;
+}
+
 static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
   rs_state_spec next;
-  if (rs_state_spec_copy(&c->a2, &next)) {
+  if (rs__ckpt_shifted_spec(&c->a2, 1000003, &next)) {
     snprintf(msg, cap, "copy: %s", rs_last_error());
     return RS_FAIL;
   }
-  for (int i = 0; i < next.nt; ++i) next.t[i].seed += 1000003;
-  for (int i = 0; i < next.no; ++i) next.o[i].seed += 1000003;
   rs_outcome out = RS_PASS;
   int64_t crash_at = 1 + (int64_t)rs_draw(ch, (uint64_t)(16 + 3 * next.world)); /* some past the end */
   if (save_spec(&c->a, dir, 1, 256, 0)) {
@@ -513,12 +519,10 @@ static rs_outcome prop_crash(rs_ckpt_case *c, rs_choices *ch, const char *dir, c
 
 static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
-/* verify, ref load and export of a checkpoint whose file `path` is a link or a FIFO: each must
- * refuse it as a file kind (RS_ERR_UNSUPPORTED) naming the file */
-rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const char *path, int kind, char *msg,
-                                 size_t cap) {
-  const char *what = kind ? "a FIFO" : "a symbolic link";
-  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+/* verify, ref load (spec a) and export of the checkpoint at dir must each fail with status `want`
+ * and a message holding `text`; `what` describes the planted defect */
+static rs_outcome readers_refuse(const char *dir, const rs_state_spec *a, rs_status want, const char *text,
+                                 const char *what, char *msg, size_t cap) {
   char e[4500];
   snprintf(e, sizeof e, "%s/export.safetensors", dir);
   for (int op = 0; op < 3; ++op) {
@@ -535,13 +539,21 @@ rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const 
       rs_ckpt_world_free(&got);
     }
     static const char *OPS[] = {"verify", "ref load", "export"};
-    if (st != RS_ERR_UNSUPPORTED || !strstr(rs_last_error(), name)) {
-      snprintf(msg, cap, "%s of a checkpoint whose %s is %s: status %d (want the file kind refused), %s", OPS[op], name,
-               what, (int)st, st ? rs_last_error() : "accepted");
+    if (st != want || !strstr(rs_last_error(), text)) {
+      snprintf(msg, cap, "%s of a checkpoint whose %s: status %d (want %d naming '%s'), %s", OPS[op], what, (int)st,
+               (int)want, text, st ? rs_last_error() : "accepted");
       return RS_FAIL;
     }
   }
   return RS_PASS;
+}
+
+rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const char *path, int kind, char *msg,
+                                 size_t cap) {
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  char what[400];
+  snprintf(what, sizeof what, "%s is %s", name, kind ? "a FIFO" : "a symbolic link");
+  return readers_refuse(dir, a, RS_ERR_UNSUPPORTED, name, what, msg, cap);
 }
 
 /* metadata.json of sdir with its first data file name followed by \u0000x, resealed: verify, ref
@@ -578,29 +590,7 @@ static rs_outcome nul_name_refused(const char *dir, const char *sdir, const rs_s
     fclose(f);
   }
   free(e);
-  char ex[4500];
-  snprintf(ex, sizeof ex, "%s/export.safetensors", dir);
-  for (int op = 0; op < 3; ++op) {
-    rs_status st;
-    if (op == 0) st = rs_ckpt_verify(dir, NULL);
-    else if (op == 2) st = rs_ckpt_export(dir, ex);
-    else {
-      rs_ckpt_world got;
-      if (rs_state_spec_build(a, RS_FILL_INITIAL, &got)) {
-        snprintf(msg, cap, "build: %s", rs_last_error());
-        return RS_FAIL;
-      }
-      st = rs_ref_ckpt_load(&got, dir, -1, RS_STRICT_RAISE_ALL, NULL, NULL);
-      rs_ckpt_world_free(&got);
-    }
-    static const char *OPS[] = {"verify", "ref load", "export"};
-    if (st != RS_ERR_INVALID || !strstr(rs_last_error(), "NUL")) {
-      snprintf(msg, cap, "%s of a checkpoint whose metadata.json names a file 'NAME\\u0000x': status %d, %s", OPS[op],
-               (int)st, st ? rs_last_error() : "accepted");
-      return RS_FAIL;
-    }
-  }
-  return RS_PASS;
+  return readers_refuse(dir, a, RS_ERR_INVALID, "NUL", "metadata.json names a file 'NAME\\u0000x'", msg, cap);
 }
 
 static rs_outcome prop_corrupt(rs_ckpt_case *c, rs_choices *ch, const char *dir, char *msg, size_t cap) {
