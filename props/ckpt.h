@@ -69,7 +69,7 @@ uint64_t *rs__ckpt_shrink(rs_stream_pred still_fails, void *ctx, const rs_choice
  * gets the file's name ("" when it could not be created). */
 rs_status rs__ckpt_write_fixture(const char *dir, const char *prop, const uint64_t *v, size_t n, const char *msg,
                                  char *path, size_t cap);
-/* A whole file (malloc'd, *n bytes); 0 when it cannot be read (ckpt_props.c). */
+/* A whole file (malloc'd, *n bytes and a NUL after them); 0 when it cannot be read (ckpt_props.c). */
 int rs__ckpt_file_bytes(const char *path, uint8_t **b, size_t *n);
 /* `latest` of dir names step1 or step2 and loads (ref, raise_all) as the oracle of that step's
  * spec, and verify passes: what every interrupted save must leave (ckpt_props.c). */

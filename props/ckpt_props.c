@@ -375,6 +375,7 @@ int rs__ckpt_file_bytes(const char *path, uint8_t **b, size_t *n) {
   }
   *b = malloc((size_t)l + 1);
   *n = *b ? fread(*b, 1, (size_t)l, f) : 0;
+  if (*b) (*b)[*n] = 0; /* text files can be searched as strings */
   fclose(f);
   return *b != NULL;
 }
