@@ -91,6 +91,10 @@ cmp -s "$T/pe.safetensors" "$T/pe2.safetensors" || fail "prepend over an empty a
 # a tensor key equal to an object's unique key
 run 2 "share one namespace" "$R" ckpt save "$fx/key_equals_object_key.json" --root "$T/k" --step 1
 run 2 "share one namespace" "$R" ckpt save "$fx/key_equals_object_key.json" --root "$T/k" --step 1 --impl opt
+# a key with a NUL in the state spec (the JSON reader would cut it): refused
+printf '{"world":1,"tensors":[{"key":"w\\u0000x","dtype":"F32","shape":[2],"seed":1,"mesh":[1],"placements":"R"}]}' >"$T/nul.json"
+run 2 "NUL" "$R" ckpt save "$T/nul.json" --root "$T/n" --step 1
+run 2 "NUL" "$R" ckpt save "$T/nul.json" --root "$T/n" --step 1 --impl opt
 # ref load reads each digest block once: 5,000 one-element chunks
 echo '{"world":1,"tensors":[{"key":"w","dtype":"F32","shape":[5000,1],"seed":1,"mesh":[1],"placements":"R","prepend":1}]}' >"$T/many.json"
 run 0 "" "$R" ckpt save "$T/many.json" --root "$T/many" --step 1

@@ -267,12 +267,18 @@ static rs_status spec_reader(const cJSON *root, void *out) {
 
 rs_status rs_state_spec_from_json(const char *text, rs_state_spec *out) {
   memset(out, 0, sizeof *out);
-  return rs__json_from_text(text, spec_reader, out);
+  /* a key "w\u0000x" would be cut to "w" by the JSON reader: refused (the key rule) */
+  rs_status st = text ? rs__json_no_nul(text, strlen(text), "state spec") : RS_OK;
+  return st ? st : rs__json_from_text(text, spec_reader, out);
 }
 
 rs_status rs_state_spec_from_file(const char *path, rs_state_spec *out) {
   memset(out, 0, sizeof *out);
-  return rs__json_from_file(path, spec_reader, out);
+  char *text = rs_read_text(path);
+  if (!text) return RS_ERR_IO; /* rs_read_text named the file */
+  rs_status st = rs__json_no_nul(text, strlen(text), path);
+  free(text); /* a spec is small: read again by the shared reader */
+  return st ? st : rs__json_from_file(path, spec_reader, out);
 }
 
 /* ---- printing ---- */
