@@ -24,9 +24,12 @@ done
   || err "layout --json"
 for f in "$dir"/bad/*.json; do
   want=$(sed -n 's/.*"expect_error": *"\([^"]*\)".*/\1/p' "$f" | head -1)
-  msg=$("$bin" p2p run "$f" 2>&1); rc=$?
-  [ $rc -eq 2 ] || err "$f: exit $rc, expected 2"
-  grep -qF -- "$want" <<<"$msg" || err "$f: message '$msg' lacks '$want'"
+  # one validation for every verb: plan and layout refuse what run refuses, with the same message
+  for verb in run plan "layout --config src" "layout --config dst"; do
+    msg=$("$bin" p2p $verb "$f" 2>&1); rc=$?
+    [ $rc -eq 2 ] || err "$f: p2p $verb: exit $rc, expected 2"
+    grep -qF -- "$want" <<<"$msg" || err "$f: p2p $verb: message '$msg' lacks '$want'"
+  done
 done
 "$bin" p2p run "$dir/dense_tp4pp2dp2_to_tp8pp1dp2.json" --copy-service /nonexistent/lib.so >/dev/null 2>&1
 [ $? -eq 2 ] || err "a missing plug-in is bad input (exit 2)"

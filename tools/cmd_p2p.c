@@ -164,10 +164,6 @@ static int cmd_run_(int argc, char **argv) {
   if (strcmp(impl, "ref") && strcmp(impl, "opt")) return cli_usage_error(C, "--impl: '%s', expected ref or opt", impl);
   rs_p2p_model m;
   if ((r = load(model, &m))) return r;
-  if (rs_p2p_check_transforms(&m)) {
-    rs_p2p_model_free(&m);
-    return cli_status_error(C, model);
-  }
   int bad = 0;
   char msg[512];
   rs_p2p_env env = {RS_IMPL_REF, NULL, NULL, 0};

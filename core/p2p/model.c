@@ -117,6 +117,8 @@ rs_status rs_p2p_arch_params(const rs_p2p_arch *a, rs_p2p_model *m) {
     return rs_fail(RS_ERR_NOMEM, "model: out of memory");
   }
   m->nparams = n;
+  m->arch_set = 1;
+  m->arch = *a;
   arch_walk(a, m, tp);
   free(tp);
   for (int64_t i = 0; i < n; ++i) {
@@ -176,6 +178,32 @@ rs_status rs_p2p_config_template(rs_p2p_model *m, int which, const rs_p2p_arch *
     return rs_fail(RS_ERR_INVALID, "%s.template: tp*pp*dp exceeds 2^24 ranks", cn);
   if (!ranks && ((int64_t)first_rank < 0 || first_rank + world > RS_P2P_MAX_WORLD))
     return rs_fail(RS_ERR_INVALID, "%s.first_rank: out of range", cn);
+  if (ranks) {
+    /* tp*pp*dp distinct ranks: a rank repeated across stages (or inside one) is refused here, under
+     * the field the user wrote (the stage meshes built below are not in the file). */
+    int32_t top = 0;
+    for (int64_t i = 0; i < world; ++i) {
+      if (ranks[i] < 0 || ranks[i] >= RS_P2P_MAX_WORLD)
+        return rs_fail(RS_ERR_INVALID, "%s.ranks[%lld]: %d out of range [0, 2^24)", cn, (long long)i, ranks[i]);
+      if (ranks[i] > top) top = ranks[i];
+    }
+    int64_t *seen = malloc(((size_t)top + 1) * sizeof *seen);
+    if (!seen) return rs_fail(RS_ERR_NOMEM, "config: out of memory");
+    memset(seen, 0xff, ((size_t)top + 1) * sizeof *seen);
+    for (int64_t i = 0; i < world; ++i) {
+      if (seen[ranks[i]] >= 0) {
+        int32_t r = ranks[i];
+        long long a = (long long)seen[r];
+        free(seen);
+        return rs_fail(RS_ERR_INVALID,
+                       "%s.ranks: rank %d appears twice (ranks[%lld] and ranks[%lld]; stages %lld and %lld): a "
+                       "template needs tp*pp*dp distinct ranks",
+                       cn, r, a, (long long)i, a / stage, (long long)i / stage);
+      }
+      seen[ranks[i]] = i;
+    }
+    free(seen);
+  }
   int32_t *own = NULL;
   if (!ranks) {
     own = malloc((size_t)world * sizeof(int32_t));
@@ -320,7 +348,8 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m) {
       }
     }
   }
-  return RS_OK;
+  /* the same model is valid for every verb (plan, layout, run, check) */
+  return rs_p2p_check_transforms(m);
 }
 
 void rs_p2p_box(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *start,
@@ -361,18 +390,43 @@ void rs_p2p_value(const rs_p2p_model *m, int64_t p, int64_t idx, void *out) {
   memcpy(out, &h, (size_t)rs_dtype_size(pa->t.dtype));
 }
 
+/* Index of the first template suffix that names parameter p (the template's own field). */
+static int mxfp8_suffix(const rs_p2p_arch *a, const char *name) {
+  for (int k = 0; a && k < a->nmxfp8; ++k)
+    if (ends_with(name, a->mxfp8[k])) return k;
+  return -1;
+}
+
 rs_status rs_p2p_check_transforms(const rs_p2p_model *m) {
+  const rs_p2p_config *c = &m->cfg[RS_P2P_DST];
   for (int64_t p = 0; p < m->nparams; ++p) {
     if (m->param[p].transform != RS_XFORM_MXFP8) continue;
     const rs_tensor *t = &m->param[p].t;
-    const rs_p2p_mesh *me = &m->cfg[RS_P2P_DST].mesh[m->cfg[RS_P2P_DST].place[p].mesh];
+    const char *nm = m->param[p].name;
+    /* the field the user wrote: the template's suffix list, or the parameter's own entry */
+    char field[128];
+    int k = m->arch_set ? mxfp8_suffix(&m->arch, nm) : -1;
+    if (k >= 0)
+      snprintf(field, sizeof field, "model.template.mxfp8[%d] ('%s' matches %s)", k, m->arch.mxfp8[k], nm);
+    else
+      snprintf(field, sizeof field, "model.params[%lld].transform", (long long)p);
+    int64_t last = t->shape[t->ndim - 1];
+    if (rs__p2p_numel(t->ndim, t->shape) && last % RS_MXFP8_BLOCK)
+      return rs_fail(RS_ERR_INVALID, "%s: MXFP8 needs the local last dim to be a multiple of 32 (the whole "
+                     "last dim is %lld)", field, (long long)last);
+    /* a last dim no mesh dim splits is whole on every rank: checked above */
+    if (!c->place[p].s.order_len[t->ndim - 1]) continue;
+    const rs_p2p_mesh *me = &c->mesh[c->place[p].mesh];
     for (int64_t q = 0; q < me->nranks; ++q) {
       int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
       rs_p2p_box(m, RS_P2P_DST, p, q, s, z);
-      if (rs__p2p_numel(t->ndim, z) && z[t->ndim - 1] % RS_MXFP8_BLOCK)
-        return rs_fail(RS_ERR_INVALID,
-                       "dst.params.%s: MXFP8 needs the local last dim to be a multiple of 32 (rank %d holds %lld)",
-                       m->param[p].name, me->ranks[q], (long long)z[t->ndim - 1]);
+      if (rs__p2p_numel(t->ndim, z) && z[t->ndim - 1] % RS_MXFP8_BLOCK) {
+        if (c->is_template)
+          return rs_fail(RS_ERR_INVALID, "%s: MXFP8 needs the local last dim to be a multiple of 32 (dst.template "
+                         "gives rank %d %lld)", field, me->ranks[q], (long long)z[t->ndim - 1]);
+        return rs_fail(RS_ERR_INVALID, "dst.params.%s.placements: MXFP8 (%s) needs the local last dim to be a "
+                       "multiple of 32 (rank %d holds %lld)", nm, field, me->ranks[q], (long long)z[t->ndim - 1]);
+      }
     }
   }
   return RS_OK;
