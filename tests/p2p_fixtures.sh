@@ -22,6 +22,14 @@ done
 "$bin" p2p plan "$f" --planner ref --json | grep -q '"bytes_sent":575040' || err "ref plan bytes"
 "$bin" p2p layout "$f" --config dst --json | grep -q '"name":"layers.0.attn.qkv.weight","placements":"RS(0)","offsets":\[24,0\],"sizes":\[24,64\]' \
   || err "layout --json"
+# one box function: p2p layout reports what reshard layout reports (an empty nested shard's global
+# offset is the dim's extent, 6 here, not the inner split's 3)
+f="$dir/empty_nested_shard.json"
+a=$("$bin" p2p layout "$f" --config src --json | grep -o '"offsets":\[[0-9,]*\]' | tr -d '\n')
+b=$("$bin" layout --mesh 2x4 --shape 6 --placements 'S(0),S(0)' --json | grep -o '"global_offset":\[[0-9,]*\]' \
+    | sed 's/global_offset/offsets/' | tr -d '\n')
+[ -n "$a" ] && [ "$a" = "$b" ] || err "p2p layout offsets '$a' != reshard layout '$b'"
+grep -q '"offsets":\[6\]' <<<"$a" || err "p2p layout: the empty shard's offset is not the extent 6"
 for f in "$dir"/bad/*.json; do
   want=$(sed -n 's/.*"expect_error": *"\([^"]*\)".*/\1/p' "$f" | head -1)
   # one validation for every verb: plan and layout refuse what run refuses, with the same message

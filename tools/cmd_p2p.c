@@ -109,7 +109,7 @@ static int cmd_layout_(int argc, char **argv) {
       int64_t q = rs_p2p_pos(&m, which, p, rk);
       if (q < 0) continue;
       int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
-      rs_p2p_box(&m, which, p, q, s, z);
+      rs_p2p_shape_offset(&m, which, p, q, z, s);
       int nd = m.param[p].t.ndim;
       char pl[128];
       rs_format_sharding(&m.cfg[which].place[p].s, pl, sizeof pl);

@@ -361,6 +361,15 @@ void rs_p2p_box(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_
   rs_box_of_coord(me->size, &pl->s, &m->param[p].t, coord, start, size);
 }
 
+void rs_p2p_shape_offset(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *shape,
+                         int64_t *offset) {
+  const rs_p2p_place *pl = &m->cfg[which].place[p];
+  const rs_p2p_mesh *me = &m->cfg[which].mesh[pl->mesh];
+  int64_t coord[RS_MAX_MESH_DIMS];
+  rs_coord_of_pos(me->ndim, me->size, pos, coord);
+  rs_shape_offset_of_coord(me->size, &pl->s, &m->param[p].t, coord, shape, offset);
+}
+
 int64_t rs_p2p_pos(const rs_p2p_model *m, int which, int64_t p, int32_t r) {
   if (r < 0 || r >= m->world) return -1;
   const rs_p2p_mesh *me = &m->cfg[which].mesh[m->cfg[which].place[p].mesh];

@@ -97,6 +97,10 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m);
 /* Box of parameter p on config `which` at mesh position pos (start, size per tensor dim). */
 void rs_p2p_box(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *start,
                 int64_t *size);
+/* What `p2p layout` reports for that rank: local shape and global offset as SPEC 4 (and `reshard
+ * layout`) report them, from the same core function (an empty sharded dim's offset is its extent). */
+void rs_p2p_shape_offset(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *shape,
+                         int64_t *offset);
 /* Mesh position of world rank r for parameter p in config which, -1 when r holds nothing of it. */
 int64_t rs_p2p_pos(const rs_p2p_model *m, int which, int64_t p, int32_t r);
 
