@@ -30,6 +30,13 @@ b=$("$bin" layout --mesh 2x4 --shape 6 --placements 'S(0),S(0)' --json | grep -o
     | sed 's/global_offset/offsets/' | tr -d '\n')
 [ -n "$a" ] && [ "$a" = "$b" ] || err "p2p layout offsets '$a' != reshard layout '$b'"
 grep -q '"offsets":\[6\]' <<<"$a" || err "p2p layout: the empty shard's offset is not the extent 6"
+# a partial shard_order (tensor dim 0 only; dim 1 keeps its default) means what --order means
+f="$dir/partial_shard_order.json"
+a=$("$bin" p2p layout "$f" --config src --json | grep -o '"offsets":\[[0-9,]*\],"sizes":\[[0-9,]*\]' | tr -d '\n')
+b=$("$bin" layout --mesh 2x2x2 --shape 7x6 --placements 'S(0),S(0),S(1)' --order '0:1,0' --json \
+    | grep -o '"local_shape":\[[0-9,]*\],"global_offset":\[[0-9,]*\]' \
+    | sed 's/"local_shape":\(\[[0-9,]*\]\),"global_offset":\(\[[0-9,]*\]\)/"offsets":\2,"sizes":\1/' | tr -d '\n')
+[ -n "$a" ] && [ "$a" = "$b" ] || err "partial shard_order: p2p layout '$a' != reshard layout --order '$b'"
 for f in "$dir"/bad/*.json; do
   want=$(sed -n 's/.*"expect_error": *"\([^"]*\)".*/\1/p' "$f" | head -1)
   # one validation for every verb: plan and layout refuse what run refuses, with the same message
