@@ -343,6 +343,10 @@ static rs_outcome prop_roundtrip(const rs_prop_env *env, const rs_case *c, rs_pl
   rs_plan p1, p2;
   rs_outcome o = make_plan(env, c, k, &p1, msg, cap);
   if (o != RS_PASS) return o;
+  /* The oracle's events model Partial(sum) pieces as partitions; zero-filled pieces (pytorch
+   * enumeration) are held to the oracle by the *_oracle properties' sums instead. */
+  if (rs__plan_zero_fill_dims(c, &p1))
+    return say(RS_SKIP, msg, cap, "round trip: the plan zero-fills (pieces the events do not model)");
   if ((o = make_plan(env, &back, k, &p2, msg, cap)) != RS_PASS) return o;
   scratch s = {0};
   const rs_locals *in;
@@ -674,6 +678,9 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
   rs_plan p;
   rs_outcome po = make_plan(env, c, RS_PLANNER_AUTO, &p, msg, cap);
   if (use_ref_plan && po != RS_PASS) return po;
+  /* opt implements the seed enumeration's pieces: PyTorch's zero-fill (Shard -> P(sum)) is ref's */
+  if (po == RS_PASS && rs__plan_zero_fill_dims(c, &p))
+    return say(RS_SKIP, msg, cap, "opt: the plan zero-fills (pytorch enumeration; ref only)");
   scratch s = {0};
   rs_status st;
   rs_outcome o = RS_PASS;

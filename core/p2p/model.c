@@ -389,8 +389,23 @@ void rs_p2p_value(const rs_p2p_model *m, int64_t p, int64_t idx, void *out) {
   uint64_t h = rs_hash3(m->seed, pa->key, (uint64_t)idx);
   if (pa->transform == RS_XFORM_MXFP8) {
     uint16_t b = (uint16_t)h;
-    /* most elements within 2^+-16 of 1 so blocks exercise rounding; some raw (zeros, subnormals) */
-    if ((h >> 16) % 8) b = (uint16_t)((b & 0x807F) | ((uint16_t)(111 + (h >> 20) % 33) << 7));
+    /* A quarter of the blocks of 32 (the last dim is a multiple of 32, so global blocks are the
+     * quantizer's blocks) draw every element from one magnitude class, so the block's amax, and
+     * with it the scale, reaches the clamp at 2^-127 and the top binades. */
+    uint64_t bh = rs_hash3(m->seed, pa->key ^ 0x6d78667038ull, (uint64_t)idx / RS_MXFP8_BLOCK), cls = bh % 16;
+    uint16_t sign = (uint16_t)(b & 0x8000), man = (uint16_t)(b & 0x7F);
+    unsigned r = (unsigned)(h >> 20);
+    if (cls == 12) /* tiny: 2^-126 .. 2^-118, around 448 * 2^-127 (below it the scale clamps) */
+      b = (uint16_t)(sign | (uint16_t)(1 + r % 8) << 7 | man);
+    else if (cls == 13) /* BF16 subnormals (and zeros): amax below 2^-126 */
+      b = (uint16_t)(sign | man);
+    else if (cls == 14) /* huge: 2^113 .. 2^127, the largest scales */
+      b = (uint16_t)(sign | (uint16_t)(240 + r % 15) << 7 | man);
+    else if (cls == 15) /* exact powers of two and 1.75 * 2^k (amax = 448 * 2^e, the scale boundary) */
+      b = (uint16_t)(sign | (uint16_t)(1 + (bh >> 8) % 240 + r % 14) << 7 | ((r >> 8) % 3 == 0 ? 0x60 : 0));
+    /* the other blocks: most elements within 2^+-16 of 1 so blocks exercise rounding; some raw
+     * (zeros, subnormals) */
+    else if ((h >> 16) % 8) b = (uint16_t)((b & 0x807F) | ((uint16_t)(111 + (h >> 20) % 33) << 7));
     if ((b & 0x7F80) == 0x7F80) b &= (uint16_t)~0x4000;
     memcpy(out, &b, 2);
     return;
