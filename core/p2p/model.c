@@ -5,6 +5,7 @@
 #include <string.h>
 #include "core/box.h"
 #include "core/checked.h"
+#include "core/mutant.h"
 #include "core/p2p/p2p_internal.h"
 #include "core/tp_style.h"
 #include "core/values.h"
@@ -222,10 +223,14 @@ rs_status rs_p2p_config_template(rs_p2p_model *m, int which, const rs_p2p_arch *
   tparam *tpar = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *tpar);
   rs_status st = RS_OK;
   if (!c->mesh || !c->place || !tpar) st = rs_fail(RS_ERR_NOMEM, "config: out of memory");
-  /* Megatron's rank order tp-ep-dp-pp (tp fastest): a stage is a [dp, tp] block of the rank list,
+  /* Megatron-Core's RankGenerator order tp-cp-ep-dp-pp with cp = 1 (tp fastest; pinned by
+   * tests/test_p2p_template_ranks.c): a stage is a [dp, tp] block of the rank list,
    * and the same block read as [dp/ep, ep, tp] is the expert mesh. */
   for (int64_t s = 0; s < t->pp && !st; ++s) {
     int64_t dense[2] = {t->dp, t->tp}, exp[3] = {t->dp / t->ep, t->ep, t->tp};
+    /* Mutant 654: the expert mesh reads the stage as [ep, dp/ep, tp] (ep and expert dp swapped):
+     * plans, executors and the oracle share this, so only Megatron's table sees it. */
+    if (RS_MUTANT(654)) exp[0] = t->ep, exp[1] = t->dp / t->ep;
     st = mesh_alloc(&c->mesh[s * (moe ? 2 : 1)], 2, dense, ranks + s * stage);
     if (!st && moe) st = mesh_alloc(&c->mesh[s * 2 + 1], 3, exp, ranks + s * stage);
   }
