@@ -37,6 +37,28 @@ b=$("$bin" layout --mesh 2x2x2 --shape 7x6 --placements 'S(0),S(0),S(1)' --order
     | grep -o '"local_shape":\[[0-9,]*\],"global_offset":\[[0-9,]*\]' \
     | sed 's/"local_shape":\(\[[0-9,]*\]\),"global_offset":\(\[[0-9,]*\]\)/"offsets":\2,"sizes":\1/' | tr -d '\n')
 [ -n "$a" ] && [ "$a" = "$b" ] || err "partial shard_order: p2p layout '$a' != reshard layout --order '$b'"
+# run --json / --dump: an outside reader predicts every dumped tensor from the documented source
+# values and the layout, the transport's byte counts add up to the plan's traffic, and ref and opt
+# report the same digests (MXFP8 bytes and scales included)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+top=$(cd "$(dirname "$0")/.." && pwd)
+f="$dir/explicit_uneven_overlap_idle.json"
+"$bin" p2p layout "$f" --config dst --json >"$tmp/layout.json" || err "layout for --json"
+"$bin" p2p run "$f" --json --dump "$tmp/dump" >"$tmp/run.json" || err "run --json --dump"
+sent=$(python3 "$top/tests/p2p_predict.py" "$f" "$tmp/layout.json" "$tmp/run.json" "$tmp/dump" | sed -n 's/^sent //p')
+[ -n "$sent" ] || err "p2p_predict.py: $(python3 "$top/tests/p2p_predict.py" "$f" "$tmp/layout.json" "$tmp/run.json" "$tmp/dump" 2>&1 | head -3)"
+"$bin" p2p plan "$f" --json | grep -q "\"bytes_sent\":$sent," || err "--json bytes at the transport ($sent) != the plan's bytes_sent"
+for f in "$dir/mxfp8_tp2pp2_to_tp4.json" "$dir/moe_collocated_ep_change.json"; do
+  a=$("$bin" p2p run "$f" --json | grep -o '"name":"[^"]*","dtype":"[^"]*","shape":\[[0-9,]*\],"xxh3":"[0-9a-f]*"\(,"scale_xxh3":"[0-9a-f]*"\)\?')
+  b=$("$bin" p2p run "$f" --json --impl ref | grep -o '"name":"[^"]*","dtype":"[^"]*","shape":\[[0-9,]*\],"xxh3":"[0-9a-f]*"\(,"scale_xxh3":"[0-9a-f]*"\)\?')
+  [ -n "$a" ] && [ "$a" = "$b" ] || err "$f: run --json digests differ between opt and ref"
+done
+"$bin" p2p run "$dir/mxfp8_tp2pp2_to_tp4.json" --json | grep -q '"scale_xxh3":"' || err "--json lacks MXFP8 scale digests"
+"$bin" p2p run "$dir/mxfp8_tp2pp2_to_tp4.json" --dump "$tmp/mx" >/dev/null && [ -s "$tmp/mx/rank2/layers.0.attn.qkv.weight.scale" ] \
+  || err "--dump lacks MXFP8 scales"
+ln -s "$tmp/nowhere" "$tmp/link" 2>/dev/null
+"$bin" p2p run "$dir/mxfp8_tp2pp2_to_tp4.json" --dump "$tmp/link" >/dev/null 2>&1; [ $? -eq 2 ] || err "--dump into a symbolic link: exit 2"
+"$bin" p2p run "$dir/mxfp8_tp2pp2_to_tp4.json" --json --transport mpi >/dev/null 2>&1; [ $? -eq 2 ] || err "--json under mpi: exit 2"
 for f in "$dir"/bad/*.json; do
   want=$(sed -n 's/.*"expect_error": *"\([^"]*\)".*/\1/p' "$f" | head -1)
   # one validation for every verb: plan and layout refuse what run refuses, with the same message
