@@ -42,12 +42,14 @@ b=$("$bin" layout --mesh 2x2x2 --shape 7x6 --placements 'S(0),S(0),S(1)' --order
 # report the same digests (MXFP8 bytes and scales included)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 top=$(cd "$(dirname "$0")/.." && pwd)
-f="$dir/explicit_uneven_overlap_idle.json"
-"$bin" p2p layout "$f" --config dst --json >"$tmp/layout.json" || err "layout for --json"
-"$bin" p2p run "$f" --json --dump "$tmp/dump" >"$tmp/run.json" || err "run --json --dump"
-sent=$(python3 "$top/tests/p2p_predict.py" "$f" "$tmp/layout.json" "$tmp/run.json" "$tmp/dump" | sed -n 's/^sent //p')
-[ -n "$sent" ] || err "p2p_predict.py: $(python3 "$top/tests/p2p_predict.py" "$f" "$tmp/layout.json" "$tmp/run.json" "$tmp/dump" 2>&1 | head -3)"
-"$bin" p2p plan "$f" --json | grep -q "\"bytes_sent\":$sent," || err "--json bytes at the transport ($sent) != the plan's bytes_sent"
+for f in "$dir/explicit_uneven_overlap_idle.json" "$dir/mxfp8_explicit_predict.json"; do
+  rm -rf "$tmp/dump"
+  "$bin" p2p layout "$f" --config dst --json >"$tmp/layout.json" || err "layout for --json"
+  "$bin" p2p run "$f" --json --dump "$tmp/dump" >"$tmp/run.json" || err "run --json --dump"
+  sent=$(python3 "$top/tests/p2p_predict.py" "$f" "$tmp/layout.json" "$tmp/run.json" "$tmp/dump" | sed -n 's/^sent //p')
+  [ -n "$sent" ] || err "$f: p2p_predict.py: $(python3 "$top/tests/p2p_predict.py" "$f" "$tmp/layout.json" "$tmp/run.json" "$tmp/dump" 2>&1 | head -3)"
+  "$bin" p2p plan "$f" --json | grep -q "\"bytes_sent\":$sent," || err "$f: --json bytes at the transport ($sent) != the plan's bytes_sent"
+done
 for f in "$dir/mxfp8_tp2pp2_to_tp4.json" "$dir/moe_collocated_ep_change.json"; do
   a=$("$bin" p2p run "$f" --json | grep -o '"name":"[^"]*","dtype":"[^"]*","shape":\[[0-9,]*\],"xxh3":"[0-9a-f]*"\(,"scale_xxh3":"[0-9a-f]*"\)\?')
   b=$("$bin" p2p run "$f" --json --impl ref | grep -o '"name":"[^"]*","dtype":"[^"]*","shape":\[[0-9,]*\],"xxh3":"[0-9a-f]*"\(,"scale_xxh3":"[0-9a-f]*"\)\?')

@@ -48,6 +48,19 @@ static void check_groups(const rs_p2p_model *m, int which, int moe, int expert, 
   CHECK_EQ_I(found, n);
 }
 
+/* Box of parameter `name` on world rank r in the source config; 0 when r holds none. */
+static int src_box(const rs_p2p_model *m, const char *name, int32_t r, int64_t *s, int64_t *z) {
+  for (int64_t p = 0; p < m->nparams; ++p) {
+    if (strcmp(m->param[p].name, name)) continue;
+    int64_t q = rs_p2p_pos(m, RS_P2P_SRC, p, r);
+    if (q < 0) return 0;
+    rs_p2p_box(m, RS_P2P_SRC, p, q, s, z);
+    return 1;
+  }
+  CHECK(!"parameter not in the model");
+  return 0;
+}
+
 static rs_p2p_model build(int64_t layers, int64_t experts, rs_p2p_template t) {
   rs_p2p_model m;
   memset(&m, 0, sizeof m);
@@ -80,16 +93,11 @@ static void dense_tp2_pp4_dp2(void) {
   for (int pos = 0; pos < 4; ++pos)
     for (int s = 0; s < 4; ++s) CHECK_EQ_I(m.cfg[0].mesh[s].ranks[pos], PP[pos][s]);
   /* the layer's weights are on its stage: layers.L.attn.qkv.weight of rank r covers TP rank r % 2 */
-  for (int64_t p = 0; p < m.nparams; ++p) {
-    if (strcmp(m.param[p].name, "layers.2.attn.qkv.weight")) continue;
-    CHECK_EQ_I(m.cfg[0].place[p].mesh, 2);
-    for (int32_t r = 0; r < 16; ++r) {
-      int64_t q = rs_p2p_pos(&m, RS_P2P_SRC, p, r), s[RS_MAX_DIMS], z[RS_MAX_DIMS];
-      CHECK_EQ_I(q >= 0, r / 4 == 2); /* stage = r / (tp * dp) */
-      if (q < 0) continue;
-      rs_p2p_box(&m, RS_P2P_SRC, p, q, s, z);
-      CHECK_EQ_I(s[0], (r % 2) * 12); /* column-parallel [3h, h]: TP rank r % tp holds rows 12*(r%2).. */
-    }
+  for (int32_t r = 0; r < 16; ++r) {
+    int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
+    int has = src_box(&m, "layers.2.attn.qkv.weight", r, s, z);
+    CHECK_EQ_I(has, r / 4 == 2); /* stage = r / (tp * dp) */
+    if (has) CHECK_EQ_I(s[0], (r % 2) * 12); /* column-parallel [3h, h]: TP rank r % tp holds rows 12*(r%2).. */
   }
   rs_p2p_model_free(&m);
 }
@@ -109,17 +117,14 @@ static void moe_tp2_ep2_dp4_pp2(void) {
   check_groups(&m, RS_P2P_SRC, 1, 1, 0, EDP, 8, 2, "expert dp groups");
   check_groups(&m, RS_P2P_SRC, 1, 0, 0, DDP, 4, 4, "dense dp groups");
   /* expert weights [E, ffn, h] are S(0) over ep: EP rank (r / tp) % ep holds experts 2*ep_i, 2*ep_i+1 */
-  for (int64_t p = 0; p < m.nparams; ++p) {
-    if (strcmp(m.param[p].name, "layers.1.mlp.experts.fc1.weight")) continue;
-    for (int32_t r = 0; r < 16; ++r) {
-      int64_t q = rs_p2p_pos(&m, RS_P2P_SRC, p, r), s[RS_MAX_DIMS], z[RS_MAX_DIMS];
-      CHECK_EQ_I(q >= 0, r >= 8); /* layer 1 of 2 on stage 1 */
-      if (q < 0) continue;
-      rs_p2p_box(&m, RS_P2P_SRC, p, q, s, z);
-      CHECK_EQ_I(s[0], ((r / 2) % 2) * 2);
-      CHECK_EQ_I(z[0], 2);
-      CHECK_EQ_I(s[1], (r % 2) * 4); /* column-parallel fc1 rows over expert tp */
-    }
+  for (int32_t r = 0; r < 16; ++r) {
+    int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
+    int has = src_box(&m, "layers.1.mlp.experts.fc1.weight", r, s, z);
+    CHECK_EQ_I(has, r >= 8); /* layer 1 of 2 on stage 1 */
+    if (!has) continue;
+    CHECK_EQ_I(s[0], ((r / 2) % 2) * 2);
+    CHECK_EQ_I(z[0], 2);
+    CHECK_EQ_I(s[1], (r % 2) * 4); /* column-parallel fc1 rows over expert tp */
   }
   rs_p2p_model_free(&m);
 }
@@ -144,15 +149,10 @@ static void moe_ep2_edp3(void) {
   static const int32_t EDP[] = {0, 2, 4, 1, 3, 5};
   check_groups(&m, RS_P2P_SRC, 1, 1, 1, EP, 3, 2, "ep 2 of expert dp 3: ep groups");
   check_groups(&m, RS_P2P_SRC, 1, 1, 0, EDP, 2, 3, "ep 2 of expert dp 3: expert dp groups");
-  for (int64_t p = 0; p < m.nparams; ++p) {
-    if (strcmp(m.param[p].name, "layers.0.mlp.experts.fc2.weight")) continue;
-    for (int32_t r = 0; r < 6; ++r) {
-      int64_t q = rs_p2p_pos(&m, RS_P2P_SRC, p, r), s[RS_MAX_DIMS], z[RS_MAX_DIMS];
-      CHECK(q >= 0);
-      if (q < 0) continue;
-      rs_p2p_box(&m, RS_P2P_SRC, p, q, s, z);
-      CHECK_EQ_I(s[0], (r % 2) * 2);
-    }
+  for (int32_t r = 0; r < 6; ++r) {
+    int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
+    CHECK(src_box(&m, "layers.0.mlp.experts.fc2.weight", r, s, z));
+    CHECK_EQ_I(s[0], (r % 2) * 2);
   }
   rs_p2p_model_free(&m);
 }

@@ -357,22 +357,25 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m) {
   return rs_p2p_check_transforms(m);
 }
 
+/* Parameter p's mesh in config `which` and the coordinate of mesh position pos on it. */
+static const rs_p2p_mesh *place_coord(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *coord) {
+  const rs_p2p_mesh *me = &m->cfg[which].mesh[m->cfg[which].place[p].mesh];
+  rs_coord_of_pos(me->ndim, me->size, pos, coord);
+  return me;
+}
+
 void rs_p2p_box(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *start,
                 int64_t *size) {
-  const rs_p2p_place *pl = &m->cfg[which].place[p];
-  const rs_p2p_mesh *me = &m->cfg[which].mesh[pl->mesh];
   int64_t coord[RS_MAX_MESH_DIMS];
-  rs_coord_of_pos(me->ndim, me->size, pos, coord);
-  rs_box_of_coord(me->size, &pl->s, &m->param[p].t, coord, start, size);
+  const rs_p2p_mesh *me = place_coord(m, which, p, pos, coord);
+  rs_box_of_coord(me->size, &m->cfg[which].place[p].s, &m->param[p].t, coord, start, size);
 }
 
 void rs_p2p_shape_offset(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *shape,
                          int64_t *offset) {
-  const rs_p2p_place *pl = &m->cfg[which].place[p];
-  const rs_p2p_mesh *me = &m->cfg[which].mesh[pl->mesh];
   int64_t coord[RS_MAX_MESH_DIMS];
-  rs_coord_of_pos(me->ndim, me->size, pos, coord);
-  rs_shape_offset_of_coord(me->size, &pl->s, &m->param[p].t, coord, shape, offset);
+  const rs_p2p_mesh *me = place_coord(m, which, p, pos, coord);
+  rs_shape_offset_of_coord(me->size, &m->cfg[which].place[p].s, &m->param[p].t, coord, shape, offset);
 }
 
 int64_t rs_p2p_pos(const rs_p2p_model *m, int which, int64_t p, int32_t r) {
