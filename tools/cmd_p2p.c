@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "core/mutant.h"
 #include "reshard/case.h"
 #include "props/p2p.h"
 #include "reshard/p2p.h"
@@ -120,6 +121,7 @@ static int cmd_layout_(int argc, char **argv) {
       if (q < 0) continue;
       int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
       rs_p2p_shape_offset(&m, which, p, q, z, s);
+      if (RS_MUTANT(657)) rs_p2p_box(&m, which, p, q, s, z); /* planted: the raw box, not SPEC 4's report */
       int nd = m.param[p].t.ndim;
       char pl[128];
       rs_format_sharding(&m.cfg[which].place[p].s, pl, sizeof pl);

@@ -2,6 +2,7 @@
  * step's collective and the trace in PyTorch's notation. */
 #include <string.h>
 #include "cli.h"
+#include "core/mutant.h"
 #include "reshard/ref.h"
 
 static const char *HELP =
@@ -50,7 +51,8 @@ int cmd_plan(int argc, char **argv) {
     return r;
   c.values = rs_case_default_values(&c);
   /* a plan needs no values: only commands that fill them refuse a dtype too narrow for them */
-  if (rs_case_validate_layout(&c) != RS_OK) return cli_status_error(C, "--src/--dst");
+  if ((RS_MUTANT(659) ? rs_case_validate(&c) : rs_case_validate_layout(&c)) != RS_OK) /* 659: values too */
+    return cli_status_error(C, "--src/--dst");
   rs_planner_kind k = rs_case_resolve_planner(&c);
   c.planner = k;
   rs_plan p;

@@ -179,7 +179,7 @@ rs_status rs_p2p_config_template(rs_p2p_model *m, int which, const rs_p2p_arch *
     return rs_fail(RS_ERR_INVALID, "%s.template: tp*pp*dp exceeds 2^24 ranks", cn);
   if (!ranks && ((int64_t)first_rank < 0 || first_rank + world > RS_P2P_MAX_WORLD))
     return rs_fail(RS_ERR_INVALID, "%s.first_rank: out of range", cn);
-  if (ranks) {
+  if (ranks && !RS_MUTANT(656)) { /* mutant 656: a template's rank list is not checked */
     /* tp*pp*dp distinct ranks: a rank repeated across stages (or inside one) is refused here, under
      * the field the user wrote (the stage meshes built below are not in the file). */
     int32_t top = 0;
@@ -353,8 +353,9 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m) {
       }
     }
   }
-  /* the same model is valid for every verb (plan, layout, run, check) */
-  return rs_p2p_check_transforms(m);
+  /* the same model is valid for every verb (plan, layout, run, check); mutant 655: only run's
+   * allocation checks MXFP8 last dims (plan and layout accept what run refuses) */
+  return RS_MUTANT(655) ? RS_OK : rs_p2p_check_transforms(m);
 }
 
 /* Parameter p's mesh in config `which` and the coordinate of mesh position pos on it. */
