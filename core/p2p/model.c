@@ -188,20 +188,20 @@ rs_status rs_p2p_config_template(rs_p2p_model *m, int which, const rs_p2p_arch *
         return rs_fail(RS_ERR_INVALID, "%s.ranks[%lld]: %d out of range [0, 2^24)", cn, (long long)i, ranks[i]);
       if (ranks[i] > top) top = ranks[i];
     }
-    int64_t *seen = malloc(((size_t)top + 1) * sizeof *seen);
+    uint8_t *seen = calloc((size_t)top / 8 + 1, 1); /* one bit per rank: at most 2 MiB */
     if (!seen) return rs_fail(RS_ERR_NOMEM, "config: out of memory");
-    memset(seen, 0xff, ((size_t)top + 1) * sizeof *seen);
     for (int64_t i = 0; i < world; ++i) {
-      if (seen[ranks[i]] >= 0) {
-        int32_t r = ranks[i];
-        long long a = (long long)seen[r];
+      int32_t r = ranks[i];
+      if (seen[r / 8] >> (r % 8) & 1) {
+        int64_t a = 0;
+        while (ranks[a] != r) a++; /* the first position, only on the error path */
         free(seen);
         return rs_fail(RS_ERR_INVALID,
                        "%s.ranks: rank %d appears twice (ranks[%lld] and ranks[%lld]; stages %lld and %lld): a "
                        "template needs tp*pp*dp distinct ranks",
-                       cn, r, a, (long long)i, a / stage, (long long)i / stage);
+                       cn, r, (long long)a, (long long)i, (long long)(a / stage), (long long)i / stage);
       }
-      seen[ranks[i]] = i;
+      seen[r / 8] |= (uint8_t)(1u << (r % 8));
     }
     free(seen);
   }
