@@ -57,12 +57,17 @@ void rs_local_box(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
   rs_box_of_coord(m->size, s, t, coord, start, size);
 }
 
+void rs_shape_offset_of_coord(const int64_t *mesh_size, const rs_sharding *s, const rs_tensor *t,
+                              const int64_t *coord, int64_t *shape, int64_t *offset) {
+  rs_box_of_coord(mesh_size, s, t, coord, offset, shape);
+  for (int d = 0; d < t->ndim; ++d)
+    if (shape[d] == 0 && s->order_len[d] > 0) offset[d] = t->shape[d];
+}
+
 void rs_local_shape_offset(const rs_mesh *m, const rs_sharding *s, const rs_tensor *t,
                            const int64_t coord[RS_MAX_MESH_DIMS], int64_t shape[RS_MAX_DIMS],
                            int64_t offset[RS_MAX_DIMS]) {
-  rs_local_box(m, s, t, coord, offset, shape);
-  for (int d = 0; d < t->ndim; ++d)
-    if (shape[d] == 0 && s->order_len[d] > 0) offset[d] = t->shape[d];
+  rs_shape_offset_of_coord(m->size, s, t, coord, shape, offset);
 }
 
 /* A shape with a zero dim has no elements, but its other dims still enter strides and products

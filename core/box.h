@@ -8,6 +8,11 @@
 /* SPEC 4's box of the rank at `coord` on a mesh of sizes mesh_size[0..s->mesh_ndim). */
 void rs_box_of_coord(const int64_t *mesh_size, const rs_sharding *s, const rs_tensor *t,
                      const int64_t *coord, int64_t *start, int64_t *size);
+/* What SPEC 4 reports for that rank (PyTorch's compute_local_shape_and_global_offset): the box's
+ * sizes, and its start except that an empty sharded dim reports the dim's global size. Every
+ * reported (local shape, global offset), same-mesh or cross-config, comes from here. */
+void rs_shape_offset_of_coord(const int64_t *mesh_size, const rs_sharding *s, const rs_tensor *t,
+                              const int64_t *coord, int64_t *shape, int64_t *offset);
 /* Row-major coordinate of position pos on a mesh of ndim sizes. */
 void rs_coord_of_pos(int ndim, const int64_t *mesh_size, int64_t pos, int64_t *coord);
 

@@ -22,7 +22,7 @@ static int ops_mask(const rs_sharding *s) {
   return mask;
 }
 
-rs_status rs_case_validate(rs_case *c) {
+rs_status rs_case_validate_layout(rs_case *c) {
   rs_status st;
   if (c->tensor.ndim < 0 || c->tensor.ndim > RS_MAX_DIMS)
     return rs_fail(RS_ERR_INVALID, "tensor.shape: %d dims, expected 0..%d", c->tensor.ndim, RS_MAX_DIMS);
@@ -52,14 +52,19 @@ rs_status rs_case_validate(rs_case *c) {
     if (b.kind == RS_PARTIAL && a.kind == RS_PARTIAL && a.op != b.op)
       return rs_fail(RS_ERR_UNSUPPORTED, "dst.placements[%d]: Partial op change is not supported", m);
   }
-  if (c->values == RS_VALUES_BITS && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst)))
-    return rs_fail(RS_ERR_INVALID, "values: bits mode cannot carry Partial placements (use exact or order)");
-  if ((unsigned)c->values > RS_VALUES_ORDER) return rs_fail(RS_ERR_INVALID, "values: invalid mode");
-  if ((st = rs_case_check_values(c))) return st;
   if (c->planner < RS_PLANNER_AUTO || c->planner > RS_PLANNER_GRAPH)
     return rs_fail(RS_ERR_INVALID, "planner: invalid");
   if (c->cost < RS_COST_SEED || c->cost > RS_COST_PYTORCH) return rs_fail(RS_ERR_INVALID, "cost: invalid");
   if (c->enumeration != RS_ENUM_SEED && c->enumeration != RS_ENUM_PYTORCH)
     return rs_fail(RS_ERR_INVALID, "enumeration: invalid");
   return RS_OK;
+}
+
+rs_status rs_case_validate(rs_case *c) {
+  rs_status st = rs_case_validate_layout(c);
+  if (st) return st;
+  if (c->values == RS_VALUES_BITS && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst)))
+    return rs_fail(RS_ERR_INVALID, "values: bits mode cannot carry Partial placements (use exact or order)");
+  if ((unsigned)c->values > RS_VALUES_ORDER) return rs_fail(RS_ERR_INVALID, "values: invalid mode");
+  return rs_case_check_values(c);
 }

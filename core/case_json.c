@@ -20,7 +20,9 @@ rs_status rs__json_shard_order(const cJSON *ord, const char *field, int mesh_ndi
   rs_status st;
   if (!ord || cJSON_IsNull(ord)) return RS_OK;
   if (!cJSON_IsArray(ord)) return rs_fail(RS_ERR_INVALID, "%s.shard_order: expected an array", field);
-  memset(s->order_len, 0, sizeof s->order_len);
+  /* Partial: the placements set the default order; an entry overrides its tensor dim only (as
+   * `--order` does, rs_parse_order). Mutant 658: the listed dims replace the whole order. */
+  if (RS_MUTANT(658)) memset(s->order_len, 0, sizeof s->order_len);
   int listed[RS_MAX_DIMS] = {0};
   int e = 0;
   cJSON_ArrayForEach(it, ord) {

@@ -21,6 +21,7 @@ void rs_campaign_opts_default(rs_campaign_opts *o) {
   o->planners = 3;
   o->impl = RS_IMPL_REF;
   rs_gen_opts_default(&o->gen);
+  o->gen.enumerations = RS_GEN_ENUM_BOTH;
   o->regress_dir = "fixtures/regressions";
   o->shrink_runs = 2000;
   o->print = 1;

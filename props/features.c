@@ -13,6 +13,7 @@ enum {
   F_RANKS_PERMUTED, F_RANKS_SPARSE,
   F_VALUES_BITS, F_VALUES_EXACT, F_VALUES_ORDER,
   F_GRAPH_BOUNDED,
+  F_ENUM_PYTORCH, F_ZERO_FILL, F_PARTITION_ODD,
   F_DTYPE0, /* one per dtype */
   F_COUNT = F_DTYPE0 + RS_DTYPE_COUNT
 };
@@ -27,7 +28,8 @@ static const char *const NAMES[F_DTYPE0] = {
     "mesh_5d", "mesh_6d", "tensor_0d", "tensor_5d_plus", "tensor_8d", "numel_over_4096",
     "ranks_permuted", "ranks_sparse",
     "values_bits", "values_exact", "values_order",
-    "graph_bounded"};
+    "graph_bounded",
+    "enumeration_pytorch", "zero_fill", "partition_2plus_odd_order_float"};
 
 int rs_feature_count(void) { return F_COUNT; }
 
@@ -127,6 +129,18 @@ void rs__features_of_case(const rs_case *c, int *hit) {
   int vf = value_feature(c->values);
   if (vf >= 0) hit[vf] = 1;
   hit[F_GRAPH_BOUNDED] = rs_gen_graph_bounded(NULL, c);
+  hit[F_ENUM_PYTORCH] = c->enumeration == RS_ENUM_PYTORCH;
+  /* 2+ mesh dims of non-power-of-2 sizes partitioned into P(sum) at once, on order values and a
+   * float dtype: the order of the partition divisions shows in the bits */
+  int odd_parts = 0;
+  for (int m = 0; m < c->mesh.ndim; m++) {
+    rs_placement a = c->src.p[m], b = c->dst.p[m];
+    int64_t n = c->mesh.size[m];
+    if (b.kind == RS_PARTIAL && b.op == RS_SUM && a.kind == RS_SHARD) hit[F_ZERO_FILL] = 1;
+    if (b.kind == RS_PARTIAL && b.op == RS_SUM && a.kind == RS_REPLICATE && (n & (n - 1))) odd_parts++;
+  }
+  hit[F_PARTITION_ODD] = odd_parts >= 2 && c->values == RS_VALUES_ORDER && rs_dtype_is_float(c->tensor.dtype) &&
+                         rs_dtype_reducible(c->tensor.dtype);
   if ((unsigned)c->tensor.dtype < RS_DTYPE_COUNT) hit[F_DTYPE0 + c->tensor.dtype] = 1;
 }
 
@@ -165,6 +179,15 @@ int rs__feature_required(const rs_gen_opts *o, int f) {
     case F_VALUES_EXACT: return partial && o->order_share < 100;
     case F_VALUES_ORDER: return partial && have_order_values() && o->order_share > 0;
     case F_GRAPH_BOUNDED: return 0; /* how often the graph properties were bounded: a figure, not a goal */
+    case F_ENUM_PYTORCH: return o->enumerations == RS_GEN_ENUM_BOTH;
+    case F_ZERO_FILL: return o->enumerations == RS_GEN_ENUM_BOTH && partial && (!o->ops || (o->ops & (1u << RS_SUM)));
+    case F_PARTITION_ODD: {
+      int fl = 0;
+      const rs_dtype f[] = {RS_F32, RS_BF16, RS_F64, RS_F16};
+      for (int i = 0; i < 4; i++) fl |= dtype_allowed(o, f[i]);
+      return fl && partial && o->max_mesh_dims >= 2 && o->order_share > 0 && o->max_ranks >= 9 &&
+             (o->world_size <= 0 || o->world_size >= 9) && (!o->ops || (o->ops & (1u << RS_SUM)));
+    }
     default:
       return f >= F_DTYPE0 && f < F_COUNT && dtype_allowed(o, (rs_dtype)(f - F_DTYPE0));
   }

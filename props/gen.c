@@ -116,9 +116,8 @@ static int64_t gen_dim_size(rs_choices *ch, const rs_gen_opts *o, const rs_mesh 
   return v > maxd ? maxd : v;
 }
 
-/* Dim sizes (some tied to mesh sizes), halved until the case is small enough. */
-static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
-  for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, o, m);
+/* Halve the largest dim until the case is small enough for the options (no draws). */
+static void fit_shape(const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
   int64_t cap = o->max_numel > 0 ? o->max_numel : 1 << 14;
   int64_t work = o->max_work > 0 ? o->max_work : 1 << 16;
   if (cap > work / m->nranks) cap = work / m->nranks;
@@ -136,6 +135,12 @@ static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs
     if (numel <= cap) break;
     t->shape[big] = (t->shape[big] + 1) / 2;
   }
+}
+
+/* Dim sizes (some tied to mesh sizes), halved until the case is small enough. */
+static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
+  for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, o, m);
+  fit_shape(o, m, t);
 }
 
 static rs_placement gen_placement(rs_choices *ch, const rs_gen_opts *o, int ndim, int reducible,
@@ -255,10 +260,106 @@ rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   }
 }
 
+/* Drop from each tensor dim's shard order the mesh dims that no longer shard it. */
+static void prune_orders(rs_sharding *s, int ndim) {
+  for (int d = 0; d < ndim; d++) {
+    int k = 0;
+    for (int i = 0; i < s->order_len[d]; i++) {
+      rs_placement p = s->p[s->order[d][i]];
+      if (p.kind == RS_SHARD && (p.dim == d || p.dim + ndim == d)) s->order[d][k++] = s->order[d][i];
+    }
+    s->order_len[d] = (int8_t)k;
+  }
+}
+
+static int has_partial(const rs_case *c) {
+  return rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst);
+}
+
+/* Current PyTorch's transitions, 1 case in 4 (drawn after everything else, so the older draws keep
+ * their meaning): R -> P(avg|min|max) become plannable, and a Shard whose dst was drawn P(sum) keeps
+ * it (zero-fill) instead of falling back to R. The properties hold these cases to the oracle (sums
+ * over the zero-filled mesh dims). */
+static void gen_enumeration(rs_choices *ch, const rs_gen_opts *o, rs_case *c, const rs_placement *drawn) {
+  int pyt = rs_draw(ch, 4) == 3;
+  if (!pyt || o->enumerations != RS_GEN_ENUM_BOTH) return;
+  c->enumeration = RS_ENUM_PYTORCH;
+  for (int m = 0; m < c->mesh.ndim; m++)
+    if (drawn[m].kind == RS_PARTIAL && drawn[m].op == RS_SUM && c->src.p[m].kind == RS_SHARD) c->dst.p[m] = drawn[m];
+  /* a copy-only case that now carries a zero-filled Partial: the value mode gen_tail would draw */
+  if (c->values == RS_VALUES_BITS && has_partial(c))
+    c->values = (int)rs_draw(ch, 100) >= 100 - o->order_share ? RS_VALUES_ORDER : RS_VALUES_EXACT;
+}
+
+/* 1 case in 8 (drawn last): 2+ mesh dims of non-power-of-2 sizes partitioned R -> P(sum) at once,
+ * with order values and a float dtype, so the order of the partition divisions shows in the bits
+ * (ordinary draws give such a case about never: 0 in 20,000). */
+static void gen_partition_bias(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
+  static const int ODD[] = {3, 5, 6, 7};
+  static const rs_dtype FLOATS[] = {RS_F32, RS_BF16, RS_F64, RS_F16};
+  if (rs_draw(ch, 8) != 7) return;
+  int nd = c->mesh.ndim, k = nd >= 2 ? 2 + (int)rs_draw(ch, (uint64_t)nd - 1) : 0;
+  int pick[RS_MAX_MESH_DIMS], chosen[RS_MAX_MESH_DIMS] = {0};
+  int64_t size[RS_MAX_MESH_DIMS];
+  for (int m = 0; m < nd; m++) {
+    pick[m] = m;
+    size[m] = c->mesh.size[m];
+  }
+  for (int i = 0; i < k; i++) {
+    int j = i + (int)rs_draw(ch, (uint64_t)(nd - i)), t = pick[i];
+    pick[i] = pick[j];
+    pick[j] = t;
+    chosen[pick[i]] = 1;
+    size[pick[i]] = ODD[rs_draw(ch, 4)];
+  }
+  rs_dtype dt = FLOATS[rs_draw(ch, 4)];
+  for (int i = 0; i < 4 && o->dtypes && !(o->dtypes & (1u << dt)); i++) dt = FLOATS[i];
+  if (k < 2 || o->partial == RS_GEN_PARTIAL_NONE || (o->ops && !(o->ops & (1u << RS_SUM))) ||
+      (o->dtypes && !(o->dtypes & (1u << dt))))
+    return;
+  int maxr = o->max_ranks < 1 ? 1 : o->max_ranks;
+  if (o->world_size > 0 && maxr > o->world_size) maxr = o->world_size;
+  if (maxr > RS_MAX_RANKS) maxr = RS_MAX_RANKS;
+  int64_t prod = 1;
+  for (int m = 0; m < nd; m++) prod *= size[m];
+  /* too many ranks: the other dims shrink to 1 first, then the partitioned ones to 3 */
+  for (int m = 0; m < nd && prod > maxr; m++)
+    if (!chosen[m]) prod = prod / size[m], size[m] = 1;
+  for (int m = 0; m < nd && prod > maxr; m++)
+    if (chosen[m]) prod = prod / size[m] * 3, size[m] = 3;
+  if (prod > maxr) return;
+  rs_mesh mesh;
+  if (rs_mesh_init(&mesh, nd, size, NULL) != RS_OK) {
+    rs_clear_error();
+    return;
+  }
+  c->mesh = mesh;
+  for (int m = 0; m < nd; m++) {
+    if (chosen[m]) {
+      c->src.p[m] = rs_pl_replicate();
+      c->dst.p[m] = rs_pl_partial(RS_SUM);
+    } else if (c->src.p[m].kind == RS_PARTIAL && c->src.p[m].op != RS_SUM && c->src.p[m].op != RS_AVG) {
+      c->src.p[m] = c->dst.p[m] = rs_pl_replicate(); /* min/max do not mix with sum */
+    } else if (c->dst.p[m].kind == RS_PARTIAL && c->dst.p[m].op != RS_SUM && c->dst.p[m].op != RS_AVG) {
+      c->dst.p[m] = rs_pl_replicate();
+    }
+  }
+  prune_orders(&c->src, c->tensor.ndim);
+  prune_orders(&c->dst, c->tensor.ndim);
+  c->tensor.dtype = dt;
+  /* small tensors are enough to see the division order, and keep these cases as cheap as others */
+  rs_gen_opts small = *o;
+  if (small.max_numel <= 0 || small.max_numel > 256) small.max_numel = 256;
+  fit_shape(&small, &c->mesh, &c->tensor);
+  c->values = o->order_share > 0 ? RS_VALUES_ORDER : RS_VALUES_EXACT;
+}
+
 static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   int fam;
   rs_status st = gen_parts(ch, o, c, &fam);
   if (st) return st;
+  rs_placement drawn[RS_MAX_MESH_DIMS];
+  memcpy(drawn, c->dst.p, sizeof drawn);
   /* S->P and P(x)->P(y) on one mesh dim are contract errors, tested by rs_gen_bad_case. */
   for (int m = 0; m < c->mesh.ndim; m++) {
     rs_placement a = c->src.p[m], *b = &c->dst.p[m];
@@ -274,6 +375,9 @@ static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
     if ((st = rs_sharding_set_default_order(&c->dst, c->tensor.ndim))) return st;
   }
   gen_tail(ch, o, c);
+  /* new draws go last: older campaigns' earlier draws keep their meaning */
+  gen_enumeration(ch, o, c, drawn);
+  gen_partition_bias(ch, o, c);
   return RS_OK;
 }
 

@@ -62,7 +62,12 @@ typedef struct rs_gen_opts {
   int64_t graph_states;
   int order_share;     /* percent of Partial cases drawn with `order` values, the rest `exact` (default 50) */
   int64_t *redraws;    /* optional: +1 per case drawn again because its dtype cannot hold its values */
+  /* RS_GEN_ENUM_SEED (rs_gen_opts_default: what direct executor tests assume) or RS_GEN_ENUM_BOTH
+   * (campaigns and `reshard gen`: 1 case in 4 on the pytorch enumeration, zero-fill included) */
+  int enumerations;
 } rs_gen_opts;
+
+enum { RS_GEN_ENUM_SEED = 0, RS_GEN_ENUM_BOTH = 1 };
 
 void rs_gen_opts_default(rs_gen_opts *o);
 /* A valid redistribute case (validated; S->P and P(x)->P(y) on one mesh dim never appear). */

@@ -34,6 +34,16 @@ expect_rc 2 "$R" plan --mesh 2 --shape 4 --src S0 --dst 'P(sum)'
 expect_rc 0 "$R" plan --mesh 2 --shape 4 --src S0 --dst 'P(sum)' --enumeration pytorch --planner graph
 grep -q 'shard_to_partial' "$T/out" || fail "plan: no zero-fill step: $(cat "$T/out")"
 expect_rc 2 "$R" plan --mesh 2 --shape 4 --src S0 --dst 'P(max)' --enumeration pytorch
+# a plan needs no values: a dtype too narrow for exact test values plans (PyTorch plans it); only
+# commands that fill values refuse it
+expect_rc 0 "$R" plan --mesh 2x16 --shape 4 --dtype I8 --src 'P(sum),P(sum)' --dst R,R
+grep -q 'all_reduce' "$T/out" || fail "I8 plan: $(cat "$T/out")"
+cat >"$T/i8.json" <<'J'
+{"name":"i8","mesh":{"shape":[2,16]},"tensor":{"shape":[4],"dtype":"I8"},
+ "src":{"placements":["P(sum)","P(sum)"]},"dst":{"placements":["R","R"]}}
+J
+expect_rc 2 "$R" run "$T/i8.json"
+grep -q 'cannot hold exact values' "$T/err" || fail "I8 run: $(cat "$T/err")"
 # 1-d equal layout: the seed's greedy planner emits a no-op step, PyTorch's none
 expect_rc 0 "$R" plan --mesh 4 --shape 9 --src S0 --dst S0
 grep -q '1 step' "$T/out" || fail "seed 1-d no-op: $(cat "$T/out")"

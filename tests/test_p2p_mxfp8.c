@@ -2,7 +2,8 @@
  * quantizers (core's plain reference used by ref/, opt's integer one shared with the CUDA kernel,
  * the oracle's table search): amax 0, exact ties, E4M3 subnormals, the clamped exponent, the 448
  * boundary, NaN/Inf and size errors naming the parameter and block; every finite BF16 pattern
- * through each pair; and, when a GPU is present, the CUDA kernel against the CPU bit for bit. */
+ * through each pair; one block per positive finite amax with its scale worked out independently; and, when a GPU is present, the CUDA kernel against the CPU bit for bit. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,40 @@ static void check_agree(quant_fn a, quant_fn b, const char *what) {
   }
 }
 
+/* Every scale boundary: one block per positive finite BF16 amax (subnormal, tiny around the clamp
+ * at 2^-127, each 448 * 2^e boundary and its neighbours, the top binades), the other elements the
+ * amax's neighbours and lower binades of both signs. The scale byte must be the least e with
+ * 448 * 2^e >= amax clamped to [-127, 127] (worked out here in doubles), and the quantizer agree
+ * with the oracle's on every element. */
+static double bf16_abs(uint16_t b) {
+  int ex = (b >> 7) & 0xFF, man = b & 0x7F;
+  return ex ? ldexp(1.0 + man / 128.0, ex - 127) : ldexp(man / 128.0, -126);
+}
+
+static void check_boundaries(quant_fn f, const char *what) {
+  int bad = 0;
+  for (uint32_t a = 1; a < 0x7F80 && bad < 5; ++a) {
+    uint16_t x[32];
+    x[0] = (uint16_t)a;
+    x[1] = (uint16_t)(a | 0x8000);
+    for (int i = 2; i < 32; ++i) {
+      int32_t v = i % 2 ? (int32_t)a - (i - 1) : (int32_t)a - 0x80 * (i / 2);
+      x[i] = (uint16_t)((v > 0 ? v : 0) | (i % 3 == 0 ? 0x8000 : 0));
+    }
+    double amax = bf16_abs((uint16_t)a);
+    int e = -127;
+    while (e < 127 && 448.0 * ldexp(1.0, e) < amax) e++;
+    uint8_t q[32], qo[32], s = 0, so = 0;
+    rs_status st = f(x, 32, q, &s, "x"), sto = rs_p2p_oracle_mxfp8(x, 32, qo, &so, "x");
+    if (st || sto || s != (uint8_t)(e + 127) || so != s || memcmp(q, qo, 32)) {
+      fprintf(stderr, "%s: amax 0x%04x (%g): scale %u, oracle %u, expected %d; elements %s\n", what, a, amax, s, so,
+              e + 127, memcmp(q, qo, 32) ? "differ" : "agree");
+      rs_test_failures++;
+      bad++;
+    }
+  }
+}
+
 #ifdef RS_HAVE_OPT
 /* opt's internals (opt/cuda): the device count and the kernel's host entry point. */
 int rs_cuda_device_count(void);
@@ -124,8 +159,11 @@ int main(void) {
 #ifdef RS_HAVE_OPT
   check_fn("opt", rs_mxfp8_quantize_opt);
   check_agree(rs_mxfp8_quantize_opt, rs_p2p_oracle_mxfp8, "opt vs oracle");
+  check_boundaries(rs_mxfp8_quantize_opt, "opt boundaries");
   check_gpu();
 #endif
   check_agree(rs_mxfp8_quantize_ref, rs_p2p_oracle_mxfp8, "ref vs oracle");
+  check_boundaries(rs_mxfp8_quantize_ref, "ref boundaries");
+  check_boundaries(rs_p2p_oracle_mxfp8, "oracle boundaries");
   TEST_DONE();
 }

@@ -18,6 +18,7 @@ int cmd_gen(int argc, char **argv) {
   long long cases = 10;
   rs_gen_opts g;
   rs_gen_opts_default(&g);
+  g.enumerations = RS_GEN_ENUM_BOTH; /* the cases of `reshard check` */
   int r;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {

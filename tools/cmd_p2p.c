@@ -2,10 +2,16 @@
  * executes a model file with ref or opt (any transport or copy-service plug-in) and compares every
  * destination rank with the oracle, layout prints each rank's parameters and boxes, check runs the
  * property campaign. Exit: 0 pass, 1 a difference / failed property, 2 bad usage or input. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli.h"
+#include "core/mutant.h"
+#include "reshard/case.h"
 #include "props/p2p.h"
 #include "reshard/p2p.h"
 #ifdef RS_HAVE_OPT
@@ -19,9 +25,14 @@ static const char *HELP =
     "      the transfers moving the model from src to dst; with --json\n"
     "      {\"transfers\":[{task_id,param,src_rank,dst_rank,offsets,sizes}],bytes_sent,lb,max_sender_bytes}\n"
     "  run MODEL.json [--impl ref|opt] [--transport local|mpi|nccl] [--copy-service NAME|LIB.so]\n"
+    "                 [--json] [--dump DIR]\n"
     "      plan, check the plan (each dst element once, from a holder; opt: traffic == lb), execute and\n"
     "      compare every destination rank with the oracle. Exit 0 equal, 1 different, 2 bad input.\n"
     "      Under mpirun (--transport mpi|nccl) each process holds only its own parameters.\n"
+    "      --json: per rank and parameter the destination shape, xxh3 of its bytes (and of the MXFP8\n"
+    "      scales) and, with opt, the bytes sent and received as counted at the copy service (one\n"
+    "      process: --transport local). --dump DIR: DIR/rank<R>/<param>.bin raw destination bytes\n"
+    "      (and <param>.scale for MXFP8), each process its own ranks.\n"
     "  layout MODEL.json --config src|dst [--json]\n"
     "      each rank's parameters and boxes (global offsets and sizes); world = processes `run` needs\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt] [--transport local|mpi|nccl]\n"
@@ -109,7 +120,8 @@ static int cmd_layout_(int argc, char **argv) {
       int64_t q = rs_p2p_pos(&m, which, p, rk);
       if (q < 0) continue;
       int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
-      rs_p2p_box(&m, which, p, q, s, z);
+      rs_p2p_shape_offset(&m, which, p, q, z, s);
+      if (RS_MUTANT(657)) rs_p2p_box(&m, which, p, q, s, z); /* planted: the raw box, not SPEC 4's report */
       int nd = m.param[p].t.ndim;
       char pl[128];
       rs_format_sharding(&m.cfg[which].place[p].s, pl, sizeof pl);
@@ -140,6 +152,152 @@ static int cmd_layout_(int argc, char **argv) {
   return CLI_OK;
 }
 
+/* ---- what a move produced, for other tools: `run --json` and `run --dump` ---- */
+
+typedef struct run_out {
+  rs_p2p_locals got; /* destination locals of the ranks this process plays */
+  int32_t me;        /* -1: every rank */
+#ifdef RS_HAVE_OPT
+  rs_copy_service *cs; /* counted; NULL for ref */
+#endif
+} run_out;
+
+static int64_t local_bytes(const rs_p2p_model *m, int64_t p, const rs_p2p_local *l) {
+  return m->param[p].transform == RS_XFORM_MXFP8 ? l->numel : l->numel * rs_dtype_size(m->param[p].t.dtype);
+}
+
+static uint64_t digest(const void *data, int64_t n) {
+  rs_local l;
+  memset(&l, 0, sizeof l);
+  l.data = (void *)data;
+  l.nbytes = n;
+  return rs_local_digest(&l);
+}
+
+/* Executes the model once more (the properties above keep their locals to themselves), keeping
+ * the destination locals and, with opt, the copy service's byte counts. */
+static rs_status run_keep(const rs_p2p_model *m, int opt, void *world, const char *svc, run_out *o) {
+  memset(o, 0, sizeof *o);
+  o->me = -1;
+  rs_p2p_plan plan;
+  rs_p2p_locals src;
+  memset(&plan, 0, sizeof plan);
+  memset(&src, 0, sizeof src);
+  rs_status st;
+  if (!opt) {
+    if (!(st = rs_p2p_ref_plan(m, &plan)) && !(st = rs_p2p_source_locals(m, -1, &src)))
+      st = rs_p2p_ref_execute(m, &plan, &src, &o->got);
+  } else {
+#ifdef RS_HAVE_OPT
+    rs_world *w = world;
+    o->me = rs_world_is_local(w) ? -1 : rs_world_rank(w);
+    st = o->me >= 0 ? rs_p2p_opt_plan_rank(m, o->me, &plan) : rs_p2p_opt_plan(m, &plan);
+    if (!st) st = rs_copy_service_open(svc ? svc : rs_world_transport(w), w, &o->cs);
+    if (!st) rs_copy_service_count(o->cs, 1);
+    if (!st) st = rs_p2p_source_locals(m, o->me, &src);
+    if (!st) st = rs_p2p_opt_execute(m, &plan, o->cs, o->me, &src, &o->got, NULL);
+#else
+    (void)world;
+    (void)svc;
+    st = rs_fail(RS_ERR_UNSUPPORTED, "this build has no opt/ library");
+#endif
+  }
+  rs_p2p_locals_free(&src);
+  rs_p2p_plan_free(&plan);
+  return st;
+}
+
+static void run_out_free(run_out *o) {
+  rs_p2p_locals_free(&o->got);
+#ifdef RS_HAVE_OPT
+  rs_copy_service_close(o->cs);
+#endif
+}
+
+/* The destination local of rank r for parameter p, NULL when r holds none (or another process
+ * plays it). */
+static const rs_p2p_local *held(const rs_p2p_model *m, const run_out *o, int64_t p, int32_t r, int64_t *pos) {
+  *pos = rs_p2p_pos(m, RS_P2P_DST, p, r);
+  if (*pos < 0 || (o->me >= 0 && r != o->me) || !o->got.loc || !o->got.loc[p]) return NULL;
+  const rs_p2p_local *l = &o->got.loc[p][*pos];
+  return l->data ? l : NULL;
+}
+
+static void print_json(const rs_p2p_model *m, const run_out *o, const char *impl) {
+  printf("{\"impl\":\"%s\",\"world\":%d,\"ranks\":[", impl, m->world);
+  for (int32_t r = 0; r < m->world; ++r) {
+    printf("%s\n{\"rank\":%d,\"params\":[", r ? "," : "", r);
+    int any = 0;
+    for (int64_t p = 0; p < m->nparams; ++p) {
+      int64_t q, sent = 0, recv = 0;
+      const rs_p2p_local *l = held(m, o, p, r, &q);
+#ifdef RS_HAVE_OPT
+      if (o->cs) rs_copy_service_counted(o->cs, r, p, &sent, &recv);
+#endif
+      if (!l && !sent && !recv) continue;
+      printf("%s{\"name\":", any ? "," : "");
+      cli_json_str(stdout, m->param[p].name);
+      int mx = m->param[p].transform == RS_XFORM_MXFP8;
+      if (l) {
+        printf(",\"dtype\":\"%s\"", mx ? "F8_E4M3" : rs_dtype_name(m->param[p].t.dtype));
+        int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
+        rs_p2p_box(m, RS_P2P_DST, p, q, s, z);
+        printf(",\"shape\":");
+        cli_json_ints(stdout, z, m->param[p].t.ndim);
+        printf(",\"xxh3\":\"%016llx\"", (unsigned long long)digest(l->data, local_bytes(m, p, l)));
+        if (mx) printf(",\"scale_xxh3\":\"%016llx\"", (unsigned long long)digest(l->scale, l->numel / RS_MXFP8_BLOCK));
+      }
+#ifdef RS_HAVE_OPT
+      if (o->cs) printf(",\"bytes_sent\":%lld,\"bytes_received\":%lld", (long long)sent, (long long)recv);
+#endif
+      printf("}");
+      any = 1;
+    }
+    printf("]}");
+  }
+  printf("]}\n");
+}
+
+/* Writes n bytes to DIR/rank<r>/<name><ext>, refusing to follow a symbolic link. */
+static rs_status dump_file(const char *dir, int32_t r, const char *name, const char *ext, const void *data, int64_t n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/rank%d", dir, r);
+  if (mkdir(path, 0755) && errno != EEXIST) return rs_fail(RS_ERR_IO, "--dump: cannot create %s: %s", path, strerror(errno));
+  size_t k = strlen(path);
+  snprintf(path + k, sizeof path - k, "/%s%s", name, ext);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return rs_fail(RS_ERR_IO, "--dump: cannot write %s: %s", path, strerror(errno));
+  const char *b = data;
+  for (int64_t done = 0; done < n;) {
+    ssize_t w = write(fd, b + done, (size_t)(n - done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      close(fd);
+      return rs_fail(RS_ERR_IO, "--dump: writing %s: %s", path, strerror(errno));
+    }
+    done += w;
+  }
+  if (close(fd)) return rs_fail(RS_ERR_IO, "--dump: closing %s: %s", path, strerror(errno));
+  return RS_OK;
+}
+
+static rs_status dump_all(const rs_p2p_model *m, const run_out *o, const char *dir) {
+  if (mkdir(dir, 0755) && errno != EEXIST) return rs_fail(RS_ERR_IO, "--dump: cannot create %s: %s", dir, strerror(errno));
+  struct stat sb;
+  if (lstat(dir, &sb) || !S_ISDIR(sb.st_mode)) return rs_fail(RS_ERR_INVALID, "--dump: %s is not a directory", dir);
+  rs_status st = RS_OK;
+  for (int32_t r = 0; r < m->world && !st; ++r)
+    for (int64_t p = 0; p < m->nparams && !st; ++p) {
+      int64_t q;
+      const rs_p2p_local *l = held(m, o, p, r, &q);
+      if (!l) continue;
+      st = dump_file(dir, r, m->param[p].name, ".bin", l->data, local_bytes(m, p, l));
+      if (!st && m->param[p].transform == RS_XFORM_MXFP8)
+        st = dump_file(dir, r, m->param[p].name, ".scale", l->scale, l->numel / RS_MXFP8_BLOCK);
+    }
+  return st;
+}
+
 #ifdef RS_HAVE_OPT
 static int open_world(const char *transport, int *argc, char ***argv, rs_world **w) {
   if (strcmp(transport, "local") && strcmp(transport, "mpi") && strcmp(transport, "nccl"))
@@ -150,24 +308,26 @@ static int open_world(const char *transport, int *argc, char ***argv, rs_world *
 #endif
 
 static int cmd_run_(int argc, char **argv) {
-  const char *model = NULL, *impl = "opt", *transport = "local", *svc = NULL, *v;
-  int r, quiet = 0;
+  const char *model = NULL, *impl = "opt", *transport = "local", *svc = NULL, *dump = NULL, *v;
+  int r, quiet = 0, json = 0;
   for (int i = 1; i < argc; ++i) {
     CLI_OPT(C, "--impl", impl);
     CLI_OPT(C, "--transport", transport);
     CLI_OPT(C, "--copy-service", svc);
-    if (cli_flag(argv, i, "--quiet")) quiet = 1;
+    CLI_OPT(C, "--dump", dump);
+    if (cli_flag(argv, i, "--json")) json = 1;
+    else if (cli_flag(argv, i, "--quiet")) quiet = 1;
     else if (argv[i][0] == '-') return cli_usage_error(C, "run: unknown option %s", argv[i]);
     else model = argv[i];
   }
   if (!model) return cli_usage_error(C, "run: MODEL.json missing");
   if (strcmp(impl, "ref") && strcmp(impl, "opt")) return cli_usage_error(C, "--impl: '%s', expected ref or opt", impl);
+  if (json && strcmp(transport, "local"))
+    return cli_usage_error(C, "--json: one process must play every rank (--transport local); under mpirun use --dump DIR");
+  if (dump && !*dump) return cli_usage_error(C, "--dump: expected a directory");
   rs_p2p_model m;
   if ((r = load(model, &m))) return r;
-  if (rs_p2p_check_transforms(&m)) {
-    rs_p2p_model_free(&m);
-    return cli_status_error(C, model);
-  }
+  void *keep_world = NULL; /* the world `--json` / `--dump` run on (opt) */
   int bad = 0;
   char msg[512];
   rs_p2p_env env = {RS_IMPL_REF, NULL, NULL, 0};
@@ -208,20 +368,32 @@ static int cmd_run_(int argc, char **argv) {
       rs_outcome o = rs_p2p_prop_run((rs_p2p_prop)p, &env, &m, msg, sizeof msg);
       if (o == RS_FAIL) bad = 1;
     }
-    quiet |= rs_world_rank(w) != 0;
-    rs_world_finalize(w);
+    quiet |= rs_world_rank(w) != 0 || json;
+    keep_world = w;
 #else
     rs_p2p_model_free(&m);
     return cli_usage_error(C, "--impl opt: this build has no opt/ library");
 #endif
   }
-  int input = 0;
+  int input = 0, rc = CLI_OK;
+  if (!bad && (json || dump)) {
+    /* after the check passed: what the move produced, for tools outside the process */
+    run_out o;
+    rs_status st = run_keep(&m, !strcmp(impl, "opt"), keep_world, svc, &o);
+    if (!st && dump) st = dump_all(&m, &o, dump);
+    if (!st && json) print_json(&m, &o, impl);
+    run_out_free(&o);
+    if (st) rc = cli_status_error(C, dump ? "--dump" : "--json"); /* bad directory 2, out of memory 3 */
+  }
+#ifdef RS_HAVE_OPT
+  if (keep_world) rs_world_finalize(keep_world);
+#endif
   if (!quiet) {
     if (bad) printf("%s: %s\n", input ? "error" : "FAIL", msg);
-    else printf("ok: %lld parameters, every destination rank equals the oracle (%s)\n", (long long)m.nparams, impl);
+    else if (rc == CLI_OK) printf("ok: %lld parameters, every destination rank equals the oracle (%s)\n", (long long)m.nparams, impl);
   }
   rs_p2p_model_free(&m);
-  return bad ? (input ? CLI_USAGE : CLI_FAIL) : CLI_OK;
+  return bad ? (input ? CLI_USAGE : CLI_FAIL) : rc;
 }
 
 static int cmd_check_(int argc, char **argv) {

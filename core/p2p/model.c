@@ -5,6 +5,7 @@
 #include <string.h>
 #include "core/box.h"
 #include "core/checked.h"
+#include "core/mutant.h"
 #include "core/p2p/p2p_internal.h"
 #include "core/tp_style.h"
 #include "core/values.h"
@@ -117,6 +118,8 @@ rs_status rs_p2p_arch_params(const rs_p2p_arch *a, rs_p2p_model *m) {
     return rs_fail(RS_ERR_NOMEM, "model: out of memory");
   }
   m->nparams = n;
+  m->arch_set = 1;
+  m->arch = *a;
   arch_walk(a, m, tp);
   free(tp);
   for (int64_t i = 0; i < n; ++i) {
@@ -176,6 +179,32 @@ rs_status rs_p2p_config_template(rs_p2p_model *m, int which, const rs_p2p_arch *
     return rs_fail(RS_ERR_INVALID, "%s.template: tp*pp*dp exceeds 2^24 ranks", cn);
   if (!ranks && ((int64_t)first_rank < 0 || first_rank + world > RS_P2P_MAX_WORLD))
     return rs_fail(RS_ERR_INVALID, "%s.first_rank: out of range", cn);
+  if (ranks && !RS_MUTANT(656)) { /* mutant 656: a template's rank list is not checked */
+    /* tp*pp*dp distinct ranks: a rank repeated across stages (or inside one) is refused here, under
+     * the field the user wrote (the stage meshes built below are not in the file). */
+    int32_t top = 0;
+    for (int64_t i = 0; i < world; ++i) {
+      if (ranks[i] < 0 || ranks[i] >= RS_P2P_MAX_WORLD)
+        return rs_fail(RS_ERR_INVALID, "%s.ranks[%lld]: %d out of range [0, 2^24)", cn, (long long)i, ranks[i]);
+      if (ranks[i] > top) top = ranks[i];
+    }
+    uint8_t *seen = calloc((size_t)top / 8 + 1, 1); /* one bit per rank: at most 2 MiB */
+    if (!seen) return rs_fail(RS_ERR_NOMEM, "config: out of memory");
+    for (int64_t i = 0; i < world; ++i) {
+      int32_t r = ranks[i];
+      if (seen[r / 8] >> (r % 8) & 1) {
+        int64_t a = 0;
+        while (ranks[a] != r) a++; /* the first position, only on the error path */
+        free(seen);
+        return rs_fail(RS_ERR_INVALID,
+                       "%s.ranks: rank %d appears twice (ranks[%lld] and ranks[%lld]; stages %lld and %lld): a "
+                       "template needs tp*pp*dp distinct ranks",
+                       cn, r, (long long)a, (long long)i, (long long)(a / stage), (long long)i / stage);
+      }
+      seen[r / 8] |= (uint8_t)(1u << (r % 8));
+    }
+    free(seen);
+  }
   int32_t *own = NULL;
   if (!ranks) {
     own = malloc((size_t)world * sizeof(int32_t));
@@ -194,10 +223,14 @@ rs_status rs_p2p_config_template(rs_p2p_model *m, int which, const rs_p2p_arch *
   tparam *tpar = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *tpar);
   rs_status st = RS_OK;
   if (!c->mesh || !c->place || !tpar) st = rs_fail(RS_ERR_NOMEM, "config: out of memory");
-  /* Megatron's rank order tp-ep-dp-pp (tp fastest): a stage is a [dp, tp] block of the rank list,
+  /* Megatron-Core's RankGenerator order tp-cp-ep-dp-pp with cp = 1 (tp fastest; pinned by
+   * tests/test_p2p_template_ranks.c): a stage is a [dp, tp] block of the rank list,
    * and the same block read as [dp/ep, ep, tp] is the expert mesh. */
   for (int64_t s = 0; s < t->pp && !st; ++s) {
     int64_t dense[2] = {t->dp, t->tp}, exp[3] = {t->dp / t->ep, t->ep, t->tp};
+    /* Mutant 654: the expert mesh reads the stage as [ep, dp/ep, tp] (ep and expert dp swapped):
+     * plans, executors and the oracle share this, so only Megatron's table sees it. */
+    if (RS_MUTANT(654)) exp[0] = t->ep, exp[1] = t->dp / t->ep;
     st = mesh_alloc(&c->mesh[s * (moe ? 2 : 1)], 2, dense, ranks + s * stage);
     if (!st && moe) st = mesh_alloc(&c->mesh[s * 2 + 1], 3, exp, ranks + s * stage);
   }
@@ -320,16 +353,30 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m) {
       }
     }
   }
-  return RS_OK;
+  /* the same model is valid for every verb (plan, layout, run, check); mutant 655: only run's
+   * allocation checks MXFP8 last dims (plan and layout accept what run refuses) */
+  return RS_MUTANT(655) ? RS_OK : rs_p2p_check_transforms(m);
+}
+
+/* Parameter p's mesh in config `which` and the coordinate of mesh position pos on it. */
+static const rs_p2p_mesh *place_coord(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *coord) {
+  const rs_p2p_mesh *me = &m->cfg[which].mesh[m->cfg[which].place[p].mesh];
+  rs_coord_of_pos(me->ndim, me->size, pos, coord);
+  return me;
 }
 
 void rs_p2p_box(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *start,
                 int64_t *size) {
-  const rs_p2p_place *pl = &m->cfg[which].place[p];
-  const rs_p2p_mesh *me = &m->cfg[which].mesh[pl->mesh];
   int64_t coord[RS_MAX_MESH_DIMS];
-  rs_coord_of_pos(me->ndim, me->size, pos, coord);
-  rs_box_of_coord(me->size, &pl->s, &m->param[p].t, coord, start, size);
+  const rs_p2p_mesh *me = place_coord(m, which, p, pos, coord);
+  rs_box_of_coord(me->size, &m->cfg[which].place[p].s, &m->param[p].t, coord, start, size);
+}
+
+void rs_p2p_shape_offset(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *shape,
+                         int64_t *offset) {
+  int64_t coord[RS_MAX_MESH_DIMS];
+  const rs_p2p_mesh *me = place_coord(m, which, p, pos, coord);
+  rs_shape_offset_of_coord(me->size, &m->cfg[which].place[p].s, &m->param[p].t, coord, shape, offset);
 }
 
 int64_t rs_p2p_pos(const rs_p2p_model *m, int which, int64_t p, int32_t r) {
@@ -351,8 +398,23 @@ void rs_p2p_value(const rs_p2p_model *m, int64_t p, int64_t idx, void *out) {
   uint64_t h = rs_hash3(m->seed, pa->key, (uint64_t)idx);
   if (pa->transform == RS_XFORM_MXFP8) {
     uint16_t b = (uint16_t)h;
-    /* most elements within 2^+-16 of 1 so blocks exercise rounding; some raw (zeros, subnormals) */
-    if ((h >> 16) % 8) b = (uint16_t)((b & 0x807F) | ((uint16_t)(111 + (h >> 20) % 33) << 7));
+    /* A quarter of the blocks of 32 (the last dim is a multiple of 32, so global blocks are the
+     * quantizer's blocks) draw every element from one magnitude class, so the block's amax, and
+     * with it the scale, reaches the clamp at 2^-127 and the top binades. */
+    uint64_t bh = rs_hash3(m->seed, pa->key ^ 0x6d78667038ull, (uint64_t)idx / RS_MXFP8_BLOCK), cls = bh % 16;
+    uint16_t sign = (uint16_t)(b & 0x8000), man = (uint16_t)(b & 0x7F);
+    unsigned r = (unsigned)(h >> 20);
+    if (cls == 12) /* tiny: 2^-126 .. 2^-118, around 448 * 2^-127 (below it the scale clamps) */
+      b = (uint16_t)(sign | (uint16_t)(1 + r % 8) << 7 | man);
+    else if (cls == 13) /* BF16 subnormals (and zeros): amax below 2^-126 */
+      b = (uint16_t)(sign | man);
+    else if (cls == 14) /* huge: 2^113 .. 2^127, the largest scales */
+      b = (uint16_t)(sign | (uint16_t)(240 + r % 15) << 7 | man);
+    else if (cls == 15) /* exact powers of two and 1.75 * 2^k (amax = 448 * 2^e, the scale boundary) */
+      b = (uint16_t)(sign | (uint16_t)(1 + (bh >> 8) % 240 + r % 14) << 7 | ((r >> 8) % 3 == 0 ? 0x60 : 0));
+    /* the other blocks: most elements within 2^+-16 of 1 so blocks exercise rounding; some raw
+     * (zeros, subnormals) */
+    else if ((h >> 16) % 8) b = (uint16_t)((b & 0x807F) | ((uint16_t)(111 + (h >> 20) % 33) << 7));
     if ((b & 0x7F80) == 0x7F80) b &= (uint16_t)~0x4000;
     memcpy(out, &b, 2);
     return;
@@ -361,18 +423,43 @@ void rs_p2p_value(const rs_p2p_model *m, int64_t p, int64_t idx, void *out) {
   memcpy(out, &h, (size_t)rs_dtype_size(pa->t.dtype));
 }
 
+/* Index of the first template suffix that names parameter p (the template's own field). */
+static int mxfp8_suffix(const rs_p2p_arch *a, const char *name) {
+  for (int k = 0; a && k < a->nmxfp8; ++k)
+    if (ends_with(name, a->mxfp8[k])) return k;
+  return -1;
+}
+
 rs_status rs_p2p_check_transforms(const rs_p2p_model *m) {
+  const rs_p2p_config *c = &m->cfg[RS_P2P_DST];
   for (int64_t p = 0; p < m->nparams; ++p) {
     if (m->param[p].transform != RS_XFORM_MXFP8) continue;
     const rs_tensor *t = &m->param[p].t;
-    const rs_p2p_mesh *me = &m->cfg[RS_P2P_DST].mesh[m->cfg[RS_P2P_DST].place[p].mesh];
+    const char *nm = m->param[p].name;
+    /* the field the user wrote: the template's suffix list, or the parameter's own entry */
+    char field[128];
+    int k = m->arch_set ? mxfp8_suffix(&m->arch, nm) : -1;
+    if (k >= 0)
+      snprintf(field, sizeof field, "model.template.mxfp8[%d] ('%s' matches %s)", k, m->arch.mxfp8[k], nm);
+    else
+      snprintf(field, sizeof field, "model.params[%lld].transform", (long long)p);
+    int64_t last = t->shape[t->ndim - 1];
+    if (rs__p2p_numel(t->ndim, t->shape) && last % RS_MXFP8_BLOCK)
+      return rs_fail(RS_ERR_INVALID, "%s: MXFP8 needs the local last dim to be a multiple of 32 (the whole "
+                     "last dim is %lld)", field, (long long)last);
+    /* a last dim no mesh dim splits is whole on every rank: checked above */
+    if (!c->place[p].s.order_len[t->ndim - 1]) continue;
+    const rs_p2p_mesh *me = &c->mesh[c->place[p].mesh];
     for (int64_t q = 0; q < me->nranks; ++q) {
       int64_t s[RS_MAX_DIMS], z[RS_MAX_DIMS];
       rs_p2p_box(m, RS_P2P_DST, p, q, s, z);
-      if (rs__p2p_numel(t->ndim, z) && z[t->ndim - 1] % RS_MXFP8_BLOCK)
-        return rs_fail(RS_ERR_INVALID,
-                       "dst.params.%s: MXFP8 needs the local last dim to be a multiple of 32 (rank %d holds %lld)",
-                       m->param[p].name, me->ranks[q], (long long)z[t->ndim - 1]);
+      if (rs__p2p_numel(t->ndim, z) && z[t->ndim - 1] % RS_MXFP8_BLOCK) {
+        if (c->is_template)
+          return rs_fail(RS_ERR_INVALID, "%s: MXFP8 needs the local last dim to be a multiple of 32 (dst.template "
+                         "gives rank %d %lld)", field, me->ranks[q], (long long)z[t->ndim - 1]);
+        return rs_fail(RS_ERR_INVALID, "dst.params.%s.placements: MXFP8 (%s) needs the local last dim to be a "
+                       "multiple of 32 (rank %d holds %lld)", nm, field, me->ranks[q], (long long)z[t->ndim - 1]);
+      }
     }
   }
   return RS_OK;

@@ -29,6 +29,10 @@ typedef struct rs_case {
 /* Validate everything (mesh, tensor byte size, both shardings, partial-op mixing, value mode).
  * Normalizes negative shard dims. */
 rs_status rs_case_validate(rs_case *c);
+/* Everything rs_case_validate checks except the test values (a plan needs none: `reshard plan`
+ * plans cases whose dtype cannot hold exact values, as PyTorch does; commands that fill values
+ * use rs_case_validate). */
+rs_status rs_case_validate_layout(rs_case *c);
 /* The value mode a case needs: exact when any Partial appears in src or dst, else bits. */
 rs_value_mode rs_case_default_values(const rs_case *c);
 /* RS_OK when the case's dtype can hold its value mode for its mesh: exact values need a non-zero

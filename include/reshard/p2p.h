@@ -57,14 +57,6 @@ typedef struct rs_p2p_config {
 
 enum { RS_P2P_SRC = 0, RS_P2P_DST = 1 };
 
-typedef struct rs_p2p_model {
-  uint64_t seed;
-  int64_t nparams;
-  rs_p2p_param *param;
-  rs_p2p_config cfg[2]; /* RS_P2P_SRC, RS_P2P_DST */
-  int32_t world;        /* 1 + the largest rank of either config */
-} rs_p2p_model;
-
 /* Transformer shape of a Megatron-style model template (SPEC 10). */
 typedef struct rs_p2p_arch {
   int64_t layers, hidden, ffn, vocab, experts;
@@ -73,6 +65,16 @@ typedef struct rs_p2p_arch {
   char mxfp8[8][64];     /* parameter-name suffixes that get the MXFP8 transform */
   int nmxfp8;
 } rs_p2p_arch;
+
+typedef struct rs_p2p_model {
+  uint64_t seed;
+  int64_t nparams;
+  rs_p2p_param *param;
+  rs_p2p_config cfg[2]; /* RS_P2P_SRC, RS_P2P_DST */
+  int32_t world;        /* 1 + the largest rank of either config */
+  int arch_set;         /* the parameters came from a template (rs_p2p_arch_params): errors name its fields */
+  rs_p2p_arch arch;
+} rs_p2p_model;
 
 /* Parse a model file (see docs/p2p.md). On error *out is untouched and rs_last_error() names the
  * field (e.g. "dst.params.layers.0.qkv.weight.placements"). */
@@ -95,11 +97,16 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m);
 /* Box of parameter p on config `which` at mesh position pos (start, size per tensor dim). */
 void rs_p2p_box(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *start,
                 int64_t *size);
+/* What `p2p layout` reports for that rank: local shape and global offset as SPEC 4 (and `reshard
+ * layout`) report them, from the same core function (an empty sharded dim's offset is its extent). */
+void rs_p2p_shape_offset(const rs_p2p_model *m, int which, int64_t p, int64_t pos, int64_t *shape,
+                         int64_t *offset);
 /* Mesh position of world rank r for parameter p in config which, -1 when r holds nothing of it. */
 int64_t rs_p2p_pos(const rs_p2p_model *m, int which, int64_t p, int32_t r);
 
 /* MXFP8 destinations need a local last dim that is a multiple of 32 on every destination rank:
- * RS_ERR_INVALID naming the parameter and rank otherwise. */
+ * RS_ERR_INVALID naming the user's field (template suffix or parameter entry) and the rank otherwise.
+ * Part of rs_p2p_model_finish, so every verb refuses the same models. */
 rs_status rs_p2p_check_transforms(const rs_p2p_model *m);
 
 /* ---- plans ---- */

@@ -175,6 +175,7 @@ rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_ser
 
 void rs_copy_service_close(rs_copy_service *cs) {
   if (!cs) return;
+  free(cs->count);
   if (cs->vt && cs->self) cs->vt->destroy(cs->self);
   if (cs->dl) dlclose(cs->dl);
   free(cs);
@@ -188,14 +189,68 @@ static rs_status cs_status(rs_copy_service *cs, int rc, const char *what) {
   return rs_fail(RS_ERR_TRANSPORT, "copy service %s: %s: %s", rs_copy_service_name(cs), what, e && *e ? e : "failed");
 }
 
+void rs_copy_service_count(rs_copy_service *cs, int on) { cs->counting = on; }
+
+void rs_copy_service_tag(rs_copy_service *cs, int64_t tag) { cs->tag = tag; }
+
+static rs_cs_count *count_slot(rs_copy_service *cs, int32_t rank, int64_t tag, int add) {
+  uint64_t key = ((uint64_t)(uint32_t)rank << 32 | (uint32_t)tag) + 1;
+  if (add && (cs->nused + 1) * 2 > cs->ncount) { /* grow: keep the table at most half full */
+    int64_t n = cs->ncount ? cs->ncount * 2 : 256;
+    rs_cs_count *t = calloc((size_t)n, sizeof *t), *old = cs->count;
+    if (!t) return NULL;
+    for (int64_t i = 0; i < cs->ncount; ++i) {
+      if (!old[i].key) continue;
+      uint64_t h = old[i].key * 0x9E3779B97F4A7C15ull;
+      for (int64_t j = (int64_t)(h >> 20) & (n - 1);; j = (j + 1) & (n - 1))
+        if (!t[j].key) {
+          t[j] = old[i];
+          break;
+        }
+    }
+    free(old);
+    cs->count = t;
+    cs->ncount = n;
+  }
+  if (!cs->ncount) return NULL;
+  uint64_t h = key * 0x9E3779B97F4A7C15ull;
+  for (int64_t j = (int64_t)(h >> 20) & (cs->ncount - 1);; j = (j + 1) & (cs->ncount - 1)) {
+    if (cs->count[j].key == key) return &cs->count[j];
+    if (!cs->count[j].key) {
+      if (!add) return NULL;
+      cs->count[j].key = key;
+      cs->nused++;
+      return &cs->count[j];
+    }
+  }
+}
+
+void rs_copy_service_counted(const rs_copy_service *cs, int32_t rank, int64_t tag, int64_t *sent, int64_t *recv) {
+  rs_cs_count *c = count_slot((rs_copy_service *)cs, rank, tag, 0);
+  *sent = c ? c->sent : 0;
+  *recv = c ? c->recv : 0;
+}
+
+/* A submission the transport accepted, tallied under (me, the current tag). */
+static rs_status tally(rs_copy_service *cs, int32_t me, int64_t bytes, int is_recv) {
+  if (!cs->counting) return RS_OK;
+  rs_cs_count *c = count_slot(cs, me, cs->tag, 1);
+  if (!c) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory (byte counts)");
+  if (is_recv) c->recv += bytes;
+  else c->sent += bytes;
+  return RS_OK;
+}
+
 rs_status rs_copy_service_send(rs_copy_service *cs, int32_t me, const void *buf, int64_t bytes, int32_t peer,
                                int64_t task_id) {
-  return cs_status(cs, cs->vt->submit_send(cs->self, me, buf, bytes, peer, task_id), "submit_send");
+  rs_status st = cs_status(cs, cs->vt->submit_send(cs->self, me, buf, bytes, peer, task_id), "submit_send");
+  return st ? st : tally(cs, me, bytes, 0);
 }
 
 rs_status rs_copy_service_recv(rs_copy_service *cs, int32_t me, void *buf, int64_t bytes, int32_t peer,
                                int64_t task_id) {
-  return cs_status(cs, cs->vt->submit_recv(cs->self, me, buf, bytes, peer, task_id), "submit_recv");
+  rs_status st = cs_status(cs, cs->vt->submit_recv(cs->self, me, buf, bytes, peer, task_id), "submit_recv");
+  return st ? st : tally(cs, me, bytes, 1);
 }
 
 rs_status rs_copy_service_run(rs_copy_service *cs) { return cs_status(cs, cs->vt->run(cs->self), "run"); }

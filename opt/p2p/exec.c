@@ -180,6 +180,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       } else {
         buf = base + byte_offset(nd, es, &b, &region);
       }
+      rs_copy_service_tag(cs, x->param);
       if ((st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task))) break;
     }
     if (pdst) {
@@ -187,6 +188,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
                                 : stage + xs[i].recv_off;
       int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
+      rs_copy_service_tag(cs, x->param);
       if ((st = rs_copy_service_recv(cs, x->dst, buf, bytes, x->src, task))) break;
       if (xs[i].wb == 1) sx.direct++;
       else if (xs[i].wb == 2) sx.copy++;

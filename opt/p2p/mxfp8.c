@@ -19,7 +19,7 @@ rs_status rs_cuda_mxfp8(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale
 
 rs_status rs_mxfp8_quantize_opt(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, const char *what) {
   if (n % 32) return rs_fail(RS_ERR_INVALID, "%s: MXFP8 needs a multiple of 32 elements along the last dim", what);
-  int half_up = (RS_MUTANT(403) ? 1 : RS_MUTANT(408) ? 2 : RS_MUTANT(409) ? 3 : 0);
+  int half_up = (RS_MUTANT(403) ? 1 : RS_MUTANT(408) ? 2 : RS_MUTANT(409) ? 3 : RS_MUTANT(653) ? 4 : 0);
   for (int64_t b = 0; b < n / 32; ++b)
     if (rs__mx_block(x + b * 32, q + b * 32, scale + b, half_up))
       return rs_fail(RS_ERR_INVALID, "%s: block %lld holds a NaN or Inf", what, (long long)b);
@@ -31,7 +31,7 @@ rs_status rs__mxfp8_quantize_any(const uint16_t *x, int64_t n, uint8_t *q, uint8
   *on_device = 0;
   if (n >= 32 * 1024 && rs_cuda_device_count() > 0 && !getenv("RS_P2P_NO_GPU")) {
     int64_t bad = -1;
-    rs_status st = rs_cuda_mxfp8(x, n, q, scale, (RS_MUTANT(403) ? 1 : RS_MUTANT(408) ? 2 : RS_MUTANT(409) ? 3 : 0), &bad);
+    rs_status st = rs_cuda_mxfp8(x, n, q, scale, (RS_MUTANT(403) ? 1 : RS_MUTANT(408) ? 2 : RS_MUTANT(409) ? 3 : RS_MUTANT(653) ? 4 : 0), &bad);
     if (!st && bad >= 0) return rs_fail(RS_ERR_INVALID, "%s: block %lld holds a NaN or Inf", what, (long long)bad);
     if (!st) {
       *on_device = 1;

@@ -56,7 +56,7 @@ RS_HD static inline uint8_t rs__mx_elem(uint16_t b, int e, int half_up) {
 /* One block of 32: returns 1 when it holds a NaN/Inf (nothing written), else 0. */
 /* half_up selects the planted bugs of the mutation self-test: 1 rounds ties away from zero,
  * 2 moves the 448 boundary of the scale (amax = 448 * 2^e takes the next exponent), 3 flushes
- * E4M3 subnormals to zero. */
+ * E4M3 subnormals to zero, 4 clamps the scale exponent at -126 (as if E8M0 code 0 were reserved). */
 RS_HD static inline int rs__mx_block(const uint16_t *x, uint8_t *q, uint8_t *scale, int half_up) {
   uint32_t amax = 0;
   for (int i = 0; i < 32; ++i) {
@@ -68,7 +68,7 @@ RS_HD static inline int rs__mx_block(const uint16_t *x, uint8_t *q, uint8_t *sca
   if (amax) {
     int k8 = (int)(amax >> 23);
     e = k8 ? k8 - 127 - 8 + (half_up == 2 ? (amax & 0x7FFFFFu) >= 0x600000u : (amax & 0x7FFFFFu) > 0x600000u) : -127;
-    if (e < -127) e = -127;
+    if (e < (half_up == 4 ? -126 : -127)) e = half_up == 4 ? -126 : -127; /* 4: planted clamp at -126 */
     if (e > 127) e = 127;
   }
   *scale = (uint8_t)(e + 127);

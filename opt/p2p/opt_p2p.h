@@ -10,11 +10,21 @@
 /* only >= 0: keep the transfers rank `only` sends or receives (rs_p2p_opt_plan_rank). */
 rs_status rs__p2p_opt_plan(const rs_p2p_model *m, int32_t only, rs_p2p_plan *out);
 
+/* Bytes that went through submit_send / submit_recv for one (rank, tag). */
+typedef struct rs_cs_count {
+  uint64_t key; /* rank << 32 | tag, 0 = empty slot (stored + 1) */
+  int64_t sent, recv;
+} rs_cs_count;
+
 struct rs_copy_service {
   const rs_copy_service_vtable *vt;
   void *self;
   void *dl; /* dlopen handle of a plug-in */
   char name[64];
+  int counting; /* rs_copy_service_count: tally accepted submissions per (rank, tag) */
+  int64_t tag;
+  rs_cs_count *count; /* open addressing, ncount slots (a power of two), nused filled */
+  int64_t ncount, nused;
 };
 
 /* Built-in services as vtables (copy_service.c). */

@@ -117,8 +117,10 @@ rs_status rs_exec_sched(const rs_sched *s, const rs_exec_bufs *b, const rs_mesh 
     if (!b->played[p]) continue;
     int64_t n = rs_box_numel(s->ndim, &s->out_box[p]);
     for (int k = 0; k < s->ndiv && !st && !(RS_MUTANT(206) && s->nrounds == 2 && !b->device); ++k) {
-      if (b->device) st = rs_cuda_div(s->dtype, b->out[p], s->div[k], n);
-      else rs_arith_div(s->dtype, b->out[p], s->div[k], n);
+      /* Mutant 652: the partitions' divisions in descending mesh dim, not the canonical order. */
+      int64_t dv = s->div[RS_MUTANT(652) ? s->ndiv - 1 - k : k];
+      if (b->device) st = rs_cuda_div(s->dtype, b->out[p], dv, n);
+      else rs_arith_div(s->dtype, b->out[p], dv, n);
     }
   }
   if (!st && b->device) st = rs_cuda_sync();

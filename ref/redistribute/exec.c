@@ -128,7 +128,8 @@ static rs_status run_step(ref_exec *x, const rs_step *step, rs_collective coll) 
         if ((st = ref_buf_alloc(o, whole.ndim, whole.shape, es)) != RS_OK) break;
         if (o->numel) memset(o->data, 0, (size_t)(o->numel * es));
         int64_t size, off;
-        ref_split(whole.shape[from.dim], n, RS_MUTANT(243) ? 0 : i, 0, &size, &off);
+        /* Mutant 650: each member's shard lands at the mirrored member's offset (n-1-i). */
+        ref_split(whole.shape[from.dim], n, RS_MUTANT(243) ? 0 : RS_MUTANT(650) ? n - 1 - i : i, 0, &size, &off);
         if (size != pieces[i]->shape[from.dim]) {
           st = rs_fail(RS_ERR_MISMATCH, "zero-fill on mesh dim %d: piece %d has %lld rows, its split %lld", md,
                        i, (long long)pieces[i]->shape[from.dim], (long long)size);

@@ -270,7 +270,9 @@ static rs_status next_states_pytorch(gsearch *s, const gcost *c, int mesh_ndim, 
     for (int k = 0; k < c->nops; k++) {
       if (RS_MUTANT(240) && c->ops[k] != RS_SUM) continue; /* planted: R -> P(avg|min|max) missing */
       g = *cur;
-      set_pl(&g, md, rs_pl_partial((rs_redop)c->ops[k]));
+      /* Mutant 651: R -> P(op) takes the previous op of the list (off by one): R -> P(avg|min|max)
+       * becomes a second R -> P(sum) edge, so those destinations have no path. */
+      set_pl(&g, md, rs_pl_partial((rs_redop)c->ops[RS_MUTANT(651) && k > 0 ? k - 1 : k]));
       int mask = 0;
       for (int i = 0; i < mesh_ndim; i++)
         if (g.pl[i][0] == RS_PARTIAL) mask |= 1 << g.pl[i][2];
