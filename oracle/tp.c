@@ -2,6 +2,7 @@
  * redistribute; F32 accumulation over the reduction index in ascending order, then the bias), and
  * the bitwise comparison of a sharded result with it: every rank's local output must be the global
  * output restricted to its box of the result's layout. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,32 @@ static rs_status linear(const rs_tp_case *c, int i, const float *x, int64_t rows
   free(w);
   free(b);
   return st;
+}
+
+/* nn.LayerNorm (eps 1e-5) / nn.RMSNorm (eps: F32 machine epsilon) of one row, F32, sums in
+ * increasing index order (SPEC 12's norm, unsharded). */
+static rs_status real_norm_row(const rs_tp_case *c, int i, rs_tp_module_kind k, const float *x, int64_t d,
+                               const float *w, float *y) {
+  float *b = NULL;
+  rs_tensor tb;
+  if (c->mod[i].bias) {
+    rs_status st = rs_tp_global_param(c, i, RS_TP_BIAS, &tb, &b);
+    if (st) return st;
+  }
+  float acc = 0.0f, acc2 = 0.0f, scale;
+  if (k == RS_TP_LAYERNORM) {
+    for (int64_t j = 0; j < d; j++) acc += x[j];
+    float mean = acc / (float)d;
+    for (int64_t j = 0; j < d; j++) acc2 += (x[j] - mean) * (x[j] - mean);
+    scale = 1.0f / sqrtf(acc2 / (float)d + 1e-5f);
+    for (int64_t j = 0; j < d; j++) y[j] = (x[j] - mean) * scale * w[j] + (b ? b[j] : 0.0f);
+  } else {
+    for (int64_t j = 0; j < d; j++) acc2 += x[j] * x[j];
+    scale = 1.0f / sqrtf(acc2 / (float)d + 1.1920928955078125e-07f);
+    for (int64_t j = 0; j < d; j++) y[j] = x[j] * scale * w[j];
+  }
+  free(b);
+  return RS_OK;
 }
 
 rs_status rs_tp_oracle_forward(const rs_tp_case *c, rs_tensor *shape, float **out) {
@@ -56,6 +83,8 @@ rs_status rs_tp_oracle_forward(const rs_tp_case *c, rs_tensor *shape, float **ou
         if (m->kind == RS_TP_EMBEDDING) {
           int64_t id = ((const int64_t *)input)[r];
           memcpy(y + r * m->out, w + id * m->out, (size_t)m->out * 4);
+        } else if (m->kind == RS_TP_LAYERNORM || m->kind == RS_TP_RMSNORM) {
+          st = real_norm_row(c, i, m->kind, x + r * m->out, m->out, w, y + r * m->out);
         } else {
           for (int64_t j = 0; j < m->out; j++) y[r * m->out + j] = x[r * m->out + j] * w[j];
         }

@@ -31,10 +31,25 @@ typedef enum rs_tp_module_kind {
   RS_TP_LINEAR = 0,    /* weight [out, in], optional bias [out]; y = x W^T + b */
   RS_TP_EMBEDDING = 1, /* weight [vocab, dim]; y = W[id] */
   RS_TP_NORM = 2,      /* weight [dim]; y = x * w along the last dim */
+  RS_TP_LAYERNORM = 3, /* nn.LayerNorm(dim, eps=1e-5): weight [dim], optional bias [dim] */
+  RS_TP_RMSNORM = 4,   /* nn.RMSNorm(dim, eps=None: F32 machine epsilon): weight [dim] */
   RS_TP_MODULE_COUNT
 } rs_tp_module_kind;
 
 typedef enum rs_tp_param_kind { RS_TP_WEIGHT = 0, RS_TP_BIAS = 1 } rs_tp_param_kind;
+
+/* The style arguments a case may omit (rs_tp_style.omitted): an omitted argument takes PyTorch's
+ * default. PrepareModuleInput's input_layouts and desired_input_layouts default to None (the style
+ * then does nothing); PrepareModuleOutput has no defaults (omitting either is refused, as PyTorch's
+ * constructor refuses it). */
+enum {
+  RS_TP_ARG_INPUT = 1,
+  RS_TP_ARG_DESIRED_INPUT = 2,
+  RS_TP_ARG_OUTPUT = 4,
+  RS_TP_ARG_DESIRED_OUTPUT = 8,
+  RS_TP_ARG_USE_LOCAL = 16,
+  RS_TP_ARG_SEQUENCE_DIM = 32
+};
 
 /* A style and its arguments; layouts are placements on the TP mesh dim. Fields a style does not
  * take are ignored. rs_tp_style_default fills PyTorch's defaults. */
@@ -46,6 +61,7 @@ typedef struct rs_tp_style {
   rs_placement desired_output; /* PrepareModuleOutput */
   int use_local_output;        /* Colwise/Rowwise/PrepareModuleOutput: 1; Sequence/Input: 0 */
   int sequence_dim;            /* Sequence: 1 */
+  unsigned omitted;            /* RS_TP_ARG_* the case leaves to PyTorch's defaults */
 } rs_tp_style;
 
 #define RS_TP_MAX_MODULES 32
@@ -54,8 +70,8 @@ typedef struct rs_tp_style {
 typedef struct rs_tp_module {
   char path[RS_TP_PATH_LEN]; /* "mlp.fc1": the plan's key */
   rs_tp_module_kind kind;
-  int64_t in, out;           /* Linear: in/out features; Embedding: vocab/dim; Norm: dim/dim */
-  int bias;                  /* Linear only */
+  int64_t in, out;           /* Linear: in/out features; Embedding: vocab/dim; norms: dim/dim */
+  int bias;                  /* Linear and LayerNorm */
   rs_tp_style style;
 } rs_tp_module;
 
