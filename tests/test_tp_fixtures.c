@@ -87,6 +87,12 @@ static int has_uneven_local(const rs_tp_case *c, const rs_tp_result *r) {
       int64_t len = od == 2 ? c->mod[i].out : od >= 0 ? act_dim(c, i, od) : 0;
       if (od >= 0 && uneven(len, n)) return 1;
     }
+    /* a real norm (plain parameters) on unevenly split local tensors: under LocalTensorMode the
+     * ranks' shapes differ and F.layer_norm / F.rms_norm fail on the per-rank sizes (LocalIntNode) */
+    int plain = s->kind == RS_TP_REPLICATE || s->kind == RS_TP_PREPARE_INPUT || s->kind == RS_TP_PREPARE_OUTPUT;
+    rs_placement in = r->mod_out_tp[i];
+    if (rs__tp_is_real_norm(c->mod[i].kind) && plain && in.kind == RS_SHARD && uneven(act_dim(c, i, in.dim), n))
+      return 1;
     cur = r->mod_out_tp[i];
     local = r->mod_out_local[i];
   }

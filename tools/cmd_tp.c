@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "core/tp/tp_internal.h"
 #include "core/values.h"
 #include "props/tp.h"
 #include "reshard/tp.h"
@@ -15,7 +16,7 @@ static const char *HELP =
     "usage: reshard tp run CASE.json [--impl ref|opt|both] [--json]\n"
     "       reshard tp check [--seed S] [--cases N] [--impl ref|opt|both] [--max-ranks N]\n"
     "                        [--regress-dir D] [--junit F] [--json F] [--quiet]\n"
-    "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d] [--min-tp N]\n"
+    "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d] [--min-tp N] [--even]\n"
     "run: executes the case's sharded forward (default --impl both) and checks it bit for bit against\n"
     "     the unsharded forward, the layouts and parameter placements the styles name, and the\n"
     "     collectives PyTorch issues for them; prints layouts, local shapes, collectives, digests.\n"
@@ -319,14 +320,28 @@ static int tp_check(int argc, char **argv) {
   return CLI_OK;
 }
 
+/* --even: every size times the TP size (the batch also times the DP size), so every split is
+ * even: PyTorch's from_local (which assumes even shards) then runs the case. */
+static rs_status scale_even(rs_tp_case *c) {
+  int64_t n = c->mesh.size[c->tp_dim], dp = c->mesh.ndim == 2 ? c->mesh.size[1 - c->tp_dim] : 1;
+  c->batch *= n * dp;
+  c->seq *= n;
+  for (int i = 0; i < c->nmod; i++) {
+    c->mod[i].in *= n;
+    c->mod[i].out *= n;
+  }
+  return rs__tp_case_check_static(c); /* a case the rules refuse stays: it is recorded too */
+}
+
 static int tp_gen(int argc, char **argv) {
   const char *C = "tp gen", *v;
   unsigned long long seed = 1;
   long long cases = 10, max_ranks = 18;
   long long min_tp = 1;
-  int one_d = 0, r;
+  int one_d = 0, even = 0, r;
   for (int i = 1; i < argc; i++) {
     if (cli_flag(argv, i, "--one-d")) { one_d = 1; continue; }
+    if (cli_flag(argv, i, "--even")) { even = 1; continue; }
     if ((r = cli_opt(argc, argv, &i, "--min-tp", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &min_tp)) return cli_usage_error(C, "--min-tp: expected 1..%d", RS_MAX_RANKS);
       continue;
@@ -349,6 +364,7 @@ static int tp_gen(int argc, char **argv) {
     rs_status st = rs_tp_gen_case(&ch, (int)max_ranks, c);
     rs_choices_free(&ch);
     if (st || (one_d && c->mesh.ndim != 1) || c->mesh.size[c->tp_dim] < min_tp) continue;
+    if (even && scale_even(c) != RS_OK) continue;
     snprintf(c->name, sizeof c->name, "tp-seed%llu-%lld", seed, i);
     char *text = rs_tp_case_to_json(c);
     if (!text) continue;

@@ -126,7 +126,8 @@ static rs_status zero_fill(walk *w, const act *a, act *b) {
     rs_local_box(&c->mesh, &b->s, &b->t, w->coord[pos], bs, bz);
     if ((st = rs_local_resize(&b->l.r[pos], b->t.ndim, bz, es))) break;
     memset(b->l.r[pos].data, 0, (size_t)b->l.r[pos].nbytes);
-    for (int d = 0; d < a->t.ndim; d++) off[d] = as[d] - bs[d];
+    /* planted bug 861: every shard zero-filled at the start of the whole tensor, not at its offset */
+    for (int d = 0; d < a->t.ndim; d++) off[d] = RS_MUTANT(861) ? 0 : as[d] - bs[d];
     /* copy a's local (shape az) into b's local at off: box_copy reads a box from a larger tensor,
      * so copy row by row the other way round */
     int64_t s0 = a->t.ndim > 0 ? az[0] : 1, s1 = a->t.ndim > 1 ? az[1] : 1, s2 = a->t.ndim > 2 ? az[2] : 1;
@@ -326,6 +327,11 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
   int pbias = sty->kind == RS_TP_ROWWISE || contracted;
   if (sty->kind == RS_TP_COLWISE) {
     if (x->tp.kind != RS_REPLICATE) st = rs_fail(RS_ERR_INVALID, "%s: column-parallel input is not R", m->path);
+    /* planted bug: a column-parallel Linear refuses an input that was Partial before its
+     * all_reduce (a validation bug the old generator, which validated through this driver, turned
+     * into skipped cases) */
+    if (RS_MUTANT(868) && sty->input_layout.kind == RS_PARTIAL)
+      st = rs_fail(RS_ERR_INVALID, "%s: column-parallel input is Partial", m->path);
     ot = rs_pl_shard(2);
   } else if (sty->kind == RS_TP_ROWWISE) {
     if (!(x->tp.kind == RS_SHARD && x->tp.dim == 2))
@@ -537,7 +543,7 @@ static rs_status real_norm(walk *w, int mi, act *x, act *o) {
     if (m->style.kind != RS_TP_SEQUENCE)
       return rs_fail(RS_ERR_INVALID, "%s: the %s's weight is whole, but its local input holds a slice of the features",
                      m->path, rs_tp_module_name(m->kind));
-    if (m->kind == RS_TP_RMSNORM)
+    if (m->kind == RS_TP_RMSNORM && !RS_MUTANT(867)) /* planted bug: gathered like a LayerNorm */
       return rs_fail(RS_ERR_INVALID,
                      "%s: sequence_dim: an RMSNorm split on its features: PyTorch's mean over the split dim is "
                      "Partial(avg), and the in-place add of eps on it fails",
