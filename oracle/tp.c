@@ -121,6 +121,11 @@ int rs_tp_oracle_compare(const rs_tp_case *c, const float *g, const rs_tp_result
     return c->mesh.nranks > 0 ? c->mesh.nranks : 1;
   }
   int64_t D1 = t->shape[1], D2 = t->shape[2];
+  rs_dtype dt = rs_tp_dtype_of(c->dtype);
+  if (t->dtype != dt) {
+    snprintf(msg, cap, "output: dtype %s, the case's is %s", rs_dtype_name(t->dtype), rs_dtype_name(dt));
+    return c->mesh.nranks > 0 ? c->mesh.nranks : 1;
+  }
   for (int pos = 0; pos < c->mesh.nranks; pos++) {
     int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
     rs_mesh_coord(&c->mesh, pos, coord);
@@ -134,7 +139,22 @@ int rs_tp_oracle_compare(const rs_tp_case *c, const float *g, const rs_tp_result
                                 (long long)size[0], (long long)size[1], (long long)size[2]);
       continue;
     }
+    /* the local values as F32 (a reduced dtype widens exactly) */
+    int64_t cnt = size[0] * size[1] * size[2];
+    float *wide = NULL;
     const float *v = l->data;
+    if (dt != RS_F32) {
+      wide = malloc((size_t)(cnt ? cnt : 1) * sizeof *wide);
+      if (!wide) {
+        snprintf(msg, cap, "out of memory");
+        return bad + 1;
+      }
+      for (int64_t j = 0; j < cnt; j++) {
+        uint16_t hv = ((const uint16_t *)l->data)[j];
+        wide[j] = dt == RS_BF16 ? rs_bf16_to_f32(hv) : rs_f16_to_f32(hv);
+      }
+      v = wide;
+    }
     float *sum = NULL;
     if (r->out_layout.p[c->tp_dim].kind == RS_PARTIAL) {
       /* a P(sum) output: the TP group's pieces (all of this box) sum to the output; checked once,
@@ -143,6 +163,7 @@ int rs_tp_oracle_compare(const rs_tp_case *c, const float *g, const rs_tp_result
       int64_t n = size[0] * size[1] * size[2];
       sum = calloc((size_t)(n ? n : 1), sizeof *sum);
       if (!sum) {
+        free(wide);
         snprintf(msg, cap, "out of memory");
         return bad + 1;
       }
@@ -156,9 +177,18 @@ int rs_tp_oracle_compare(const rs_tp_case *c, const float *g, const rs_tp_result
           sum = NULL;
           break;
         }
-        for (int64_t j = 0; j < n; j++) sum[j] += ((const float *)lk->data)[j];
+        for (int64_t j = 0; j < n; j++) {
+          float pv;
+          if (dt == RS_F32) pv = ((const float *)lk->data)[j];
+          else {
+            uint16_t hv = ((const uint16_t *)lk->data)[j];
+            pv = dt == RS_BF16 ? rs_bf16_to_f32(hv) : rs_f16_to_f32(hv);
+          }
+          sum[j] += pv;
+        }
       }
       if (!sum) { /* a piece's shape differs: reported at that rank by the check above */
+        free(wide);
         bad++;
         continue;
       }
@@ -169,6 +199,8 @@ int rs_tp_oracle_compare(const rs_tp_case *c, const float *g, const rs_tp_result
       for (int64_t b = 0; b < size[1]; b++)
         for (int64_t d = 0; d < size[2]; d++, i++) {
           float e = g[((start[0] + a) * D1 + start[1] + b) * D2 + start[2] + d];
+          if (dt == RS_BF16) e = rs_bf16_to_f32(rs_f32_to_bf16(e));
+          else if (dt == RS_F16) e = rs_f16_to_f32(rs_f32_to_f16(e));
           if (memcmp(&e, &v[i], 4) != 0) {
             if (nbad++ == 0 && len < cap)
               len += (size_t)snprintf(msg + len, cap - len,
@@ -178,6 +210,7 @@ int rs_tp_oracle_compare(const rs_tp_case *c, const float *g, const rs_tp_result
           }
         }
     free(sum);
+    free(wide);
     if (nbad) bad++;
   }
   return bad;

@@ -352,6 +352,11 @@ rs_status rs_tp_gen_case(rs_choices *ch, int max_ranks, rs_tp_case *c) {
   /* a real norm ends the chain (its output is not exact) */
   for (int i = 0; i + 1 < c->nmod; i++)
     if (real_norm(c->mod[i].kind)) c->nmod = i + 1;
+  /* the dtype, drawn last (BF16 and F16 one time in four each), F32 when the case's sums would
+   * not be exact in it */
+  uint64_t dt = rs_draw(ch, 4);
+  c->dtype = dt == 1 ? RS_TP_BF16 : dt == 2 ? RS_TP_F16 : RS_TP_F32;
+  if (c->dtype != RS_TP_F32 && rs__tp_case_check_static(c) != RS_OK) c->dtype = RS_TP_F32;
   return rs__tp_case_check_static(c);
 }
 
@@ -524,7 +529,7 @@ const char *rs_tp_feature_name(int f) {
                                              "prepare_output", "S(0) on TP with DP split", "P(sum) output",
                                              "plain module on Partial", "TP size 1", "short sequence",
                                              "omitted argument", "PrepareModuleInput()", "layernorm",
-                                             "rmsnorm", "refused by the rules"};
+                                             "rmsnorm", "refused by the rules", "BF16", "F16"};
   return f >= 0 && f < RS_TP_F_COUNT ? names[f] : "?";
 }
 
@@ -535,6 +540,8 @@ static void count_features(const rs_tp_case *c, int64_t *feat) {
   if (!e) return;
   int defined = expect_chain(c, c->nmod, e, NULL, 0);
   if (!defined) seen[RS_TP_F_REFUSED] = 1;
+  if (c->dtype == RS_TP_BF16) seen[RS_TP_F_BF16] = 1;
+  if (c->dtype == RS_TP_F16) seen[RS_TP_F_F16] = 1;
   int two = c->mesh.ndim == 2 && c->mesh.size[0] > 1 && c->mesh.size[1] > 1;
   if (two) seen[RS_TP_F_MESH_2D] = 1;
   if (n == 1) seen[RS_TP_F_TP1] = 1;

@@ -65,6 +65,8 @@ enum {
   RS_TP_F_LAYERNORM,     /* nn.LayerNorm */
   RS_TP_F_RMSNORM,       /* nn.RMSNorm */
   RS_TP_F_REFUSED,       /* a case the rules refuse (the driver must refuse it too) */
+  RS_TP_F_BF16,          /* dtype BF16 */
+  RS_TP_F_F16,           /* dtype F16 */
   RS_TP_F_COUNT
 };
 const char *rs_tp_feature_name(int f);

@@ -256,12 +256,20 @@ static void compare(const rs_tp_case *c, const rs_tp_result *r, const cJSON *pt,
     for (int q = 0; q < n; q++) {
       const cJSON *vq = cJSON_GetArrayItem(vals, q);
       const rs_local *l = &r->out.r[q];
-      int64_t cnt = l->nbytes / 4;
+      int es = c->dtype == RS_TP_F32 ? 4 : 2;
+      int64_t cnt = l->nbytes / es;
       int good = cJSON_IsArray(vq) && cJSON_GetArraySize(vq) == cnt;
       const cJSON *it = good ? vq->child : NULL;
+      /* rounding: 1e-5 in F32; two units in the last place of BF16 (2^-7) and F16 (2^-9) */
+      double rel = c->dtype == RS_TP_BF16 ? 1.0 / 128 : c->dtype == RS_TP_F16 ? 1.0 / 512 : 1e-5;
       for (int64_t j = 0; good && j < cnt; j++, it = it->next) {
-        double want = cJSON_IsNumber(it) ? it->valuedouble : 1e300, got = ((const float *)l->data)[j];
-        double tol = 1e-5 * (fabs(want) > 1 ? fabs(want) : 1);
+        double want = cJSON_IsNumber(it) ? it->valuedouble : 1e300, got;
+        if (es == 4) got = ((const float *)l->data)[j];
+        else {
+          uint16_t hv = ((const uint16_t *)l->data)[j];
+          got = c->dtype == RS_TP_BF16 ? rs_bf16_to_f32(hv) : rs_f16_to_f32(hv);
+        }
+        double tol = rel * (fabs(want) > 1 ? fabs(want) : 1);
         if (fabs(want - got) > tol) good = 0;
       }
       if (!good) {

@@ -70,8 +70,11 @@ int rs__tp_is_real_norm(rs_tp_module_kind k) { return k == RS_TP_LAYERNORM || k 
 
 /* Largest |value| a partial sum of the forward can reach (values are integers in [-vmax, vmax],
  * biases n times that): every product and sum stays exact in F32 while this is <= 2^24. */
+rs_dtype rs_tp_dtype_of(rs_tp_dtype d) { return d == RS_TP_BF16 ? RS_BF16 : d == RS_TP_F16 ? RS_F16 : RS_F32; }
+
 static rs_status exact_bound(const rs_tp_case *c) {
   double n = (double)rs__tp_size(c), v = (double)c->vmax;
+  double lim = c->dtype == RS_TP_BF16 ? 256.0 : c->dtype == RS_TP_F16 ? 2048.0 : (double)(1 << 24);
   double b = c->input_layout.kind == RS_PARTIAL ? 2 * n * v : v;
   for (int i = 0; i < c->nmod; i++) {
     const rs_tp_module *m = &c->mod[i];
@@ -79,10 +82,10 @@ static rs_status exact_bound(const rs_tp_case *c) {
     else if (m->kind == RS_TP_EMBEDDING) b = v;
     else if (rs__tp_is_real_norm(m->kind)) continue; /* last module; not exact anyway */
     else b = b * v;
-    if (b > (double)(1 << 24))
+    if (b > lim)
       return rs_fail(RS_ERR_INVALID,
-                     "%s: sums may reach %.0f > 2^24, values would not be exact (lower vmax or sizes)",
-                     m->path, b);
+                     "%s: sums may reach %.0f > %.0f, values would not be exact in %s (lower vmax or sizes)",
+                     m->path, b, lim, rs_dtype_name(rs_tp_dtype_of(c->dtype)));
   }
   return RS_OK;
 }
@@ -99,6 +102,7 @@ rs_status rs__tp_case_check_static(rs_tp_case *c) {
   if (c->batch < 1 || c->batch > MAX_SIZE) return rs_fail(RS_ERR_INVALID, "batch: expected 1..2^24");
   if (c->seq < 1 || c->seq > MAX_SIZE) return rs_fail(RS_ERR_INVALID, "seq: expected 1..2^24");
   if (c->vmax < 1 || c->vmax > 1000) return rs_fail(RS_ERR_INVALID, "vmax: expected 1..1000");
+  if ((unsigned)c->dtype >= RS_TP_DTYPE_COUNT) return rs_fail(RS_ERR_INVALID, "dtype: expected F32, BF16 or F16");
   if (c->nmod < 1 || c->nmod > RS_TP_MAX_MODULES)
     return rs_fail(RS_ERR_INVALID, "plan: %d modules, expected 1..%d", c->nmod, RS_TP_MAX_MODULES);
   int64_t feat = -1;

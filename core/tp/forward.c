@@ -742,6 +742,26 @@ rs_status rs__tp_forward(const rs__tp_ops *ops, const rs_tp_case *c, rs_tp_resul
   a.is_local = 1;
   if (st == RS_OK && ops) st = make_input(w, &a);
   for (int mi = 0; st == RS_OK && mi < c->nmod; mi++) st = module(w, mi, &a);
+  /* the output in the case's dtype: every value is an exact integer of it (or, after a real norm,
+   * rounded once to nearest even, as PyTorch's reduced-precision norms round their F32 result) */
+  rs_dtype dt = rs_tp_dtype_of(c->dtype);
+  for (int pos = 0; st == RS_OK && ops && dt != RS_F32 && pos < a.l.n; pos++) {
+    rs_local *l = &a.l.r[pos];
+    int64_t cnt = l->nbytes / 4;
+    uint16_t *h = malloc((size_t)(cnt ? cnt : 1) * 2);
+    if (!h) {
+      st = rs_fail(RS_ERR_NOMEM, "tp: out of memory");
+      break;
+    }
+    for (int64_t i = 0; i < cnt; i++) {
+      float f = ((const float *)l->data)[i];
+      h[i] = dt == RS_BF16 ? rs_f32_to_bf16(f) : rs_f32_to_f16(f);
+    }
+    free(l->data);
+    l->data = h;
+    l->nbytes = cnt * 2;
+  }
+  if (st == RS_OK) a.t.dtype = dt;
   if (st == RS_OK) {
     out->out_tensor = a.t;
     out->out_layout = a.s;

@@ -134,6 +134,13 @@ static rs_status from_cjson(const cJSON *root, void *out) {
       (st = rs_json_i64_member(root, "case", "seq", 1, (int64_t)1 << 24, 1, &c->seq)) ||
       (st = rs_json_i64_member(root, "case", "vmax", 1, 1000, 0, &c->vmax)))
     return st;
+  if ((st = rs_json_member(root, "case", "dtype", cJSON_String, &it))) return st;
+  if (it) {
+    if (strcmp(it->valuestring, "F32") == 0) c->dtype = RS_TP_F32;
+    else if (strcmp(it->valuestring, "BF16") == 0) c->dtype = RS_TP_BF16;
+    else if (strcmp(it->valuestring, "F16") == 0) c->dtype = RS_TP_F16;
+    else return rs_fail(RS_ERR_INVALID, "dtype: '%s', expected F32, BF16 or F16", it->valuestring);
+  }
   if ((st = rs_json_member(root, "case", "seed", cJSON_Number, &it))) return st;
   if (it && (st = rs_json_u64(it, "seed", &c->seed))) return st;
   const cJSON *plan, *block;
@@ -204,6 +211,7 @@ char *rs_tp_case_to_json(const rs_tp_case *c) {
   if (c->seed > ((uint64_t)1 << 53)) goto oom; /* a double cannot carry it exactly */
   cJSON_AddNumberToObject(root, "seed", (double)c->seed);
   cJSON_AddNumberToObject(root, "vmax", (double)c->vmax);
+  if (c->dtype != RS_TP_F32) cJSON_AddStringToObject(root, "dtype", rs_dtype_name(rs_tp_dtype_of(c->dtype)));
   put_pl(root, "input_layout", c->input_layout);
   for (int i = 0; i < c->nmod; i++) {
     const rs_tp_module *m = &c->mod[i];

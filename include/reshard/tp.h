@@ -36,6 +36,14 @@ typedef enum rs_tp_module_kind {
   RS_TP_MODULE_COUNT
 } rs_tp_module_kind;
 
+/* The dtype of a case's hidden states, parameters and output (JSON "dtype", default F32). Values
+ * are exact integers (SPEC 8), so every sum of the forward is representable in the dtype: the
+ * forward runs in F32 and its output is converted (round to nearest even) to the dtype, which is
+ * bit for bit what dtype arithmetic in any order gives. rs_tp_case_validate bounds the sums by the
+ * dtype's exact integers (2^24, 2^11, 2^8). */
+typedef enum rs_tp_dtype { RS_TP_F32 = 0, RS_TP_BF16 = 1, RS_TP_F16 = 2, RS_TP_DTYPE_COUNT } rs_tp_dtype;
+rs_dtype rs_tp_dtype_of(rs_tp_dtype d);
+
 typedef enum rs_tp_param_kind { RS_TP_WEIGHT = 0, RS_TP_BIAS = 1 } rs_tp_param_kind;
 
 /* The style arguments a case may omit (rs_tp_style.omitted): an omitted argument takes PyTorch's
@@ -90,6 +98,7 @@ typedef struct rs_tp_case {
   rs_tp_module mod[RS_TP_MAX_MODULES];
   uint64_t seed;
   int64_t vmax; /* values are integers in [-vmax, vmax] (biases: times the TP size); default 2 */
+  rs_tp_dtype dtype;
 } rs_tp_case;
 
 void rs_tp_style_default(rs_tp_style_kind kind, rs_tp_style *out);
@@ -120,7 +129,7 @@ rs_status rs_tp_block_plan(const char *kind, int64_t vocab, int64_t hidden, int6
 /* Where the forward's collectives are counted: kind of collective per module (steps on mesh dims of
  * size 1, chunks and partitions communicate nothing and are not counted, as in PyTorch). */
 typedef struct rs_tp_result {
-  rs_tensor out_tensor;      /* the output's global shape (F32) */
+  rs_tensor out_tensor;      /* the output's global shape and dtype (the case's) */
   rs_sharding out_layout;    /* its layout on the whole mesh */
   int out_is_local;          /* 1: a local tensor (use_local_output), 0: a DTensor */
   rs_locals out;             /* each rank's local output, by mesh position */

@@ -171,11 +171,17 @@ def fmt(p):
     return str(p)
 
 
+DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+
+
 def digest(t):
     # + 0.0 turns a -0.0 into +0.0: PyTorch's matmul starts its sum at the first product, so an
     # all-zero row times negative weights gives -0.0 where reshard's accumulator (from +0.0) gives
     # +0.0; reshard's outputs hold no -0.0 (docs/tp.md), so this compares values, not zero signs.
-    t = t.detach().contiguous().to(torch.float32) + 0.0
+    # The bytes are the output's own dtype (BF16 / F16: two bytes per element, little-endian).
+    t = t.detach().contiguous() + 0.0
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.view(torch.int16)
     return "%016x" % xxhash.xxh3_64_intdigest(t.reshape(-1).numpy().tobytes())
 
 
@@ -305,6 +311,8 @@ def record(case):
         with LocalTensorMode(n):
             model = Chain(case["plan"])
             set_params(model, case, ntp)
+            dtype = DTYPES[case.get("dtype", "F32")]
+            model = model.to(dtype)
             plan = {m["path"]: style(m) for m in case["plan"] if style(m) is not None}
             model = parallelize_module(model, mesh, plan)
             params = []
@@ -321,7 +329,10 @@ def record(case):
                     else:
                         ent[key] = "plain"
                 params.append(ent)
-            x = LocalTensor(make_input(case, n))
+            inp = make_input(case, n)
+            if case["plan"][0]["module"] != "embedding":
+                inp = {r: t.to(dtype) for r, t in inp.items()}
+            x = LocalTensor(inp)
             with torch.no_grad(), CommDebugMode() as cm:
                 y = model(x)
             y = wait(y)
