@@ -50,7 +50,53 @@ static void print_pl(FILE *f, rs_placement p) {
   cli_json_str(f, b);
 }
 
-static void print_result(const rs_tp_case *c, const rs_tp_result *r, int json) {
+/* Every rank's box of parameter pk of module i under the placement the forward gave it (R on the
+ * DP dim), in the case's dtype: its local shape and xxh3, as JSON. */
+static rs_status param_json(const rs_tp_case *c, const rs_tp_result *r, int i, rs_tp_param_kind pk) {
+  rs_tensor t;
+  float *g = NULL;
+  rs_sharding s;
+  rs_status st = rs_tp_global_param(c, i, pk, &t, &g);
+  if (st == RS_OK) st = rs__tp_sharding(c, r->param_tp[i][pk], rs_pl_replicate(), &t, &s);
+  rs_dtype dt = rs_tp_dtype_of(c->dtype);
+  int es = rs_dtype_size(dt);
+  printf(",\"%s\":{\"placement\":", pk == RS_TP_BIAS ? "bias" : "weight");
+  print_pl(stdout, r->param_tp[i][pk]);
+  printf(",\"local_shapes\":[");
+  char *digests = st == RS_OK ? malloc((size_t)c->mesh.nranks * 20 + 1) : NULL;
+  size_t len = 0;
+  if (st == RS_OK && !digests) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+  for (int pos = 0; st == RS_OK && pos < c->mesh.nranks; pos++) {
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], n = 1;
+    rs_mesh_coord(&c->mesh, pos, coord);
+    rs_local_box(&c->mesh, &s, &t, coord, start, size);
+    for (int d = 0; d < t.ndim; d++) n *= size[d];
+    float *box = malloc((size_t)(n ? n : 1) * 4);
+    if (!box) {
+      st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      break;
+    }
+    rs__tp_box_copy(g, t.ndim, t.shape, start, size, 4, box);
+    uint16_t *h = (uint16_t *)box; /* narrowed in place: element j (2 bytes) from element j (4) */
+    for (int64_t j = 0; dt != RS_F32 && j < n; j++) h[j] = dt == RS_BF16 ? rs_f32_to_bf16(box[j]) : rs_f32_to_f16(box[j]);
+    rs_local l;
+    memset(&l, 0, sizeof l);
+    l.ndim = t.ndim;
+    memcpy(l.shape, size, sizeof l.shape);
+    l.nbytes = n * es;
+    l.data = box;
+    printf(pos ? "," : "");
+    cli_json_ints(stdout, size, t.ndim);
+    len += (size_t)snprintf(digests + len, 21, "%s\"%016llx\"", pos ? "," : "", (unsigned long long)rs_local_digest(&l));
+    free(box);
+  }
+  printf("],\"digests\":[%s]}", digests ? digests : "");
+  free(digests);
+  free(g);
+  return st;
+}
+
+static void print_result(const rs_tp_case *c, const rs_tp_result *r, const rs_tp_result *ro, int json) {
   char b[32];
   if (!json) {
     rs_format_sharding(&r->out_layout, b, sizeof b);
@@ -75,7 +121,7 @@ static void print_result(const rs_tp_case *c, const rs_tp_result *r, int json) {
              (unsigned long long)rs_local_digest(&r->out.r[pos]));
     return;
   }
-  printf("{\"output\":{\"shape\":");
+  printf("{\"dtype\":\"%s\",\"output\":{\"shape\":", rs_dtype_name(rs_tp_dtype_of(c->dtype)));
   cli_json_ints(stdout, r->out_tensor.shape, 3);
   printf(",\"placement\":");
   print_pl(stdout, r->out_layout.p[c->tp_dim]);
@@ -91,14 +137,14 @@ static void print_result(const rs_tp_case *c, const rs_tp_result *r, int json) {
   for (int i = 0; i < c->nmod; i++) {
     printf("%s{\"path\":", i ? "," : "");
     cli_json_str(stdout, c->mod[i].path);
-    printf(",\"weight\":");
-    print_pl(stdout, r->param_tp[i][0]);
-    if (c->mod[i].bias) {
-      printf(",\"bias\":");
-      print_pl(stdout, r->param_tp[i][1]);
-    }
+    param_json(c, r, i, RS_TP_WEIGHT);
+    if (c->mod[i].bias) param_json(c, r, i, RS_TP_BIAS);
     printf(",\"output\":");
     print_pl(stdout, r->mod_out_tp[i]);
+    printf(",\"output_local\":%s", r->mod_out_local[i] ? "true" : "false");
+    /* opt's point-to-point traffic for this module, counted by its world's transport */
+    if (ro && ro->mod_bytes[i] >= 0) printf(",\"transport\":{\"bytes\":%lld,\"pairs\":%lld}", (long long)ro->mod_bytes[i], (long long)ro->mod_pairs[i]);
+    else if (ro) printf(",\"transport\":{\"bytes\":0,\"pairs\":0}");
     printf(",\"comm\":{");
     int first = 1;
     for (int k = 0; k < RS_COLL_COUNT; k++)
@@ -149,8 +195,20 @@ static int tp_run(int argc, char **argv) {
     fprintf(stderr, "reshard tp run: %s: %s: %s\n", file, rs_status_name(st), rs_last_error());
     rc = CLI_FAIL;
   } else {
-    print_result(c, &res, json);
+    rs_tp_result ro, *rop = NULL;
+#ifdef RS_HAVE_OPT
+    /* --json: opt's forward again on a local world of its own, whose transport counts the bytes */
+    rs_world *world = NULL;
+    if (json && (impls & RS_TP_OPT) && rs_world_init("local", NULL, NULL, &world) == RS_OK &&
+        rs_tp_opt_forward(opt, world, c, &ro) == RS_OK)
+      rop = &ro;
+#endif
+    print_result(c, &res, rop, json);
     rs_tp_result_free(&res);
+    if (rop) rs_tp_result_free(rop);
+#ifdef RS_HAVE_OPT
+    if (world) rs_world_finalize(world);
+#endif
     char msg[4096];
     if (rs_tp_prop_run(c, impls, opt, NULL, msg, sizeof msg) != RS_PASS) {
       fprintf(stderr, "FAIL %s: %s\n", file, msg);
@@ -169,8 +227,8 @@ static int tp_run(int argc, char **argv) {
 
 /* ---- reports of `tp check` (the same shape as `reshard check`'s) ---- */
 
-static const char *PROPS[] = {"tp_forward", "tp_oracle", "tp_layout", "tp_comm"};
-enum { NPROPS = 4 };
+static const char *PROPS[] = {"tp_forward", "tp_oracle", "tp_layout", "tp_comm", "tp_refusal"};
+enum { NPROPS = 5 };
 
 /* the property a failure message names ("tp_layout (ref): ..."); the oracle's own failure counts
  * as tp_oracle */

@@ -84,8 +84,9 @@ static rs_status exact_bound(const rs_tp_case *c) {
     else b = b * v;
     if (b > lim)
       return rs_fail(RS_ERR_INVALID,
-                     "%s: sums may reach %.0f > %.0f, values would not be exact in %s (lower vmax or sizes)",
-                     m->path, b, lim, rs_dtype_name(rs_tp_dtype_of(c->dtype)));
+                     "%s: sums may reach %.0f > 2^%d, values would not be exact in %s (lower vmax or sizes)",
+                     m->path, b, c->dtype == RS_TP_BF16 ? 8 : c->dtype == RS_TP_F16 ? 11 : 24,
+                     rs_dtype_name(rs_tp_dtype_of(c->dtype)));
   }
   return RS_OK;
 }

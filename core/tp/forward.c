@@ -187,7 +187,12 @@ static rs_status redist(walk *w, int mi, act *a, rs_placement to, const char *fi
     rs_plan plan;
     memset(&plan, 0, sizeof plan);
     st = rs_case_validate(rc);
-    if (st == RS_OK) st = w->ops->redistribute(w->ops->ctx, rc, &a->l, &out, &plan);
+    int64_t traffic[2] = {-1, -1};
+    if (st == RS_OK) st = w->ops->redistribute(w->ops->ctx, rc, &a->l, &out, &plan, traffic);
+    if (st == RS_OK && traffic[0] >= 0) {
+      w->r->mod_bytes[mi] = (w->r->mod_bytes[mi] < 0 ? 0 : w->r->mod_bytes[mi]) + traffic[0];
+      w->r->mod_pairs[mi] = (w->r->mod_pairs[mi] < 0 ? 0 : w->r->mod_pairs[mi]) + traffic[1];
+    }
     free(rc);
     if (st == RS_OK) st = count_plan(w, mi, &plan, en);
     if (st) {
@@ -724,6 +729,7 @@ rs_status rs__tp_forward(const rs__tp_ops *ops, const rs_tp_case *c, rs_tp_resul
   w->ops = ops;
   w->c = c;
   w->r = out;
+  for (int i = 0; i < RS_TP_MAX_MODULES; i++) out->mod_bytes[i] = out->mod_pairs[i] = -1;
   for (int pos = 0; pos < c->mesh.nranks; pos++) rs_mesh_coord(&c->mesh, pos, w->coord[pos]);
   act a;
   memset(&a, 0, sizeof a);

@@ -11,8 +11,10 @@
  * y[r, o] = (sum over k ascending of x[r, k] * w[o, k] in F32) + b[o] (b may be NULL). */
 typedef struct rs__tp_ops {
   void *ctx;
+  /* traffic[0..1]: bytes sent between distinct ranks and (sender, receiver) pairs that sent, as
+   * counted by the implementation's transport; left at -1 when it has none to ask */
   rs_status (*redistribute)(void *ctx, const rs_case *c, const rs_locals *in, rs_locals *out,
-                            rs_plan *issued);
+                            rs_plan *issued, int64_t *traffic);
   rs_status (*linear)(void *ctx, const float *x, int64_t rows, int64_t k, const float *w, int64_t n,
                       const float *b, float *y);
 } rs__tp_ops;

@@ -138,6 +138,11 @@ typedef struct rs_tp_result {
   rs_placement param_tp[RS_TP_MAX_MODULES][2]; /* weight, bias placements on the TP dim */
   rs_placement mod_out_tp[RS_TP_MAX_MODULES];  /* each module's output layout on the TP dim */
   int mod_out_local[RS_TP_MAX_MODULES];
+  /* Per module, what the transport carried for its redistributions: bytes between distinct ranks
+   * and (sender, receiver) pairs, counted by opt's world (rs_world_posted) when the forward ran on
+   * a world it was given; -1 where nothing counted them (ref, or opt without a world). */
+  int64_t mod_bytes[RS_TP_MAX_MODULES];
+  int64_t mod_pairs[RS_TP_MAX_MODULES];
 } rs_tp_result;
 void rs_tp_result_free(rs_tp_result *r);
 

@@ -3,6 +3,7 @@
  * accumulators in registers. Each output element still sums its products in ascending reduction
  * index, one F32 add at a time, then adds the bias: the same bits as ref's loop. With a CUDA device
  * the kernel of opt/cuda/tp_linear.cu runs instead (same order per element, no FMA). */
+#include <stdlib.h>
 #include <string.h>
 #include "core/mutant.h"
 #include "core/tp/tp_internal.h"
@@ -17,7 +18,7 @@ typedef struct ctx {
 /* opt runs its own schedule; the collectives it stands for are the per-mesh-dim transitions
  * from src to dst (the styles change one mesh dim at a time). */
 static rs_status redistribute(void *vc, const rs_case *c, const rs_locals *in, rs_locals *out,
-                              rs_plan *issued) {
+                              rs_plan *issued, int64_t *traffic) {
   ctx *x = vc;
   memset(issued, 0, sizeof *issued);
   for (int m = 0; m < c->mesh.ndim; m++)
@@ -28,7 +29,20 @@ static rs_status redistribute(void *vc, const rs_case *c, const rs_locals *in, r
       issued->step[issued->nsteps].to = c->dst.p[m];
       issued->nsteps++;
     }
-  return rs_opt_redistribute(x->o, x->w, c, in, out, NULL);
+  if (x->w) rs_world_posted_reset(x->w);
+  rs_status st = rs_opt_redistribute(x->o, x->w, c, in, out, NULL);
+  rs_posted *p = NULL;
+  int64_t np = 0;
+  if (st == RS_OK && x->w && rs_world_posted(x->w, &p, &np) == RS_OK) { /* counted at the transport */
+    traffic[0] = traffic[1] = 0;
+    for (int64_t i = 0; i < np; i++)
+      if (p[i].from != p[i].to && p[i].sent > 0) {
+        traffic[0] += p[i].sent;
+        traffic[1]++;
+      }
+    free(p);
+  }
+  return st;
 }
 
 enum { TR = 4, TO = 8 }; /* tile: rows x outputs */
