@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "core/tp/tp_internal.h"
 #include "core/values.h"
+#include "props/report.h"
 #include "props/tp.h"
 #include "reshard/tp.h"
 #ifdef RS_HAVE_OPT
@@ -16,6 +17,8 @@ static const char *HELP =
     "usage: reshard tp run CASE.json [--impl ref|opt|both] [--json]\n"
     "       reshard tp check [--seed S] [--cases N] [--impl ref|opt|both] [--max-ranks N]\n"
     "                        [--regress-dir D] [--junit F] [--json F] [--quiet]\n"
+    "       reshard tp run CASE.json --transport mpi [--quiet]        (under mpirun -np <mesh ranks>)\n"
+    "       reshard tp check --transport mpi [--seed S] [--cases N] [--quiet]\n"
     "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d] [--min-tp N] [--even]\n"
     "run: executes the case's sharded forward (default --impl both) and checks it bit for bit against\n"
     "     the unsharded forward, the layouts and parameter placements the styles name, and the\n"
@@ -434,11 +437,149 @@ static int tp_gen(int argc, char **argv) {
   return CLI_OK;
 }
 
+/* ---- one process per rank: `tp run CASE --transport mpi`, `tp check --transport mpi` ---- */
+
+#ifdef RS_HAVE_OPT
+/* The case's forward with opt over the MPI world (this process computes its own mesh position,
+ * every redistribution goes through the transport) against opt's forward in this process (held
+ * to the oracle and the rules by rs_tp_prop_run): the same refusal, or this position's output
+ * local bit for bit, with the same layout. 1 when this process saw a difference. */
+static int mpi_case(const rs_tp_case *c, rs_opt *o, rs_world *w, char *msg, size_t cap) {
+  rs_tp_result loc, dis;
+  int me = rs_world_rank(w), bad = 0;
+  rs_status sl = rs_tp_opt_forward(o, NULL, c, &loc);
+  rs_status sd = rs_tp_opt_forward(o, w, c, &dis);
+  if (!!sl != !!sd) {
+    snprintf(msg, cap, "rank %d: %s in one process, %s over MPI", me, sl ? "refused" : "ran", sd ? rs_last_error() : "ran");
+    bad = 1;
+  } else if (sl == RS_OK) {
+    const rs_local *a = &loc.out.r[me], *b = &dis.out.r[me];
+    char x[64], y[64];
+    rs_format_sharding(&loc.out_layout, x, sizeof x);
+    rs_format_sharding(&dis.out_layout, y, sizeof y);
+    if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof a->shape) || a->nbytes != b->nbytes ||
+        (a->nbytes && memcmp(a->data, b->data, (size_t)a->nbytes)) || strcmp(x, y) || loc.out_is_local != dis.out_is_local) {
+      snprintf(msg, cap, "rank %d: the output over MPI (%s, xxh3 %016llx) differs from one process's (%s, xxh3 %016llx)",
+               me, y, (unsigned long long)rs_local_digest(b), x, (unsigned long long)rs_local_digest(a));
+      bad = 1;
+    }
+    for (int i = 0; !bad && i < c->nmod; i++)
+      if (!rs_pl_equal(loc.mod_out_tp[i], dis.mod_out_tp[i]) || memcmp(loc.mod_comm[i], dis.mod_comm[i], sizeof loc.mod_comm[i])) {
+        snprintf(msg, cap, "rank %d: %s: layout or collectives over MPI differ from one process's", me, c->mod[i].path);
+        bad = 1;
+      }
+  }
+  if (sl == RS_OK) rs_tp_result_free(&loc);
+  if (sd == RS_OK) rs_tp_result_free(&dis);
+  return bad;
+}
+#endif
+
+static int tp_mpi(const char *sub, int argc, char **argv) {
+  const char *C = strcmp(sub, "run") == 0 ? "tp run" : "tp check", *file = NULL, *v;
+  unsigned long long seed = 1;
+  long long cases = 200;
+  int quiet = 0, r;
+  for (int i = 1; i < argc; i++) {
+    if (cli_flag(argv, i, "--quiet")) { quiet = 1; continue; }
+    if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) continue; /* mpi: how we got here */
+    if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
+      if (r < 0 || strcmp(v, "opt") != 0) return cli_usage_error(C, "--impl: --transport mpi runs opt only");
+    } else if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
+      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+    } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, (long long)1 << 30, &cases)) return cli_usage_error(C, "--cases: expected a positive integer");
+    } else if (argv[i][0] != '-' && !file && strcmp(sub, "run") == 0) {
+      file = argv[i];
+    } else {
+      return cli_usage_error(C, "unknown argument '%s' (with --transport mpi: %s)", argv[i],
+                             strcmp(sub, "run") == 0 ? "CASE.json [--quiet]" : "--seed, --cases, --quiet");
+    }
+  }
+  if (strcmp(sub, "run") == 0 && !file) return cli_usage_error(C, "CASE.json: required");
+#ifdef RS_HAVE_OPT
+  rs_world *w = NULL;
+  rs_opt *o = NULL;
+  if (rs_world_init("mpi", &argc, &argv, &w) != RS_OK) return cli_status_error(C, "--transport");
+  if (rs_opt_create(&o) != RS_OK) {
+    rs_world_finalize(w);
+    return cli_status_error(C, "--impl opt");
+  }
+  rs_tp_case *c = malloc(sizeof *c);
+  char msg[1024] = "";
+  int rc = CLI_OK, print = rs_world_rank(w) == 0, np = rs_world_size(w);
+  long long pass = 0, skip = 0, fail = 0;
+  if (!c) rc = cli_usage_error(C, "out of memory");
+  if (c && file) {
+    if (rs_tp_case_from_file(file, c) != RS_OK) rc = cli_status_error(C, NULL);
+    else if (c->mesh.nranks != np)
+      rc = cli_usage_error(C, "%s: a mesh of %d ranks needs -np %d (got %d processes)", file, (int)c->mesh.nranks,
+                           (int)c->mesh.nranks, np);
+    else {
+      int bad = mpi_case(c, o, w, msg, sizeof msg);
+      if (bad) fprintf(stderr, "FAIL %s: %s\n", file, msg);
+      rs_world_agree(w, &bad);
+      if (bad) rc = CLI_FAIL;
+      else if (print && !quiet) printf("PASS %s (opt, %d processes): every rank's output over MPI is one process's, bit for bit\n", file, np);
+    }
+  }
+  double t0 = rs_now();
+  for (long long i = 0; c && !file && rc == CLI_OK && i < cases; i++) {
+    rs_choices ch;
+    rs_choices_seed(&ch, rs_hash3(seed, (uint64_t)i, 0x7470));
+    rs_status st = rs_tp_gen_case(&ch, np, c);
+    rs_choices_free(&ch);
+    if (st || c->mesh.nranks != np) { /* the same on every process: the draws are the seed's */
+      skip++;
+      continue;
+    }
+    char pmsg[1024];
+    int bad = mpi_case(c, o, w, msg, sizeof msg);
+    if (!bad && rs_tp_prop_run(c, RS_TP_OPT, o, NULL, pmsg, sizeof pmsg) != RS_PASS) {
+      snprintf(msg, sizeof msg, "%s", pmsg);
+      bad = 1;
+    }
+    rs_world_agree(w, &bad);
+    if (!bad) {
+      pass++;
+      continue;
+    }
+    fail++;
+    char *text = rs_tp_case_to_json(c);
+    fprintf(stderr, "FAIL (rank %d) case %lld: %s\n  case: %s\n", rs_world_rank(w), i, msg[0] ? msg : "another rank failed",
+            text ? text : "?");
+    free(text);
+    rc = CLI_FAIL;
+  }
+  if (!file && print)
+    printf("tp check --transport mpi: seed %llu, %lld cases on %d processes: %lld pass, %lld fail, %lld skipped "
+           "(another mesh size) in %.2f s\n",
+           seed, cases, np, pass, fail, skip, rs_now() - t0);
+  free(c);
+  rs_opt_destroy(o);
+  rs_world_finalize(w);
+  return rc;
+#else
+  (void)quiet;
+  (void)seed;
+  (void)cases;
+  return cli_usage_error(C, "--transport mpi: this build has no opt/ library");
+#endif
+}
+
+static int wants_mpi(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--transport") == 0) return strcmp(argv[i + 1], "mpi") == 0;
+  return 0;
+}
+
 int cmd_tp(int argc, char **argv) {
   if (argc < 2 || cli_is_help(argv[1])) {
     fputs(HELP, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;
   }
+  if ((strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0) && wants_mpi(argc - 1, argv + 1))
+    return tp_mpi(argv[1], argc - 1, argv + 1);
   if (strcmp(argv[1], "run") == 0) return tp_run(argc - 1, argv + 1);
   if (strcmp(argv[1], "check") == 0) return tp_check(argc - 1, argv + 1);
   if (strcmp(argv[1], "gen") == 0) return tp_gen(argc - 1, argv + 1);

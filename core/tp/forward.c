@@ -81,10 +81,13 @@ typedef struct act {
 
 typedef struct walk {
   const rs__tp_ops *ops;
+  int played; /* the mesh position this process computes; -1: every one */
   const rs_tp_case *c;
   rs_tp_result *r;
   int64_t coord[RS_MAX_RANKS][RS_MAX_MESH_DIMS];
 } walk;
+
+static int plays(const walk *w, int pos) { return w->played < 0 || w->played == pos; }
 
 static rs_status set_layout(walk *w, act *a, rs_placement tp, const char *path, const char *field) {
   const rs_tp_case *c = w->c;
@@ -121,6 +124,7 @@ static rs_status zero_fill(walk *w, const act *a, act *b) {
   rs_status st = rs_locals_alloc(&b->l, c->mesh.nranks);
   int es = rs_dtype_size(a->t.dtype);
   for (int pos = 0; st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t as[RS_MAX_DIMS], az[RS_MAX_DIMS], bs[RS_MAX_DIMS], bz[RS_MAX_DIMS], off[RS_MAX_DIMS];
     rs_local_box(&c->mesh, &a->s, &a->t, w->coord[pos], as, az);
     rs_local_box(&c->mesh, &b->s, &b->t, w->coord[pos], bs, bz);
@@ -373,6 +377,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
     if ((st = set_layout(w, &bias, pb.tp, m->path, "bias")) == RS_OK &&
         (st = rs_locals_alloc(&bias.l, c->mesh.nranks)) == RS_OK) {
       for (int pos = 0; pos < c->mesh.nranks && st == RS_OK; pos++) {
+        if (!plays(w, pos)) continue; /* another process computes it */
         int64_t s0[RS_MAX_DIMS], z0[RS_MAX_DIMS];
         rs_local_box(&c->mesh, &bias.s, &bias.t, w->coord[pos], s0, z0);
         if ((st = rs_local_resize(&bias.l.r[pos], 1, z0, 4)) == RS_OK)
@@ -384,6 +389,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
   }
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
   for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS], bs[RS_MAX_DIMS], bz[RS_MAX_DIMS];
     int64_t xs[RS_MAX_DIMS], xz[RS_MAX_DIMS];
     float *wl = NULL, *bl = NULL;
@@ -453,6 +459,7 @@ static rs_status embedding(walk *w, int mi, act *x, act *o) {
   if (st == RS_OK) st = set_layout(w, o, ot, m->path, "output");
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
   for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS];
     float *wl = NULL;
     if ((st = param_local(w, &pw, pos, ws, wz, &wl))) break;
@@ -485,6 +492,7 @@ static rs_status norm(walk *w, int mi, act *x, act *o) {
   /* x * w on a Partial input: each rank's piece times w is still a set of pieces of the output */
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
   for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS], xs[RS_MAX_DIMS], xz[RS_MAX_DIMS];
     float *wl = NULL;
     if ((st = param_local(w, &pw, pos, ws, wz, &wl))) break;
@@ -568,6 +576,7 @@ static rs_status real_norm(walk *w, int mi, act *x, act *o) {
   memset(&o->l, 0, sizeof o->l);
   if (w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
   for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS], xs[RS_MAX_DIMS], xz[RS_MAX_DIMS];
     float *wl = NULL, *bl = NULL;
     if ((st = param_local(w, &pw, pos, ws, wz, &wl))) break;
@@ -697,6 +706,7 @@ static rs_status make_input(walk *w, act *a) {
     return st;
   }
   for (int pos = 0; pos < c->mesh.nranks && st == RS_OK; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t s0[RS_MAX_DIMS], z0[RS_MAX_DIMS];
     rs_local_box(&c->mesh, &a->s, &a->t, w->coord[pos], s0, z0);
     if ((st = rs_local_resize(&a->l.r[pos], a->t.ndim, z0, es))) break;
@@ -729,6 +739,13 @@ rs_status rs__tp_forward(const rs__tp_ops *ops, const rs_tp_case *c, rs_tp_resul
   w->ops = ops;
   w->c = c;
   w->r = out;
+  w->played = ops && ops->distributed ? ops->played : -1;
+  if (w->played >= c->mesh.nranks) {
+    free(w);
+    free(scratch);
+    return rs_fail(RS_ERR_INVALID, "tp: this process plays mesh position %d of a %d-rank mesh", ops->played,
+                   (int)c->mesh.nranks);
+  }
   for (int i = 0; i < RS_TP_MAX_MODULES; i++) out->mod_bytes[i] = out->mod_pairs[i] = -1;
   for (int pos = 0; pos < c->mesh.nranks; pos++) rs_mesh_coord(&c->mesh, pos, w->coord[pos]);
   act a;
@@ -752,6 +769,7 @@ rs_status rs__tp_forward(const rs__tp_ops *ops, const rs_tp_case *c, rs_tp_resul
    * rounded once to nearest even, as PyTorch's reduced-precision norms round their F32 result) */
   rs_dtype dt = rs_tp_dtype_of(c->dtype);
   for (int pos = 0; st == RS_OK && ops && dt != RS_F32 && pos < a.l.n; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     rs_local *l = &a.l.r[pos];
     int64_t cnt = l->nbytes / 4;
     uint16_t *h = malloc((size_t)(cnt ? cnt : 1) * 2);

@@ -17,6 +17,9 @@ typedef struct rs__tp_ops {
                             rs_plan *issued, int64_t *traffic);
   rs_status (*linear)(void *ctx, const float *x, int64_t rows, int64_t k, const float *w, int64_t n,
                       const float *b, float *y);
+  /* one process per rank (MPI): this process computes only mesh position `played`, and the
+   * redistribute fills only that position's locals; 0: every position in this process */
+  int distributed, played;
 } rs__tp_ops;
 
 /* The forward. ops == NULL walks the layouts only (validation: no data, no result). */

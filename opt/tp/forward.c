@@ -78,6 +78,13 @@ static rs_status linear(void *vc, const float *x, int64_t rows, int64_t k, const
 rs_status rs_tp_opt_forward(void *o, void *w, const rs_tp_case *c, rs_tp_result *out) {
   if (!o) return rs_fail(RS_ERR_INVALID, "tp: opt handle is NULL");
   ctx x = {(rs_opt *)o, (rs_world *)w};
-  rs__tp_ops ops = {&x, redistribute, linear};
+  rs__tp_ops ops = {&x, redistribute, linear, 0, -1};
+  if (w && !rs_world_is_local((rs_world *)w)) { /* one process per rank: mesh position = world rank */
+    if (rs_world_size((rs_world *)w) != c->mesh.nranks)
+      return rs_fail(RS_ERR_INVALID, "tp: %d processes for a mesh of %d ranks (--transport mpi runs one per rank)",
+                     rs_world_size((rs_world *)w), (int)c->mesh.nranks);
+    ops.distributed = 1;
+    ops.played = rs_world_rank((rs_world *)w);
+  }
   return rs__tp_forward(&ops, c, out);
 }

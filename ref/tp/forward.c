@@ -25,6 +25,6 @@ static rs_status linear(void *ctx, const float *x, int64_t rows, int64_t k, cons
 }
 
 rs_status rs_tp_ref_forward(const rs_tp_case *c, rs_tp_result *out) {
-  rs__tp_ops ops = {NULL, redistribute, linear};
+  rs__tp_ops ops = {NULL, redistribute, linear, 0, -1};
   return rs__tp_forward(&ops, c, out);
 }
