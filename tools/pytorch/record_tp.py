@@ -212,15 +212,20 @@ def mesh_coord(shape, r):
     return [r // shape[1], r % shape[1]] if len(shape) == 2 else [r]
 
 
-def make_input(case, n):
-    """Every rank's local input: DP's piece of the batch (2-d meshes), then the TP layout of it
-    (Partial pieces are drawn over the global flat index, as core/tp/values.c does)."""
+def mesh_of(case):
+    """(mesh shape, TP mesh dim, TP size, number of ranks)."""
     shape = case["mesh"]["shape"]
     tpd = case.get("tp_dim", 0)
-    ntp = shape[tpd]
     world = 1
     for s_ in shape:
         world *= s_
+    return shape, tpd, shape[tpd], world
+
+
+def make_input(case, n):
+    """Every rank's local input: DP's piece of the batch (2-d meshes), then the TP layout of it
+    (Partial pieces are drawn over the global flat index, as core/tp/values.c does)."""
+    shape, tpd, ntp, world = mesh_of(case)
     one_d = dict(case)
     whole = make_input_1d(one_d, ntp)  # by TP coordinate: the TP layout of the global tensor
     if len(shape) == 1:
@@ -292,12 +297,7 @@ def set_params(model, case, n):
 
 
 def record(case):
-    shape = case["mesh"]["shape"]
-    tpd = case.get("tp_dim", 0)
-    ntp = shape[tpd]
-    n = 1
-    for s_ in shape:
-        n *= s_
+    shape, tpd, ntp, n = mesh_of(case)
     if dist.is_initialized():
         dist.destroy_process_group()
     dist.init_process_group("fake", rank=0, world_size=n, store=FakeStore())
