@@ -200,8 +200,8 @@ static void compare(const rs_tp_case *c, const rs_tp_result *r, const cJSON *pt,
       if (!styled) continue;
       char lk[32];
       snprintf(lk, sizeof lk, "%s_local_shapes", key);
-      int nd = k ? 1 : m->kind == RS_TP_NORM ? 1 : 2;
-      int64_t g[2] = {m->kind == RS_TP_NORM || k ? m->out : m->kind == RS_TP_EMBEDDING ? m->in : m->out,
+      int nd = k ? 1 : rs__tp_is_norm(m->kind) ? 1 : 2;
+      int64_t g[2] = {rs__tp_is_norm(m->kind) || k ? m->out : m->kind == RS_TP_EMBEDDING ? m->in : m->out,
                       m->kind == RS_TP_EMBEDDING ? m->out : m->in};
       for (int q = 0; q < n; q++) {
         int64_t coord[RS_MAX_MESH_DIMS];
