@@ -159,7 +159,10 @@ int rs_tp_oracle_compare(const rs_tp_case *c, const float *g, const rs_tp_result
     if (r->out_layout.p[c->tp_dim].kind == RS_PARTIAL) {
       /* a P(sum) output: the TP group's pieces (all of this box) sum to the output; checked once,
        * at TP coordinate 0, summing in coordinate order (exact values: any order gives these bits) */
-      if (coord[c->tp_dim] != 0) continue;
+      if (coord[c->tp_dim] != 0) {
+        free(wide);
+        continue;
+      }
       int64_t n = size[0] * size[1] * size[2];
       sum = calloc((size_t)(n ? n : 1), sizeof *sum);
       if (!sum) {
