@@ -32,7 +32,7 @@ static void *opt;
 
 typedef struct counts {
   int cases, ran, agree, short_dim, refused, uneven, empty_vocab, flatten, unexplained, differ, curated;
-  int both_refused, dev_bias, dev_broadcast, dev_norm_partial, dev_declared, real_norm, two_d, omitted;
+  int maskpartial, noncontig, both_refused, dev_bias, dev_broadcast, dev_norm_partial, dev_declared, real_norm, two_d, omitted;
 } counts;
 
 /* The deviations where PyTorch runs and the contract refuses (PyTorch's answer is not the right
@@ -146,6 +146,31 @@ static int has_unflattenable(const rs_tp_case *c) {
      * with one input) is still a sharded dim F.linear's view would fold away */
     if (n == 1 && m->kind == RS_TP_LINEAR &&
         ((m->style.kind == RS_TP_COLWISE && m->out == 1) || (m->style.kind == RS_TP_ROWWISE && m->in == 1)))
+      return 1;
+  }
+  return 0;
+}
+
+/* RowwiseParallel on an Embedding makes a MaskPartial in PyTorch (deviation 4), which its
+ * redistribute cannot turn into the P(sum) an output_layouts asks for ("Can not redistribute from
+ * MaskP(...) to P(sum)"); reshard's output is the P(sum) pieces themselves. */
+static int has_maskpartial_out(const rs_tp_case *c) {
+  for (int i = 0; i < c->nmod; i++)
+    if (c->mod[i].kind == RS_TP_EMBEDDING && c->mod[i].style.kind == RS_TP_ROWWISE &&
+        c->mod[i].style.output_layout.kind == RS_PARTIAL)
+      return 1;
+  return 0;
+}
+
+/* A Linear with plain parameters on the local result of PrepareModuleInput's S(i) -> S(j)
+ * (all_to_all): the local tensor is not contiguous and F.linear's view raises ("view size is not
+ * compatible with input tensor's size and stride"). */
+static int has_noncontig_view(const rs_tp_case *c) {
+  for (int i = 0; i < c->nmod; i++) {
+    const rs_tp_style *s = &c->mod[i].style;
+    if (c->mod[i].kind == RS_TP_LINEAR && s->kind == RS_TP_PREPARE_INPUT && !(s->omitted & RS_TP_ARG_INPUT) &&
+        s->input_layout.kind == RS_SHARD && s->desired_input.kind == RS_SHARD &&
+        !rs_pl_equal(s->input_layout, s->desired_input))
       return 1;
   }
   return 0;
@@ -368,6 +393,8 @@ static void check_line(counts *k, const char *line, const char *where) {
       if (u) k->uneven++;
       else if (e) k->empty_vocab++;
       else if (s1) k->flatten++;
+      else if (has_maskpartial_out(c)) k->maskpartial++;
+      else if (has_noncontig_view(c)) k->noncontig++;
       else {
         k->unexplained++;
         report(where, "PyTorch refused it (%s), and it is no documented deviation%s", err, "");
@@ -448,12 +475,13 @@ int main(int argc, char **argv) {
          "reshard refuses as documented %d (a plain Linear's bias on Partial pieces %d, a norm broadcasting a "
          "feature slice %d, a real norm of Partial pieces %d, a declared layout that is not the input's %d); both "
          "refused %d; reshard ran and PyTorch refused %d "
-         "(uneven local input %d, empty vocabulary shard %d, a sharded dim F.linear cannot flatten %d, unexplained %d); "
+         "(uneven local input %d, empty vocabulary shard %d, a sharded dim F.linear cannot flatten %d, a MaskPartial "
+         "output asked to be P(sum) %d, a view of a non-contiguous all_to_all result %d, unexplained %d); "
          "%d curated cases and %d saved regressions pass\n",
          k.cases, opt ? "ref and opt" : "ref", k.two_d, k.omitted, k.ran + DEVIATIONS(k), k.real_norm, k.agree,
          k.short_dim, k.differ, DEVIATIONS(k), k.dev_bias, k.dev_broadcast, k.dev_norm_partial, k.dev_declared,
          k.both_refused, k.refused, k.uneven, k.empty_vocab, k.flatten,
-         k.unexplained, curated, k.curated - curated);
+         k.maskpartial, k.noncontig, k.unexplained, curated, k.curated - curated);
   /* the corpus must be there: an empty fixtures/tp would pass every check above */
   CHECK(k.agree >= 300);
   /* issue 18's floor: 1,500 recorded cases, 600 PyTorch runs, the new families present */
