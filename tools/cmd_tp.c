@@ -23,14 +23,20 @@ static const char *HELP =
     "run: executes the case's sharded forward (default --impl both) and checks it bit for bit against\n"
     "     the unsharded forward, the layouts and parameter placements the styles name, and the\n"
     "     collectives PyTorch issues for them; prints layouts, local shapes, collectives, digests.\n"
+    "     --json: one object with every rank's output and sharded-parameter shapes and xxh3, each\n"
+    "     module's collectives (ref's executed plan) and opt's bytes counted at its transport.\n"
+    "--transport mpi: one process per mesh rank (opt); every rank's output over MPI must be the\n"
+    "     in-process forward's bit for bit (check: the cases whose mesh has that many ranks).\n"
     "check: random TP cases (default 2000, seed 1): module chains and transformer blocks, random\n"
     "     styles and layouts, uneven splits, 1-d and 2-d meshes. A failure is shrunk, saved to the\n"
     "     regression dir (default fixtures/tp/regressions) and printed with its replay command.\n"
-    "     --junit/--json write reports (properties tp_forward, tp_oracle, tp_layout, tp_comm).\n"
+    "     --junit/--json write reports (properties tp_forward, tp_oracle, tp_layout, tp_comm,\n"
+    "     tp_refusal: a case the independent rules refuse must be refused, and only those).\n"
     "     2,000 cases or more fail when a generator feature never occurred (feature coverage).\n"
     "gen: prints the campaign's cases as JSON lines (--one-d: 1-d meshes only, as PyTorch's\n"
     "     parallelize_module takes the TP sub-mesh; the recorder in tools/pytorch reads them;\n"
-    "     --min-tp N: only cases whose TP size is at least N).\n"
+    "     --min-tp N: only cases whose TP size is at least N; --even: every size times the TP size\n"
+    "     and the batch times the DP size, so PyTorch's from_local runs the case).\n"
     "Case format: docs/tp.md. Exit 0 pass, 1 a check failed, 2 bad usage or input.\n";
 
 static int parse_impl(const char *C, const char *v, int *impls) {
