@@ -166,6 +166,13 @@ $R tp check --impl both --seed 1 --cases "$CASES" --quiet --regress-dir "$out/re
 if [ -x build-asan/reshard ]; then
   build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions/tp"
 fi
+# TP forward over MPI, one process per rank: of CASES/25 drawn cases the 4-rank ones (about 1 in 7)
+# run with opt through the MPI world and every rank's output must be the in-process forward's
+# bit for bit (~12 s at a load of 15).
+if $R tp check --help 2>&1 | grep -q -- "--transport mpi"; then
+  stage "tp styles over MPI, 4 processes"
+  mpirun --oversubscribe -np 4 $R tp check --transport mpi --seed 3 --cases $(( CASES / 25 )) --quiet
+fi
 # ---- input robustness (docs/cli-robustness.md): the build matrix and the fuzz targets ---------------
 # Hostile-input, replay and --enumeration tests (test_hostile_input, cli_hostile, cli_enumeration,
 # replay_opt_failure, fuzz_*_seeds) already ran in every ctest above; these two stages need their own

@@ -12,7 +12,7 @@ rs_status rs_tp_param_placement(rs_tp_style_kind style, rs_tp_module_kind module
   rs_placement rep = {RS_REPLICATE, 0, 0};
   if (module == RS_TP_EMBEDDING && param == RS_TP_BIAS)
     return rs_fail(RS_ERR_INVALID, "tp: an embedding has no bias");
-  if (module == RS_TP_NORM && param == RS_TP_BIAS)
+  if ((module == RS_TP_NORM || module == RS_TP_RMSNORM) && param == RS_TP_BIAS)
     return rs_fail(RS_ERR_INVALID, "tp: the norm has no bias");
   switch (style) {
   case RS_TP_SEQUENCE:

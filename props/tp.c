@@ -17,43 +17,229 @@
 #include "reshard/opt.h"
 #endif
 
-/* ---------------------------------------------------------------- generator */
+/* ---------------------------------------------------------------- expectations (PyTorch's) */
+
+/* What PyTorch does with each module, written again here from the styles' semantics and the
+ * recorded behaviour of PyTorch 2.15 (docs/tp.md), independently of core/tp's driver: the layout
+ * and kind of every module's output, its collectives and parameter placements, or the reason the
+ * case is refused. The generator walks its draws through these rules (never through the driver
+ * it tests), and a case the rules refuse is a result too: the driver must refuse it. */
+
+typedef struct expect_mod {
+  rs_placement out;
+  int local;
+  int64_t comm[RS_COLL_COUNT];
+  rs_placement w, b;
+} expect_mod;
 
 static rs_placement shard(int d) { return rs_pl_shard(d); }
+static int is_s(rs_placement p, int d) { return p.kind == RS_SHARD && p.dim == d; }
+static int is_p(rs_placement p) { return p.kind == RS_PARTIAL; }
 
-/* A layout of an activation of nd dims: R, S(1) (sequence), S(nd-1) (features), S(0) (batch, only
- * when DP does not split it), P (hidden states only). */
-static rs_placement draw_layout(rs_choices *ch, int nd, int allow_s0, int allow_p) {
+static rs_placement norm_pl(rs_placement p, int nd) {
+  if (p.kind == RS_SHARD && p.dim < 0) p.dim = (int8_t)(p.dim + nd);
+  return p;
+}
+
+/* The collective PyTorch's redistribute issues for one mesh dim of size n going a -> b; 0 when
+ * PyTorch refuses the move (to a Partial from anything but a Shard). */
+static int transition(int64_t n, rs_placement a, rs_placement b, int64_t *comm) {
+  if (rs_pl_equal(a, b)) return 1;
+  if (b.kind == RS_PARTIAL) return a.kind == RS_SHARD; /* zero-fill, nothing sent */
+  if (n <= 1) return 1;
+  if (a.kind == RS_SHARD && b.kind == RS_REPLICATE) comm[RS_COLL_ALL_GATHER]++;
+  else if (a.kind == RS_PARTIAL && b.kind == RS_REPLICATE) comm[RS_COLL_ALL_REDUCE]++;
+  else if (a.kind == RS_PARTIAL && b.kind == RS_SHARD) comm[RS_COLL_REDUCE_SCATTER]++;
+  else if (a.kind == RS_SHARD && b.kind == RS_SHARD) comm[RS_COLL_ALL_TO_ALL]++;
+  return 1;
+}
+
+static int real_norm(rs_tp_module_kind k) { return k == RS_TP_LAYERNORM || k == RS_TP_RMSNORM; }
+static int any_norm(rs_tp_module_kind k) { return k == RS_TP_NORM || real_norm(k); }
+
+/* Parameter placements of PyTorch's ColwiseParallel / RowwiseParallel partition functions. */
+static void expect_params(const rs_tp_module *m, expect_mod *e) {
+  e->w = e->b = rs_pl_replicate();
+  if (m->style.kind == RS_TP_COLWISE) {
+    e->w = m->kind == RS_TP_EMBEDDING ? shard(1) : shard(0);
+    e->b = shard(0);
+  } else if (m->style.kind == RS_TP_ROWWISE) {
+    e->w = m->kind == RS_TP_EMBEDDING ? shard(0) : shard(1);
+  }
+}
+
+/* A dim's length as the TP group sees it: DP's largest piece of the batch when DP splits it. */
+static int64_t tp_len(const rs_tp_case *c, int d, int64_t len) {
+  if (d != 0 || c->mesh.ndim != 2 || c->dp_layout.kind != RS_SHARD) return len;
+  int64_t n = c->mesh.size[1 - c->tp_dim];
+  return (len + n - 1) / n;
+}
+
+static int refuse(char *why, size_t cap, const rs_tp_module *m, const char *what) {
+  if (why) snprintf(why, cap, "%s: %s", m->path, what);
+  return 0;
+}
+
+/* Walks modules [0, nmod) of c; fills e[i]. Returns 1 when the case is defined, 0 when PyTorch
+ * (or the contract, for PyTorch's mathematically wrong answers) refuses it, with the reason. */
+static int expect_chain(const rs_tp_case *c, int nmod, expect_mod *e, char *why, size_t cap) {
+  int64_t n = c->mesh.size[c->tp_dim];
+  rs_placement cur = norm_pl(c->input_layout, c->mod[0].kind == RS_TP_EMBEDDING ? 2 : 3);
+  int local = 1;
+  if (is_p(cur) && c->mod[0].kind == RS_TP_EMBEDDING) return refuse(why, cap, &c->mod[0], "Partial token ids");
+  for (int i = 0; i < nmod; i++) {
+    const rs_tp_module *m = &c->mod[i];
+    const rs_tp_style *s = &m->style;
+    expect_mod *x = &e[i];
+    memset(x, 0, sizeof *x);
+    expect_params(m, x);
+    int nd = m->kind == RS_TP_EMBEDDING ? 2 : 3;
+    if (cur.kind == RS_SHARD && cur.dim >= nd) return refuse(why, cap, m, "a shard dim out of range");
+    int plain = s->kind == RS_TP_REPLICATE || s->kind == RS_TP_PREPARE_INPUT || s->kind == RS_TP_PREPARE_OUTPUT;
+    if (any_norm(m->kind) && (s->kind == RS_TP_COLWISE || s->kind == RS_TP_ROWWISE))
+      return refuse(why, cap, m, "Colwise/Rowwise on a norm (NotImplementedError)");
+    /* the input */
+    rs_placement want;
+    switch (s->kind) {
+    case RS_TP_COLWISE:
+    case RS_TP_ROWWISE:
+      if (!rs_pl_equal(norm_pl(s->input_layout, nd), cur)) return refuse(why, cap, m, "declared input_layouts");
+      want = s->kind == RS_TP_COLWISE || m->kind == RS_TP_EMBEDDING ? rs_pl_replicate() : shard(2);
+      transition(n, cur, want, x->comm);
+      cur = want;
+      local = 0;
+      break;
+    case RS_TP_SEQUENCE:
+      want = norm_pl(shard(s->sequence_dim), nd);
+      if (want.dim < 0 || want.dim >= nd) return refuse(why, cap, m, "sequence_dim out of range");
+      if (local && !rs_pl_equal(want, cur)) return refuse(why, cap, m, "declared sequence_dim");
+      transition(n, cur, want, x->comm);
+      cur = want;
+      local = 0;
+      break;
+    case RS_TP_PREPARE_INPUT:
+      if (s->omitted & RS_TP_ARG_INPUT) break; /* PrepareModuleInput(): nothing */
+      if (!rs_pl_equal(norm_pl(s->input_layout, nd), cur)) return refuse(why, cap, m, "declared input_layouts");
+      want = norm_pl(s->desired_input, nd);
+      if (want.kind == RS_SHARD && want.dim >= nd) return refuse(why, cap, m, "desired shard dim out of range");
+      if (!transition(n, cur, want, x->comm)) return refuse(why, cap, m, "R -> P(sum)");
+      cur = want;
+      local = s->use_local_output;
+      break;
+    default:
+      break;
+    }
+    if (plain && !local) return refuse(why, cap, m, "plain parameters meet a DTensor");
+    if (plain && any_norm(m->kind) && is_s(cur, 2) && n > 1 && !(m->kind == RS_TP_NORM && m->in == 1))
+      return refuse(why, cap, m, "a whole norm weight meets a slice of the features (broadcast)");
+    /* the local compute */
+    rs_placement out = cur;
+    if (m->kind == RS_TP_EMBEDDING) {
+      if (is_p(cur)) return refuse(why, cap, m, "Partial token ids");
+      if (s->kind == RS_TP_COLWISE) out = shard(2);
+      else if (s->kind == RS_TP_ROWWISE) out = rs_pl_partial(RS_SUM);
+    } else if (m->kind == RS_TP_LINEAR) {
+      if (s->kind == RS_TP_COLWISE) out = shard(2);
+      else if (s->kind == RS_TP_ROWWISE) out = rs_pl_partial(RS_SUM);
+      else if (s->kind == RS_TP_SEQUENCE && is_s(cur, 2)) out = rs_pl_partial(RS_SUM);
+      else if (s->kind == RS_TP_SEQUENCE && n > 1 && tp_len(c, cur.dim, cur.dim == 0 ? c->batch : c->seq) < n) {
+        transition(n, cur, rs_pl_replicate(), x->comm); /* a dim shorter than the TP size: gathered */
+        out = rs_pl_replicate();
+      } else if (plain && is_s(cur, 2) && n > 1) return refuse(why, cap, m, "plain Linear on a feature slice");
+      else if (plain && is_p(cur) && m->bias && n > 1) return refuse(why, cap, m, "plain Linear bias on Partial");
+    } else if (real_norm(m->kind) && n > 1) {
+      if (is_p(cur)) return refuse(why, cap, m, "a real norm of Partial pieces");
+      if (is_s(cur, 2)) {
+        if (m->kind == RS_TP_RMSNORM) return refuse(why, cap, m, "RMSNorm split on its features (Partial(avg))");
+        transition(n, cur, rs_pl_replicate(), x->comm);
+        out = rs_pl_replicate();
+      }
+    }
+    /* the output */
+    switch (s->kind) {
+    case RS_TP_COLWISE:
+    case RS_TP_ROWWISE:
+      want = norm_pl(s->output_layout, 3);
+      if (!transition(n, out, want, x->comm)) return refuse(why, cap, m, "R -> P(sum) output");
+      out = want;
+      local = s->use_local_output;
+      break;
+    case RS_TP_SEQUENCE:
+      local = s->use_local_output;
+      break;
+    case RS_TP_PREPARE_OUTPUT:
+      if (!rs_pl_equal(norm_pl(s->output_layout, 3), out)) return refuse(why, cap, m, "declared output_layouts");
+      want = norm_pl(s->desired_output, 3);
+      if (!transition(n, out, want, x->comm)) return refuse(why, cap, m, "R -> P(sum) output");
+      out = want;
+      local = s->use_local_output;
+      break;
+    default:
+      break;
+    }
+    if (out.kind == RS_SHARD && (out.dim < 0 || out.dim > 2)) return refuse(why, cap, m, "output shard dim out of range");
+    x->out = out;
+    x->local = local;
+    cur = out;
+  }
+  return 1;
+}
+
+int rs_tp_rules(const rs_tp_case *c, char *why, size_t cap) {
+  expect_mod *e = calloc(RS_TP_MAX_MODULES, sizeof *e);
+  if (!e) {
+    snprintf(why, cap, "out of memory");
+    return 0;
+  }
+  int ok = expect_chain(c, c->nmod, e, why, cap);
+  free(e);
+  return ok;
+}
+
+/* ---------------------------------------------------------------- generator */
+
+/* A layout of an activation of nd dims: R, S(1) (sequence), S(nd-1) (features), S(0) (batch),
+ * P (hidden states only, where a slot takes it). */
+static rs_placement draw_layout(rs_choices *ch, int nd, int allow_p) {
   rs_placement opts[5];
   int n = 0;
   opts[n++] = rs_pl_replicate();
   opts[n++] = shard(1);
   if (nd == 3) opts[n++] = shard(2);
-  if (allow_s0) opts[n++] = shard(0);
+  opts[n++] = shard(0);
   if (allow_p) opts[n++] = rs_pl_partial(RS_SUM);
   return opts[rs_draw(ch, (uint64_t)n)];
 }
 
-static int is_s(rs_placement p, int d) { return p.kind == RS_SHARD && p.dim == d; }
-
-/* The styles a module can take given the layout it receives (cur, local or not). */
-static int style_options(rs_tp_module_kind k, rs_placement cur, int local, rs_tp_style_kind *o) {
-  int n = 0, lin = k == RS_TP_LINEAR, part = cur.kind == RS_PARTIAL;
-  if (k != RS_TP_NORM) {
-    o[n++] = RS_TP_COLWISE;
-    o[n++] = RS_TP_ROWWISE;
+/* The styles a module can take given the layout it receives (cur, local or not), on a TP size of
+ * n: mostly ones the rules define (refused cases come from the layouts drawn afterwards). */
+static int style_options(const rs_tp_module *m, rs_placement cur, int local, int64_t n, rs_tp_style_kind *o) {
+  int k = 0, lin = m->kind == RS_TP_LINEAR, part = cur.kind == RS_PARTIAL, feat = is_s(cur, 2) && n > 1;
+  if (!any_norm(m->kind)) {
+    o[k++] = RS_TP_COLWISE;
+    o[k++] = RS_TP_ROWWISE;
   }
-  if (!part && (!local || (cur.kind == RS_SHARD && !(lin && cur.dim == 2)))) o[n++] = RS_TP_SEQUENCE;
-  /* plain parameters take local tensors only, and never a slice of the features they multiply */
-  if (!part && local && !(k != RS_TP_EMBEDDING && is_s(cur, 2))) {
-    o[n++] = RS_TP_REPLICATE;
-    if (k != RS_TP_EMBEDDING) o[n++] = RS_TP_PREPARE_OUTPUT;
+  if (!part && (!local || (cur.kind == RS_SHARD && !(lin && cur.dim == 2)))) o[k++] = RS_TP_SEQUENCE;
+  /* plain parameters take local tensors only: a Partial input (per-rank compute) for a norm or a
+   * Linear without bias, never a slice of the features on more than one rank */
+  int plain_ok = local && !(m->kind != RS_TP_EMBEDDING && feat) &&
+                 !(part && (m->kind == RS_TP_EMBEDDING || (lin && m->bias) || real_norm(m->kind)) && n > 1);
+  if (plain_ok) {
+    o[k++] = RS_TP_REPLICATE;
+    if (m->kind != RS_TP_EMBEDDING) o[k++] = RS_TP_PREPARE_OUTPUT;
   }
-  if (k != RS_TP_EMBEDDING || !part) o[n++] = RS_TP_PREPARE_INPUT;
-  return n;
+  if (m->kind != RS_TP_EMBEDDING || !part) o[k++] = RS_TP_PREPARE_INPUT;
+  return k;
 }
 
 static int flip(rs_choices *ch, int dflt) { return rs_draw(ch, 2) ? !dflt : dflt; }
+
+/* Leave a style argument out (PyTorch's default applies) one time in three, when its value is the
+ * default anyway. */
+static void maybe_omit(rs_choices *ch, rs_tp_style *s, unsigned bit, int is_default) {
+  if (is_default && rs_draw(ch, 3) == 0) s->omitted |= bit;
+  else s->omitted &= ~bit;
+}
 
 rs_status rs_tp_gen_case(rs_choices *ch, int max_ranks, rs_tp_case *c) {
   memset(c, 0, sizeof *c);
@@ -69,8 +255,8 @@ rs_status rs_tp_gen_case(rs_choices *ch, int max_ranks, rs_tp_case *c) {
   }
   rs_status st = rs_mesh_init(&c->mesh, two ? 2 : 1, sizes, NULL);
   if (st) return st;
+  int64_t n = c->mesh.size[c->tp_dim];
   c->dp_layout = two && rs_draw(ch, 2) ? shard(0) : rs_pl_replicate();
-  int allow_s0 = !(two && c->dp_layout.kind == RS_SHARD && c->mesh.size[1 - c->tp_dim] > 1);
   c->batch = 1 + (int64_t)rs_draw(ch, 3);
   c->seq = 1 + (int64_t)rs_draw(ch, 7);
   c->seed = rs_draw(ch, (uint64_t)1 << 40);
@@ -84,154 +270,94 @@ rs_status rs_tp_gen_case(rs_choices *ch, int max_ranks, rs_tp_case *c) {
     rs_tp_style *out = &c->mod[c->nmod - 1].style;
     if (rs_draw(ch, 2)) out->output_layout = shard(-1); /* loss parallel */
     out->use_local_output = flip(ch, 1);
-    return rs_tp_case_validate(c);
+    return rs__tp_case_check_static(c);
   }
   int nmod = 1 + (int)(shape == 2 ? 1 + rs_draw(ch, 3) : 0);
   c->vmax = nmod == 1 ? 1 + (int64_t)rs_draw(ch, 3) : 1;
   rs_placement cur = rs_pl_replicate();
   int local = 1;
+  expect_mod *e = calloc(RS_TP_MAX_MODULES, sizeof *e);
+  if (!e) return rs_fail(RS_ERR_NOMEM, "gen: out of memory");
   for (int i = 0; i < nmod; i++) {
     rs_tp_module *m = &c->mod[i];
     snprintf(m->path, sizeof m->path, "m%d", i);
     uint64_t k = i == 0 ? rs_draw(ch, 3) : rs_draw(ch, 2) * 2; /* linear, embedding, norm */
     m->kind = k == 0 ? RS_TP_LINEAR : k == 1 ? RS_TP_EMBEDDING : RS_TP_NORM;
+    /* the last module a real norm one time in four (nn.LayerNorm or nn.RMSNorm) */
+    if (i == nmod - 1 && m->kind != RS_TP_EMBEDDING && rs_draw(ch, 4) == 0)
+      m->kind = rs_draw(ch, 2) ? RS_TP_LAYERNORM : RS_TP_RMSNORM;
     int ids = m->kind == RS_TP_EMBEDDING;
     m->in = i == 0 ? 1 + (int64_t)rs_draw(ch, ids ? 12 : 9) : c->mod[i - 1].out;
-    m->out = m->kind == RS_TP_NORM ? m->in : 1 + (int64_t)rs_draw(ch, 9);
-    m->bias = m->kind == RS_TP_LINEAR && rs_draw(ch, 2);
+    m->out = any_norm(m->kind) ? m->in : 1 + (int64_t)rs_draw(ch, 9);
+    m->bias = (m->kind == RS_TP_LINEAR || m->kind == RS_TP_LAYERNORM) && rs_draw(ch, 2);
     int nd = ids ? 2 : 3;
     if (i == 0) { /* the case's input: local shards of a random layout */
-      cur = draw_layout(ch, nd, allow_s0, !ids);
+      cur = draw_layout(ch, nd, !ids);
       c->input_layout = cur;
     }
     rs_tp_style_kind opts[8];
-    int no = style_options(m->kind, cur, local, opts);
+    int no = style_options(m, cur, local, n, opts);
     rs_tp_style_kind sk = opts[rs_draw(ch, (uint64_t)no)];
     rs_tp_style_default(sk, &m->style);
     rs_tp_style *s = &m->style;
+    s->omitted = 0;
     s->input_layout = cur;
     switch (sk) {
     case RS_TP_COLWISE:
     case RS_TP_ROWWISE:
-      if (rs_draw(ch, 2)) s->output_layout = draw_layout(ch, 3, allow_s0, 0);
+      if (rs_draw(ch, 2)) s->output_layout = draw_layout(ch, 3, 1);
       s->use_local_output = flip(ch, 1);
+      maybe_omit(ch, s, RS_TP_ARG_INPUT, rs_pl_equal(norm_pl(cur, nd), sk == RS_TP_COLWISE ? rs_pl_replicate() : shard(2)));
+      maybe_omit(ch, s, RS_TP_ARG_OUTPUT,
+                 rs_pl_equal(norm_pl(s->output_layout, 3), sk == RS_TP_COLWISE ? shard(2) : rs_pl_replicate()));
+      maybe_omit(ch, s, RS_TP_ARG_USE_LOCAL, s->use_local_output);
+      if (s->omitted & RS_TP_ARG_INPUT) s->input_layout = sk == RS_TP_COLWISE ? rs_pl_replicate() : shard(-1);
       break;
     case RS_TP_SEQUENCE:
       if (local) s->sequence_dim = cur.dim;
       else {
-        s->sequence_dim = (int)rs_draw(ch, 3) == 1 && allow_s0 ? 0 : 1;
-        if (m->kind != RS_TP_EMBEDDING && rs_draw(ch, 4) == 3) s->sequence_dim = 2;
+        s->sequence_dim = (int)rs_draw(ch, 3) == 1 ? 0 : 1;
+        if (!ids && rs_draw(ch, 4) == 3) s->sequence_dim = 2;
       }
       s->use_local_output = flip(ch, 0);
+      maybe_omit(ch, s, RS_TP_ARG_SEQUENCE_DIM, s->sequence_dim == 1);
+      maybe_omit(ch, s, RS_TP_ARG_USE_LOCAL, !s->use_local_output);
       break;
     case RS_TP_PREPARE_INPUT:
-      s->desired_input = draw_layout(ch, nd, allow_s0, 0);
-      if (m->kind != RS_TP_EMBEDDING && is_s(s->desired_input, 2)) s->desired_input = shard(1);
+      if (local && rs_draw(ch, 5) == 0) { /* PrepareModuleInput(): nothing */
+        s->omitted = RS_TP_ARG_INPUT | RS_TP_ARG_DESIRED_INPUT | RS_TP_ARG_USE_LOCAL;
+        s->use_local_output = 0;
+        break;
+      }
+      s->desired_input = draw_layout(ch, nd, !ids && rs_draw(ch, 3) == 0);
+      if (!ids && is_s(s->desired_input, 2) && n > 1) s->desired_input = shard(1);
       s->use_local_output = 1; /* the module's parameters stay plain: it must get a local tensor */
       break;
     case RS_TP_PREPARE_OUTPUT:
       s->output_layout = cur; /* declared as what the module computes on */
-      s->desired_output = draw_layout(ch, 3, allow_s0, 0);
+      s->desired_output = draw_layout(ch, 3, 1);
       s->use_local_output = flip(ch, 1);
+      maybe_omit(ch, s, RS_TP_ARG_USE_LOCAL, s->use_local_output);
       break;
     default:
       break;
     }
     c->nmod = i + 1;
-    rs_tp_result r;
-    if ((st = rs__tp_forward(NULL, c, &r))) return st;
-    cur = r.mod_out_tp[i];
-    local = r.mod_out_local[i];
+    /* where the module leaves the activation, by the rules; a refused case ends here */
+    if (!expect_chain(c, i + 1, e, NULL, 0)) break;
+    cur = e[i].out;
+    local = e[i].local;
   }
-  return rs_tp_case_validate(c);
-}
-
-/* ---------------------------------------------------------------- expectations (PyTorch's) */
-
-typedef struct expect_mod {
-  rs_placement out;
-  int local;
-  int64_t comm[RS_COLL_COUNT];
-  rs_placement w, b;
-} expect_mod;
-
-static rs_placement norm_pl(rs_placement p, int nd) {
-  if (p.kind == RS_SHARD && p.dim < 0) p.dim = (int8_t)(p.dim + nd);
-  return p;
-}
-
-/* The collective PyTorch's redistribute issues for one mesh dim of size n going a -> b. */
-static void transition(int64_t n, rs_placement a, rs_placement b, int64_t *comm) {
-  if (n <= 1 || rs_pl_equal(a, b)) return;
-  if (a.kind == RS_SHARD && b.kind == RS_REPLICATE) comm[RS_COLL_ALL_GATHER]++;
-  else if (a.kind == RS_PARTIAL && b.kind == RS_REPLICATE) comm[RS_COLL_ALL_REDUCE]++;
-  else if (a.kind == RS_PARTIAL && b.kind == RS_SHARD) comm[RS_COLL_REDUCE_SCATTER]++;
-  else if (a.kind == RS_SHARD && b.kind == RS_SHARD) comm[RS_COLL_ALL_TO_ALL]++;
-}
-
-/* Parameter placements of PyTorch's ColwiseParallel / RowwiseParallel partition functions. */
-static void expect_params(const rs_tp_module *m, expect_mod *e) {
-  e->w = e->b = rs_pl_replicate();
-  if (m->style.kind == RS_TP_COLWISE) {
-    e->w = m->kind == RS_TP_EMBEDDING ? shard(1) : shard(0);
-    e->b = shard(0);
-  } else if (m->style.kind == RS_TP_ROWWISE) {
-    e->w = m->kind == RS_TP_EMBEDDING ? shard(0) : shard(1);
-  }
-}
-
-static void expect_chain(const rs_tp_case *c, expect_mod *e) {
-  int64_t n = c->mesh.size[c->tp_dim];
-  rs_placement cur = norm_pl(c->input_layout, c->mod[0].kind == RS_TP_EMBEDDING ? 2 : 3);
-  int local = 1;
-  for (int i = 0; i < c->nmod; i++) {
-    const rs_tp_module *m = &c->mod[i];
-    const rs_tp_style *s = &m->style;
-    expect_mod *x = &e[i];
-    memset(x, 0, sizeof *x);
-    expect_params(m, x);
-    int nd = m->kind == RS_TP_EMBEDDING ? 2 : 3;
-    rs_placement in = cur, out;
-    switch (s->kind) {
-    case RS_TP_COLWISE:
-      transition(n, cur, rs_pl_replicate(), x->comm);
-      out = norm_pl(s->output_layout, 3);
-      transition(n, shard(2), out, x->comm);
-      local = s->use_local_output;
-      break;
-    case RS_TP_ROWWISE:
-      in = m->kind == RS_TP_EMBEDDING ? rs_pl_replicate() : shard(2);
-      transition(n, cur, in, x->comm);
-      out = norm_pl(s->output_layout, 3);
-      transition(n, rs_pl_partial(RS_SUM), out, x->comm);
-      local = s->use_local_output;
-      break;
-    case RS_TP_SEQUENCE:
-      in = norm_pl(shard(s->sequence_dim), nd);
-      transition(n, cur, in, x->comm);
-      /* a Linear split on its input features sums partial products (PyTorch's mm strategy) */
-      out = m->kind == RS_TP_LINEAR && in.dim == 2 ? rs_pl_partial(RS_SUM) : in;
-      local = s->use_local_output;
-      break;
-    case RS_TP_PREPARE_INPUT:
-      in = norm_pl(s->desired_input, nd);
-      transition(n, cur, in, x->comm);
-      out = in;
-      local = s->use_local_output;
-      break;
-    case RS_TP_PREPARE_OUTPUT:
-      out = norm_pl(s->desired_output, 3);
-      transition(n, cur, out, x->comm);
-      local = s->use_local_output;
-      break;
-    default:
-      out = cur;
-      break;
-    }
-    x->out = out;
-    x->local = local;
-    cur = out;
-  }
+  free(e);
+  /* a real norm ends the chain (its output is not exact) */
+  for (int i = 0; i + 1 < c->nmod; i++)
+    if (real_norm(c->mod[i].kind)) c->nmod = i + 1;
+  /* the dtype, drawn last (BF16 and F16 one time in four each), F32 when the case's sums would
+   * not be exact in it */
+  uint64_t dt = rs_draw(ch, 4);
+  c->dtype = dt == 1 ? RS_TP_BF16 : dt == 2 ? RS_TP_F16 : RS_TP_F32;
+  if (c->dtype != RS_TP_F32 && rs__tp_case_check_static(c) != RS_OK) c->dtype = RS_TP_F32;
+  return rs__tp_case_check_static(c);
 }
 
 /* torch.chunk's split (SPEC 4), written again here. */
@@ -291,15 +417,14 @@ static rs_outcome check_result(const rs_tp_case *c, const char *impl, const floa
   }
   /* every rank's local output has the torch.chunk shape of the named layout */
   rs_placement out = e[c->nmod - 1].out;
-  int dpd = rs__tp_dp_dim(c);
+  int dpd = c->mesh.ndim == 2 ? 1 - c->tp_dim : -1;
   for (int pos = 0; pos < c->mesh.nranks; pos++) {
     int64_t coord[RS_MAX_MESH_DIMS], shp[3] = {c->batch, c->seq, c->mod[c->nmod - 1].out};
     rs_mesh_coord(&c->mesh, pos, coord);
-    for (int md = 0; md < c->mesh.ndim; md++) {
-      rs_placement p = md == c->tp_dim ? out : c->dp_layout;
-      if (p.kind == RS_SHARD) shp[p.dim] = chunk(shp[p.dim], c->mesh.size[md], coord[md]);
-    }
-    (void)dpd;
+    /* DP's split first, then TP's split of each DP group's piece */
+    if (dpd >= 0 && c->dp_layout.kind == RS_SHARD)
+      shp[c->dp_layout.dim] = chunk(shp[c->dp_layout.dim], c->mesh.size[dpd], coord[dpd]);
+    if (out.kind == RS_SHARD) shp[out.dim] = chunk(shp[out.dim], c->mesh.size[c->tp_dim], coord[c->tp_dim]);
     const rs_local *l = &r->out.r[pos];
     if (l->shape[0] != shp[0] || l->shape[1] != shp[1] || l->shape[2] != shp[2])
       return say(RS_FAIL, msg, cap, "tp_layout (%s): rank %d's output is [%lld,%lld,%lld], torch.chunk gives [%lld,%lld,%lld]",
@@ -320,7 +445,8 @@ rs_outcome rs_tp_prop_run(const rs_tp_case *c, int impls, void *opt, int64_t *co
     free(g);
     return say(RS_FAIL, msg, cap, "out of memory");
   }
-  expect_chain(c, e);
+  char why[256];
+  int defined = expect_chain(c, c->nmod, e, why, sizeof why);
   rs_outcome o = RS_PASS;
   for (int k = 0; k < 2 && o == RS_PASS; k++) {
     if (!(impls & (1 << k))) continue;
@@ -329,6 +455,17 @@ rs_outcome rs_tp_prop_run(const rs_tp_case *c, int impls, void *opt, int64_t *co
     if (k == 0) st = rs_tp_ref_forward(c, &r);
     else if (!opt) st = rs_fail(RS_ERR_UNSUPPORTED, "this build has no opt/");
     else st = rs_tp_opt_forward(opt, NULL, c, &r);
+    /* a refusal is a result: the rules' refusals must be the driver's, and nothing else */
+    if (!defined) {
+      if (st == RS_OK) {
+        o = say(RS_FAIL, msg, cap, "tp_refusal (%s): the forward ran a case PyTorch's rules refuse (%s)", impl, why);
+        rs_tp_result_free(&r);
+      } else if (st != RS_ERR_INVALID && st != RS_ERR_UNSUPPORTED) {
+        o = say(RS_FAIL, msg, cap, "tp_refusal (%s): refused with %s, not as bad input: %s", impl,
+                rs_status_name(st), rs_last_error());
+      }
+      continue;
+    }
     if (st) {
       o = say(RS_FAIL, msg, cap, "tp_forward (%s): %s: %s", impl, rs_status_name(st), rs_last_error());
       break;
@@ -389,15 +526,29 @@ const char *rs_tp_feature_name(int f) {
   static const char *names[RS_TP_F_COUNT] = {"2-d mesh", "uneven parameter split", "P(sum) input",
                                              "DTensor output", "sequence-parallel block", "colwise",
                                              "rowwise", "sequence", "none", "prepare_input",
-                                             "prepare_output"};
+                                             "prepare_output", "S(0) on TP with DP split", "P(sum) output",
+                                             "plain module on Partial", "TP size 1", "short sequence",
+                                             "omitted argument", "PrepareModuleInput()", "layernorm",
+                                             "rmsnorm", "refused by the rules", "BF16", "F16"};
   return f >= 0 && f < RS_TP_F_COUNT ? names[f] : "?";
 }
 
 static void count_features(const rs_tp_case *c, int64_t *feat) {
   int64_t n = c->mesh.size[c->tp_dim];
   int seen[RS_TP_F_COUNT] = {0};
-  if (c->mesh.ndim == 2 && c->mesh.size[0] > 1 && c->mesh.size[1] > 1) seen[RS_TP_F_MESH_2D] = 1;
+  expect_mod *e = calloc(RS_TP_MAX_MODULES, sizeof *e);
+  if (!e) return;
+  int defined = expect_chain(c, c->nmod, e, NULL, 0);
+  if (!defined) seen[RS_TP_F_REFUSED] = 1;
+  if (c->dtype == RS_TP_BF16) seen[RS_TP_F_BF16] = 1;
+  if (c->dtype == RS_TP_F16) seen[RS_TP_F_F16] = 1;
+  int two = c->mesh.ndim == 2 && c->mesh.size[0] > 1 && c->mesh.size[1] > 1;
+  if (two) seen[RS_TP_F_MESH_2D] = 1;
+  if (n == 1) seen[RS_TP_F_TP1] = 1;
   if (c->input_layout.kind == RS_PARTIAL) seen[RS_TP_F_PARTIAL_INPUT] = 1;
+  int dp_split = two && c->dp_layout.kind == RS_SHARD;
+  rs_placement cur = norm_pl(c->input_layout, c->mod[0].kind == RS_TP_EMBEDDING ? 2 : 3);
+  if (dp_split && is_s(cur, 0)) seen[RS_TP_F_S0_DP] = 1;
   for (int i = 0; i < c->nmod; i++) {
     const rs_tp_module *m = &c->mod[i];
     const rs_tp_style *s = &m->style;
@@ -406,7 +557,21 @@ static void count_features(const rs_tp_case *c, int64_t *feat) {
       seen[RS_TP_F_UNEVEN] = 1;
     if (!s->use_local_output && s->kind != RS_TP_REPLICATE && s->kind != RS_TP_PREPARE_INPUT) seen[RS_TP_F_DTENSOR_OUT] = 1;
     if (s->kind == RS_TP_SEQUENCE && strcmp(m->path, "attention_norm") == 0) seen[RS_TP_F_BLOCK_SP] = 1;
+    if (s->kind != RS_TP_REPLICATE && s->omitted) seen[RS_TP_F_OMITTED] = 1;
+    if (s->kind == RS_TP_PREPARE_INPUT && (s->omitted & RS_TP_ARG_INPUT)) seen[RS_TP_F_PMI_NOOP] = 1;
+    if (m->kind == RS_TP_LAYERNORM) seen[RS_TP_F_LAYERNORM] = 1;
+    if (m->kind == RS_TP_RMSNORM) seen[RS_TP_F_RMSNORM] = 1;
+    int plain = s->kind == RS_TP_REPLICATE || s->kind == RS_TP_PREPARE_OUTPUT ||
+                (s->kind == RS_TP_PREPARE_INPUT && (s->omitted & RS_TP_ARG_INPUT));
+    if (i > 0 && defined) cur = e[i - 1].out;
+    if (defined && plain && is_p(cur) && n > 1) seen[RS_TP_F_PLAIN_PARTIAL] = 1;
+    if (defined && s->kind == RS_TP_SEQUENCE && m->kind == RS_TP_LINEAR && n > 1 && e[i].out.kind == RS_REPLICATE)
+      seen[RS_TP_F_SHORT_SEQ] = 1;
+    if (defined && is_p(e[i].out) && (s->kind == RS_TP_COLWISE || s->kind == RS_TP_ROWWISE || s->kind == RS_TP_PREPARE_OUTPUT))
+      seen[RS_TP_F_PARTIAL_OUT] = 1;
+    if (defined && dp_split && is_s(e[i].out, 0)) seen[RS_TP_F_S0_DP] = 1;
   }
+  free(e);
   for (int f = 0; f < RS_TP_F_COUNT; f++) feat[f] += seen[f];
 }
 

@@ -8,9 +8,15 @@
 #include "props/props.h"
 #include "reshard/tp.h"
 
-/* A TP case from the stream (validated), or RS_ERR_INVALID when the draws describe no valid case
- * (the campaign counts it as skipped). */
+/* A TP case from the stream, or RS_ERR_INVALID when the draws describe no valid case (the campaign
+ * counts it as skipped). Only the static checks apply (sizes, arguments, exactness): the layouts
+ * are walked through the rules of props/tp.c, never through the style driver under test, and a case
+ * those rules refuse is kept (the driver must refuse it too). */
 rs_status rs_tp_gen_case(rs_choices *ch, int max_ranks, rs_tp_case *out);
+
+/* The rules of what PyTorch (and the contract) does with a case, independent of core/tp's driver:
+ * 1 when the case is defined, 0 when it is refused, with the reason in why ("PATH: reason"). */
+int rs_tp_rules(const rs_tp_case *c, char *why, size_t cap);
 
 /* Implementations to check: bit 1 ref, bit 2 opt. */
 enum { RS_TP_REF = 1, RS_TP_OPT = 2 };
@@ -49,6 +55,18 @@ enum {
   RS_TP_F_NONE,
   RS_TP_F_PREPARE_INPUT,
   RS_TP_F_PREPARE_OUTPUT,
+  RS_TP_F_S0_DP,         /* S(0) on the TP dim of a 2-d mesh whose batch DP splits */
+  RS_TP_F_PARTIAL_OUT,   /* P(sum) as an output layout of a style */
+  RS_TP_F_PLAIN_PARTIAL, /* a plain module computing on Partial pieces */
+  RS_TP_F_TP1,           /* TP size 1 */
+  RS_TP_F_SHORT_SEQ,     /* a SequenceParallel Linear on a dim shorter than the TP size (gathered) */
+  RS_TP_F_OMITTED,       /* a style argument left to PyTorch's default */
+  RS_TP_F_PMI_NOOP,      /* PrepareModuleInput() with no layouts */
+  RS_TP_F_LAYERNORM,     /* nn.LayerNorm */
+  RS_TP_F_RMSNORM,       /* nn.RMSNorm */
+  RS_TP_F_REFUSED,       /* a case the rules refuse (the driver must refuse it too) */
+  RS_TP_F_BF16,          /* dtype BF16 */
+  RS_TP_F_F16,           /* dtype F16 */
   RS_TP_F_COUNT
 };
 const char *rs_tp_feature_name(int f);

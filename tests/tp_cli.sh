@@ -14,8 +14,9 @@ for f in "$C"/*.json; do
   for impl in both ref opt; do expect_rc 0 "$R" tp run "$f" --impl "$impl"; done
 done
 
-# the exact JSON of a sequence-parallel MLP with a loss-parallel head (TP 3, uneven head split 2,2,1)
-want='{"output":{"shape":[2,6,5],"placement":"S(2)","local":false,"local_shapes":[[2,6,2],[2,6,2],[2,6,1]],"digests":["fa061d5c17a7d652","0907506ace1b2044","9fb9bf34f3821fad"]},"modules":[{"path":"norm","weight":"R","output":"S(1)","comm":{}},{"path":"fc1","weight":"S(0)","bias":"S(0)","output":"S(2)","comm":{"all_gather":1}},{"path":"fc2","weight":"S(1)","bias":"R","output":"S(1)","comm":{"reduce_scatter":1}},{"path":"head","weight":"S(0)","output":"S(2)","comm":{"all_gather":1}}]}'
+# the exact JSON of a sequence-parallel MLP with a loss-parallel head (TP 3, uneven head split 2,2,1):
+# every rank's parameter shapes and xxh3 beside the output's
+want='{"dtype":"F32","output":{"shape":[2,6,5],"placement":"S(2)","local":false,"local_shapes":[[2,6,2],[2,6,2],[2,6,1]],"digests":["fa061d5c17a7d652","0907506ace1b2044","9fb9bf34f3821fad"]},"modules":[{"path":"norm","weight":{"placement":"R","local_shapes":[[4],[4],[4]],"digests":["10da01c6f900f533","10da01c6f900f533","10da01c6f900f533"]},"output":"S(1)","output_local":false,"comm":{}},{"path":"fc1","weight":{"placement":"S(0)","local_shapes":[[2,4],[2,4],[2,4]],"digests":["91d472c0c9b55550","f3cae9ce5a51f428","6cc1dff7b51305f7"]},"bias":{"placement":"S(0)","local_shapes":[[2],[2],[2]],"digests":["f5260ce0a9303037","6f6fd9389ed1e9ec","5ec79549f7a89d51"]},"output":"S(2)","output_local":true,"comm":{"all_gather":1}},{"path":"fc2","weight":{"placement":"S(1)","local_shapes":[[4,2],[4,2],[4,2]],"digests":["2fb8fd1da1492b02","7c99f661b1f3b260","8293f56767e071f7"]},"bias":{"placement":"R","local_shapes":[[4],[4],[4]],"digests":["ae2970b5af65d4d7","ae2970b5af65d4d7","ae2970b5af65d4d7"]},"output":"S(1)","output_local":true,"comm":{"reduce_scatter":1}},{"path":"head","weight":{"placement":"S(0)","local_shapes":[[2,4],[2,4],[1,4]],"digests":["07d9d93ff13b6383","998ed81cf372f76c","9747740ebc2da588"]},"output":"S(2)","output_local":false,"comm":{"all_gather":1}}]}'
 got=$("$R" tp run "$C/mlp_sp_loss_parallel_3.json" --impl ref --json)
 [ "$got" = "$want" ] || fail "tp run --json mlp_sp_loss_parallel_3: $got"
 
@@ -31,7 +32,7 @@ done < "$T/gen.jsonl"
 
 # check: reports
 expect_rc 0 "$R" tp check --cases 200 --seed 3 --junit "$T/tp.xml" --json "$T/tp.json" --regress-dir "$T/reg"
-grep -q '<testsuite name="reshard.tp" tests="4" failures="0"' "$T/tp.xml" || fail "tp check --junit: $(head -c 300 "$T/tp.xml")"
+grep -q '<testsuite name="reshard.tp" tests="5" failures="0"' "$T/tp.xml" || fail "tp check --junit: $(head -c 300 "$T/tp.xml")"
 grep -q '"cases":200,"pass":200,"fail":0' "$T/tp.json" || fail "tp check --json: $(head -c 300 "$T/tp.json")"
 expect_rc 0 "$R" tp check --cases 100 --impl ref --quiet --regress-dir "$T/reg"
 expect_rc 0 "$R" tp check --cases 100 --impl opt --max-ranks 4 --quiet --regress-dir "$T/reg"

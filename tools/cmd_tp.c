@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "core/tp/tp_internal.h"
 #include "core/values.h"
+#include "props/report.h"
 #include "props/tp.h"
 #include "reshard/tp.h"
 #ifdef RS_HAVE_OPT
@@ -15,18 +17,26 @@ static const char *HELP =
     "usage: reshard tp run CASE.json [--impl ref|opt|both] [--json]\n"
     "       reshard tp check [--seed S] [--cases N] [--impl ref|opt|both] [--max-ranks N]\n"
     "                        [--regress-dir D] [--junit F] [--json F] [--quiet]\n"
-    "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d] [--min-tp N]\n"
+    "       reshard tp run CASE.json --transport mpi [--quiet]        (under mpirun -np <mesh ranks>)\n"
+    "       reshard tp check --transport mpi [--seed S] [--cases N] [--quiet]\n"
+    "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d] [--min-tp N] [--even]\n"
     "run: executes the case's sharded forward (default --impl both) and checks it bit for bit against\n"
     "     the unsharded forward, the layouts and parameter placements the styles name, and the\n"
     "     collectives PyTorch issues for them; prints layouts, local shapes, collectives, digests.\n"
+    "     --json: one object with every rank's output and sharded-parameter shapes and xxh3, each\n"
+    "     module's collectives (ref's executed plan) and opt's bytes counted at its transport.\n"
+    "--transport mpi: one process per mesh rank (opt); every rank's output over MPI must be the\n"
+    "     in-process forward's bit for bit (check: the cases whose mesh has that many ranks).\n"
     "check: random TP cases (default 2000, seed 1): module chains and transformer blocks, random\n"
     "     styles and layouts, uneven splits, 1-d and 2-d meshes. A failure is shrunk, saved to the\n"
     "     regression dir (default fixtures/tp/regressions) and printed with its replay command.\n"
-    "     --junit/--json write reports (properties tp_forward, tp_oracle, tp_layout, tp_comm).\n"
+    "     --junit/--json write reports (properties tp_forward, tp_oracle, tp_layout, tp_comm,\n"
+    "     tp_refusal: a case the independent rules refuse must be refused, and only those).\n"
     "     2,000 cases or more fail when a generator feature never occurred (feature coverage).\n"
     "gen: prints the campaign's cases as JSON lines (--one-d: 1-d meshes only, as PyTorch's\n"
     "     parallelize_module takes the TP sub-mesh; the recorder in tools/pytorch reads them;\n"
-    "     --min-tp N: only cases whose TP size is at least N).\n"
+    "     --min-tp N: only cases whose TP size is at least N; --even: every size times the TP size\n"
+    "     and the batch times the DP size, so PyTorch's from_local runs the case).\n"
     "Case format: docs/tp.md. Exit 0 pass, 1 a check failed, 2 bad usage or input.\n";
 
 static int parse_impl(const char *C, const char *v, int *impls) {
@@ -49,7 +59,53 @@ static void print_pl(FILE *f, rs_placement p) {
   cli_json_str(f, b);
 }
 
-static void print_result(const rs_tp_case *c, const rs_tp_result *r, int json) {
+/* Every rank's box of parameter pk of module i under the placement the forward gave it (R on the
+ * DP dim), in the case's dtype: its local shape and xxh3, as JSON. */
+static rs_status param_json(const rs_tp_case *c, const rs_tp_result *r, int i, rs_tp_param_kind pk) {
+  rs_tensor t;
+  float *g = NULL;
+  rs_sharding s;
+  rs_status st = rs_tp_global_param(c, i, pk, &t, &g);
+  if (st == RS_OK) st = rs__tp_sharding(c, r->param_tp[i][pk], rs_pl_replicate(), &t, &s);
+  rs_dtype dt = rs_tp_dtype_of(c->dtype);
+  int es = rs_dtype_size(dt);
+  printf(",\"%s\":{\"placement\":", pk == RS_TP_BIAS ? "bias" : "weight");
+  print_pl(stdout, r->param_tp[i][pk]);
+  printf(",\"local_shapes\":[");
+  char *digests = st == RS_OK ? malloc((size_t)c->mesh.nranks * 20 + 1) : NULL;
+  size_t len = 0;
+  if (st == RS_OK && !digests) st = rs_fail(RS_ERR_NOMEM, "out of memory");
+  for (int pos = 0; st == RS_OK && pos < c->mesh.nranks; pos++) {
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], n = 1;
+    rs_mesh_coord(&c->mesh, pos, coord);
+    rs_local_box(&c->mesh, &s, &t, coord, start, size);
+    for (int d = 0; d < t.ndim; d++) n *= size[d];
+    float *box = malloc((size_t)(n ? n : 1) * 4);
+    if (!box) {
+      st = rs_fail(RS_ERR_NOMEM, "out of memory");
+      break;
+    }
+    rs__tp_box_copy(g, t.ndim, t.shape, start, size, 4, box);
+    uint16_t *h = (uint16_t *)box; /* narrowed in place: element j (2 bytes) from element j (4) */
+    for (int64_t j = 0; dt != RS_F32 && j < n; j++) h[j] = dt == RS_BF16 ? rs_f32_to_bf16(box[j]) : rs_f32_to_f16(box[j]);
+    rs_local l;
+    memset(&l, 0, sizeof l);
+    l.ndim = t.ndim;
+    memcpy(l.shape, size, sizeof l.shape);
+    l.nbytes = n * es;
+    l.data = box;
+    printf(pos ? "," : "");
+    cli_json_ints(stdout, size, t.ndim);
+    len += (size_t)snprintf(digests + len, 21, "%s\"%016llx\"", pos ? "," : "", (unsigned long long)rs_local_digest(&l));
+    free(box);
+  }
+  printf("],\"digests\":[%s]}", digests ? digests : "");
+  free(digests);
+  free(g);
+  return st;
+}
+
+static void print_result(const rs_tp_case *c, const rs_tp_result *r, const rs_tp_result *ro, int json) {
   char b[32];
   if (!json) {
     rs_format_sharding(&r->out_layout, b, sizeof b);
@@ -74,7 +130,7 @@ static void print_result(const rs_tp_case *c, const rs_tp_result *r, int json) {
              (unsigned long long)rs_local_digest(&r->out.r[pos]));
     return;
   }
-  printf("{\"output\":{\"shape\":");
+  printf("{\"dtype\":\"%s\",\"output\":{\"shape\":", rs_dtype_name(rs_tp_dtype_of(c->dtype)));
   cli_json_ints(stdout, r->out_tensor.shape, 3);
   printf(",\"placement\":");
   print_pl(stdout, r->out_layout.p[c->tp_dim]);
@@ -90,14 +146,14 @@ static void print_result(const rs_tp_case *c, const rs_tp_result *r, int json) {
   for (int i = 0; i < c->nmod; i++) {
     printf("%s{\"path\":", i ? "," : "");
     cli_json_str(stdout, c->mod[i].path);
-    printf(",\"weight\":");
-    print_pl(stdout, r->param_tp[i][0]);
-    if (c->mod[i].bias) {
-      printf(",\"bias\":");
-      print_pl(stdout, r->param_tp[i][1]);
-    }
+    param_json(c, r, i, RS_TP_WEIGHT);
+    if (c->mod[i].bias) param_json(c, r, i, RS_TP_BIAS);
     printf(",\"output\":");
     print_pl(stdout, r->mod_out_tp[i]);
+    printf(",\"output_local\":%s", r->mod_out_local[i] ? "true" : "false");
+    /* opt's point-to-point traffic for this module, counted by its world's transport */
+    if (ro && ro->mod_bytes[i] >= 0) printf(",\"transport\":{\"bytes\":%lld,\"pairs\":%lld}", (long long)ro->mod_bytes[i], (long long)ro->mod_pairs[i]);
+    else if (ro) printf(",\"transport\":{\"bytes\":0,\"pairs\":0}");
     printf(",\"comm\":{");
     int first = 1;
     for (int k = 0; k < RS_COLL_COUNT; k++)
@@ -148,8 +204,20 @@ static int tp_run(int argc, char **argv) {
     fprintf(stderr, "reshard tp run: %s: %s: %s\n", file, rs_status_name(st), rs_last_error());
     rc = CLI_FAIL;
   } else {
-    print_result(c, &res, json);
+    rs_tp_result ro, *rop = NULL;
+#ifdef RS_HAVE_OPT
+    /* --json: opt's forward again on a local world of its own, whose transport counts the bytes */
+    rs_world *world = NULL;
+    if (json && (impls & RS_TP_OPT) && rs_world_init("local", NULL, NULL, &world) == RS_OK &&
+        rs_tp_opt_forward(opt, world, c, &ro) == RS_OK)
+      rop = &ro;
+#endif
+    print_result(c, &res, rop, json);
     rs_tp_result_free(&res);
+    if (rop) rs_tp_result_free(rop);
+#ifdef RS_HAVE_OPT
+    if (world) rs_world_finalize(world);
+#endif
     char msg[4096];
     if (rs_tp_prop_run(c, impls, opt, NULL, msg, sizeof msg) != RS_PASS) {
       fprintf(stderr, "FAIL %s: %s\n", file, msg);
@@ -168,8 +236,8 @@ static int tp_run(int argc, char **argv) {
 
 /* ---- reports of `tp check` (the same shape as `reshard check`'s) ---- */
 
-static const char *PROPS[] = {"tp_forward", "tp_oracle", "tp_layout", "tp_comm"};
-enum { NPROPS = 4 };
+static const char *PROPS[] = {"tp_forward", "tp_oracle", "tp_layout", "tp_comm", "tp_refusal"};
+enum { NPROPS = 5 };
 
 /* the property a failure message names ("tp_layout (ref): ..."); the oracle's own failure counts
  * as tp_oracle */
@@ -319,14 +387,28 @@ static int tp_check(int argc, char **argv) {
   return CLI_OK;
 }
 
+/* --even: every size times the TP size (the batch also times the DP size), so every split is
+ * even: PyTorch's from_local (which assumes even shards) then runs the case. */
+static rs_status scale_even(rs_tp_case *c) {
+  int64_t n = c->mesh.size[c->tp_dim], dp = c->mesh.ndim == 2 ? c->mesh.size[1 - c->tp_dim] : 1;
+  c->batch *= n * dp;
+  c->seq *= n;
+  for (int i = 0; i < c->nmod; i++) {
+    c->mod[i].in *= n;
+    c->mod[i].out *= n;
+  }
+  return rs__tp_case_check_static(c); /* a case the rules refuse stays: it is recorded too */
+}
+
 static int tp_gen(int argc, char **argv) {
   const char *C = "tp gen", *v;
   unsigned long long seed = 1;
   long long cases = 10, max_ranks = 18;
   long long min_tp = 1;
-  int one_d = 0, r;
+  int one_d = 0, even = 0, r;
   for (int i = 1; i < argc; i++) {
     if (cli_flag(argv, i, "--one-d")) { one_d = 1; continue; }
+    if (cli_flag(argv, i, "--even")) { even = 1; continue; }
     if ((r = cli_opt(argc, argv, &i, "--min-tp", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, RS_MAX_RANKS, &min_tp)) return cli_usage_error(C, "--min-tp: expected 1..%d", RS_MAX_RANKS);
       continue;
@@ -349,6 +431,7 @@ static int tp_gen(int argc, char **argv) {
     rs_status st = rs_tp_gen_case(&ch, (int)max_ranks, c);
     rs_choices_free(&ch);
     if (st || (one_d && c->mesh.ndim != 1) || c->mesh.size[c->tp_dim] < min_tp) continue;
+    if (even && scale_even(c) != RS_OK) continue;
     snprintf(c->name, sizeof c->name, "tp-seed%llu-%lld", seed, i);
     char *text = rs_tp_case_to_json(c);
     if (!text) continue;
@@ -360,11 +443,149 @@ static int tp_gen(int argc, char **argv) {
   return CLI_OK;
 }
 
+/* ---- one process per rank: `tp run CASE --transport mpi`, `tp check --transport mpi` ---- */
+
+#ifdef RS_HAVE_OPT
+/* The case's forward with opt over the MPI world (this process computes its own mesh position,
+ * every redistribution goes through the transport) against opt's forward in this process (held
+ * to the oracle and the rules by rs_tp_prop_run): the same refusal, or this position's output
+ * local bit for bit, with the same layout. 1 when this process saw a difference. */
+static int mpi_case(const rs_tp_case *c, rs_opt *o, rs_world *w, char *msg, size_t cap) {
+  rs_tp_result loc, dis;
+  int me = rs_world_rank(w), bad = 0;
+  rs_status sl = rs_tp_opt_forward(o, NULL, c, &loc);
+  rs_status sd = rs_tp_opt_forward(o, w, c, &dis);
+  if (!!sl != !!sd) {
+    snprintf(msg, cap, "rank %d: %s in one process, %s over MPI", me, sl ? "refused" : "ran", sd ? rs_last_error() : "ran");
+    bad = 1;
+  } else if (sl == RS_OK) {
+    const rs_local *a = &loc.out.r[me], *b = &dis.out.r[me];
+    char x[64], y[64];
+    rs_format_sharding(&loc.out_layout, x, sizeof x);
+    rs_format_sharding(&dis.out_layout, y, sizeof y);
+    if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof a->shape) || a->nbytes != b->nbytes ||
+        (a->nbytes && memcmp(a->data, b->data, (size_t)a->nbytes)) || strcmp(x, y) || loc.out_is_local != dis.out_is_local) {
+      snprintf(msg, cap, "rank %d: the output over MPI (%s, xxh3 %016llx) differs from one process's (%s, xxh3 %016llx)",
+               me, y, (unsigned long long)rs_local_digest(b), x, (unsigned long long)rs_local_digest(a));
+      bad = 1;
+    }
+    for (int i = 0; !bad && i < c->nmod; i++)
+      if (!rs_pl_equal(loc.mod_out_tp[i], dis.mod_out_tp[i]) || memcmp(loc.mod_comm[i], dis.mod_comm[i], sizeof loc.mod_comm[i])) {
+        snprintf(msg, cap, "rank %d: %s: layout or collectives over MPI differ from one process's", me, c->mod[i].path);
+        bad = 1;
+      }
+  }
+  if (sl == RS_OK) rs_tp_result_free(&loc);
+  if (sd == RS_OK) rs_tp_result_free(&dis);
+  return bad;
+}
+#endif
+
+static int tp_mpi(const char *sub, int argc, char **argv) {
+  const char *C = strcmp(sub, "run") == 0 ? "tp run" : "tp check", *file = NULL, *v;
+  unsigned long long seed = 1;
+  long long cases = 200;
+  int quiet = 0, r;
+  for (int i = 1; i < argc; i++) {
+    if (cli_flag(argv, i, "--quiet")) { quiet = 1; continue; }
+    if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) continue; /* mpi: how we got here */
+    if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
+      if (r < 0 || strcmp(v, "opt") != 0) return cli_usage_error(C, "--impl: --transport mpi runs opt only");
+    } else if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
+      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+    } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, (long long)1 << 30, &cases)) return cli_usage_error(C, "--cases: expected a positive integer");
+    } else if (argv[i][0] != '-' && !file && strcmp(sub, "run") == 0) {
+      file = argv[i];
+    } else {
+      return cli_usage_error(C, "unknown argument '%s' (with --transport mpi: %s)", argv[i],
+                             strcmp(sub, "run") == 0 ? "CASE.json [--quiet]" : "--seed, --cases, --quiet");
+    }
+  }
+  if (strcmp(sub, "run") == 0 && !file) return cli_usage_error(C, "CASE.json: required");
+#ifdef RS_HAVE_OPT
+  rs_world *w = NULL;
+  rs_opt *o = NULL;
+  if (rs_world_init("mpi", &argc, &argv, &w) != RS_OK) return cli_status_error(C, "--transport");
+  if (rs_opt_create(&o) != RS_OK) {
+    rs_world_finalize(w);
+    return cli_status_error(C, "--impl opt");
+  }
+  rs_tp_case *c = malloc(sizeof *c);
+  char msg[1024] = "";
+  int rc = CLI_OK, print = rs_world_rank(w) == 0, np = rs_world_size(w);
+  long long pass = 0, skip = 0, fail = 0;
+  if (!c) rc = cli_usage_error(C, "out of memory");
+  if (c && file) {
+    if (rs_tp_case_from_file(file, c) != RS_OK) rc = cli_status_error(C, NULL);
+    else if (c->mesh.nranks != np)
+      rc = cli_usage_error(C, "%s: a mesh of %d ranks needs -np %d (got %d processes)", file, (int)c->mesh.nranks,
+                           (int)c->mesh.nranks, np);
+    else {
+      int bad = mpi_case(c, o, w, msg, sizeof msg);
+      if (bad) fprintf(stderr, "FAIL %s: %s\n", file, msg);
+      rs_world_agree(w, &bad);
+      if (bad) rc = CLI_FAIL;
+      else if (print && !quiet) printf("PASS %s (opt, %d processes): every rank's output over MPI is one process's, bit for bit\n", file, np);
+    }
+  }
+  double t0 = rs_now();
+  for (long long i = 0; c && !file && rc == CLI_OK && i < cases; i++) {
+    rs_choices ch;
+    rs_choices_seed(&ch, rs_hash3(seed, (uint64_t)i, 0x7470));
+    rs_status st = rs_tp_gen_case(&ch, np, c);
+    rs_choices_free(&ch);
+    if (st || c->mesh.nranks != np) { /* the same on every process: the draws are the seed's */
+      skip++;
+      continue;
+    }
+    char pmsg[1024];
+    int bad = mpi_case(c, o, w, msg, sizeof msg);
+    if (!bad && rs_tp_prop_run(c, RS_TP_OPT, o, NULL, pmsg, sizeof pmsg) != RS_PASS) {
+      snprintf(msg, sizeof msg, "%s", pmsg);
+      bad = 1;
+    }
+    rs_world_agree(w, &bad);
+    if (!bad) {
+      pass++;
+      continue;
+    }
+    fail++;
+    char *text = rs_tp_case_to_json(c);
+    fprintf(stderr, "FAIL (rank %d) case %lld: %s\n  case: %s\n", rs_world_rank(w), i, msg[0] ? msg : "another rank failed",
+            text ? text : "?");
+    free(text);
+    rc = CLI_FAIL;
+  }
+  if (!file && print)
+    printf("tp check --transport mpi: seed %llu, %lld cases on %d processes: %lld pass, %lld fail, %lld skipped "
+           "(another mesh size) in %.2f s\n",
+           seed, cases, np, pass, fail, skip, rs_now() - t0);
+  free(c);
+  rs_opt_destroy(o);
+  rs_world_finalize(w);
+  return rc;
+#else
+  (void)quiet;
+  (void)seed;
+  (void)cases;
+  return cli_usage_error(C, "--transport mpi: this build has no opt/ library");
+#endif
+}
+
+static int wants_mpi(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--transport") == 0) return strcmp(argv[i + 1], "mpi") == 0;
+  return 0;
+}
+
 int cmd_tp(int argc, char **argv) {
   if (argc < 2 || cli_is_help(argv[1])) {
     fputs(HELP, argc < 2 ? stderr : stdout);
     return argc < 2 ? CLI_USAGE : CLI_OK;
   }
+  if ((strcmp(argv[1], "run") == 0 || strcmp(argv[1], "check") == 0) && wants_mpi(argc - 1, argv + 1))
+    return tp_mpi(argv[1], argc - 1, argv + 1);
   if (strcmp(argv[1], "run") == 0) return tp_run(argc - 1, argv + 1);
   if (strcmp(argv[1], "check") == 0) return tp_check(argc - 1, argv + 1);
   if (strcmp(argv[1], "gen") == 0) return tp_gen(argc - 1, argv + 1);

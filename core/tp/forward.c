@@ -3,6 +3,7 @@
  * (the styles of PyTorch's torch/distributed/tensor/parallel/style.py) and how each rank computes
  * locally. ref/tp and opt/tp run it with their own redistribute and Linear kernel; with no
  * implementation it only walks the layouts, which is how a case is validated. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,13 @@
 
 int rs__tp_dp_dim(const rs_tp_case *c) { return c->mesh.ndim == 2 ? 1 - c->tp_dim : -1; }
 int64_t rs__tp_size(const rs_tp_case *c) { return c->mesh.size[c->tp_dim]; }
+
+int64_t rs__tp_tp_len(const rs_tp_case *c, int dim, int64_t len) {
+  int dpd = rs__tp_dp_dim(c);
+  if (dim != 0 || dpd < 0 || c->dp_layout.kind != RS_SHARD || c->mesh.size[dpd] <= 1) return len;
+  int64_t n = c->mesh.size[dpd];
+  return len % n == 0 ? len / n : (len + n - 1) / n; /* torch.chunk's largest piece */
+}
 
 rs_status rs__tp_norm_layout(rs_placement *p, int ndim, const char *field) {
   if (p->kind != RS_SHARD) return RS_OK;
@@ -31,6 +39,16 @@ rs_status rs__tp_sharding(const rs_tp_case *c, rs_placement tp, rs_placement dp,
   int dpd = rs__tp_dp_dim(c);
   if (dpd >= 0) s->p[dpd] = dp;
   rs_status st = rs_sharding_set_default_order(s, t->ndim);
+  /* S(d) on both mesh dims: DP splits first (its groups each hold a slice of the batch), TP splits
+   * each DP group's slice again, as parallelize_module on the TP submesh does (planted bug: the
+   * other way round) */
+  if (st == RS_OK && dpd >= 0 && tp.kind == RS_SHARD && dp.kind == RS_SHARD && s->p[dpd].dim == s->p[c->tp_dim].dim &&
+      !RS_MUTANT(860)) {
+    int d = s->p[dpd].dim;
+    s->order_len[d] = 2;
+    s->order[d][0] = (int8_t)dpd;
+    s->order[d][1] = (int8_t)c->tp_dim;
+  }
   if (st == RS_OK) st = rs_sharding_validate(s, &c->mesh, t);
   return st;
 }
@@ -63,18 +81,17 @@ typedef struct act {
 
 typedef struct walk {
   const rs__tp_ops *ops;
+  int played; /* the mesh position this process computes; -1: every one */
   const rs_tp_case *c;
   rs_tp_result *r;
   int64_t coord[RS_MAX_RANKS][RS_MAX_MESH_DIMS];
 } walk;
 
+static int plays(const walk *w, int pos) { return w->played < 0 || w->played == pos; }
+
 static rs_status set_layout(walk *w, act *a, rs_placement tp, const char *path, const char *field) {
   const rs_tp_case *c = w->c;
   rs_placement dp = a->param ? rs_pl_replicate() : c->dp_layout;
-  if (tp.kind == RS_SHARD && tp.dim == 0 && dp.kind == RS_SHARD && rs__tp_dp_dim(c) >= 0 &&
-      c->mesh.size[rs__tp_dp_dim(c)] > 1)
-    return rs_fail(RS_ERR_INVALID, "%s: %s: S(0) on the TP dim, but the batch (dim 0) is split by DP",
-                   path, field);
   rs_status st = rs__tp_sharding(c, tp, dp, &a->t, &a->s);
   if (st) {
     char pre[160];
@@ -85,10 +102,10 @@ static rs_status set_layout(walk *w, act *a, rs_placement tp, const char *path, 
   return RS_OK;
 }
 
-static rs_status count_plan(walk *w, int mi, const rs_plan *p) {
+static rs_status count_plan(walk *w, int mi, const rs_plan *p, rs_enumeration e) {
   for (int i = 0; i < p->nsteps; i++) {
     rs_collective k;
-    rs_status st = rs_step_collective(&p->step[i], &k);
+    rs_status st = rs_step_collective_enum(&p->step[i], e, &k);
     if (st) return st;
     if (w->c->mesh.size[p->step[i].mesh_dim] <= 1) continue;
     if (k == RS_COLL_ALL_GATHER || k == RS_COLL_ALL_REDUCE || k == RS_COLL_REDUCE_SCATTER ||
@@ -98,6 +115,37 @@ static rs_status count_plan(walk *w, int mi, const rs_plan *p) {
     }
   }
   return RS_OK;
+}
+
+/* The locals of b (a Partial on the TP dim) from a's (a Shard there): every rank's box of b, zeros
+ * except where its box of a lies. */
+static rs_status zero_fill(walk *w, const act *a, act *b) {
+  const rs_tp_case *c = w->c;
+  rs_status st = rs_locals_alloc(&b->l, c->mesh.nranks);
+  int es = rs_dtype_size(a->t.dtype);
+  for (int pos = 0; st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
+    int64_t as[RS_MAX_DIMS], az[RS_MAX_DIMS], bs[RS_MAX_DIMS], bz[RS_MAX_DIMS], off[RS_MAX_DIMS];
+    rs_local_box(&c->mesh, &a->s, &a->t, w->coord[pos], as, az);
+    rs_local_box(&c->mesh, &b->s, &b->t, w->coord[pos], bs, bz);
+    if ((st = rs_local_resize(&b->l.r[pos], b->t.ndim, bz, es))) break;
+    memset(b->l.r[pos].data, 0, (size_t)b->l.r[pos].nbytes);
+    /* planted bug 861: every shard zero-filled at the start of the whole tensor, not at its offset */
+    for (int d = 0; d < a->t.ndim; d++) off[d] = RS_MUTANT(861) ? 0 : as[d] - bs[d];
+    /* copy a's local (shape az) into b's local at off: box_copy reads a box from a larger tensor,
+     * so copy row by row the other way round */
+    int64_t s0 = a->t.ndim > 0 ? az[0] : 1, s1 = a->t.ndim > 1 ? az[1] : 1, s2 = a->t.ndim > 2 ? az[2] : 1;
+    int64_t g1 = b->t.ndim > 1 ? bz[1] : 1, g2 = b->t.ndim > 2 ? bz[2] : 1;
+    int64_t o0 = off[0], o1 = a->t.ndim > 1 ? off[1] : 0, o2 = a->t.ndim > 2 ? off[2] : 0;
+    if (s0 == 0 || s1 == 0 || s2 == 0) continue;
+    const char *src = a->l.r[pos].data;
+    char *dst = b->l.r[pos].data;
+    for (int64_t i = 0; i < s0; i++)
+      for (int64_t j = 0; j < s1; j++)
+        memcpy(dst + (((o0 + i) * g1 + o1 + j) * g2 + o2) * es, src + ((i * s1 + j) * s2) * es, (size_t)(s2 * es));
+  }
+  if (st) rs_locals_free(&b->l);
+  return st;
 }
 
 /* Move activation a to layout `to` on the TP dim (through the implementation's redistribute). */
@@ -110,9 +158,25 @@ static rs_status redist(walk *w, int mi, act *a, rs_placement to, const char *fi
     return rs_fail_prefix(st, pre);
   }
   if (rs_pl_equal(a->tp, to)) return RS_OK;
+  /* PyTorch makes a Partial only from a Shard, by zero-filling (each rank's shard in a zero tensor
+   * of the whole shape); from Replicate it raises "Can not redistribute from R to P(sum)" */
+  if (to.kind == RS_PARTIAL && a->tp.kind != RS_SHARD && !a->param) {
+    char x[32];
+    rs_format_placement(a->tp, x, sizeof x);
+    return rs_fail(RS_ERR_INVALID, "%s: %s: %s -> P(sum): PyTorch redistributes only a Shard to Partial(sum)",
+                   path, field, x);
+  }
   act b = *a;
   if ((st = set_layout(w, &b, to, path, field))) return st;
-  if (w->ops) {
+  if (w->ops && to.kind == RS_PARTIAL && a->tp.kind == RS_SHARD) {
+    /* PyTorch's Shard -> Partial(sum): each rank's shard in a zero tensor of the whole (TP) shape;
+     * local, nothing sent */
+    if ((st = zero_fill(w, a, &b))) {
+      char pre[160];
+      snprintf(pre, sizeof pre, "%s: %s: ", path, field);
+      return rs_fail_prefix(st, pre);
+    }
+  } else if (w->ops) {
     rs_case *rc = calloc(1, sizeof *rc);
     if (!rc) return rs_fail(RS_ERR_NOMEM, "%s: out of memory", path);
     snprintf(rc->name, sizeof rc->name, "%s.%s", path, field);
@@ -121,13 +185,20 @@ static rs_status redist(walk *w, int mi, act *a, rs_placement to, const char *fi
     rc->src = a->s;
     rc->dst = b.s;
     rc->values = RS_VALUES_EXACT;
+    rc->enumeration = RS_ENUM_SEED;
+    rs_enumeration en = rc->enumeration;
     rs_locals out = {0, NULL};
     rs_plan plan;
     memset(&plan, 0, sizeof plan);
     st = rs_case_validate(rc);
-    if (st == RS_OK) st = w->ops->redistribute(w->ops->ctx, rc, &a->l, &out, &plan);
+    int64_t traffic[2] = {-1, -1};
+    if (st == RS_OK) st = w->ops->redistribute(w->ops->ctx, rc, &a->l, &out, &plan, traffic);
+    if (st == RS_OK && traffic[0] >= 0) {
+      w->r->mod_bytes[mi] = (w->r->mod_bytes[mi] < 0 ? 0 : w->r->mod_bytes[mi]) + traffic[0];
+      w->r->mod_pairs[mi] = (w->r->mod_pairs[mi] < 0 ? 0 : w->r->mod_pairs[mi]) + traffic[1];
+    }
     free(rc);
-    if (st == RS_OK) st = count_plan(w, mi, &plan);
+    if (st == RS_OK) st = count_plan(w, mi, &plan, en);
     if (st) {
       rs_locals_free(&out);
       char pre[160];
@@ -137,6 +208,7 @@ static rs_status redist(walk *w, int mi, act *a, rs_placement to, const char *fi
     rs_locals_free(&a->l);
     b.l = out;
   }
+  if (w->ops && to.kind == RS_PARTIAL && a->tp.kind == RS_SHARD) rs_locals_free(&a->l);
   *a = b;
   return RS_OK;
 }
@@ -240,6 +312,18 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
     free(pw.global);
     return st;
   }
+  int64_t n = rs__tp_size(c);
+  /* SequenceParallel on a batch or sequence dim shorter than the TP size: PyTorch's strategies never
+   * shard a dim shorter than the mesh dim (is_tensor_shardable), so F.linear gathers the input first
+   * and its output is R (planted bug: the Shard kept, with empty shards) */
+  if (st == RS_OK && sty->kind == RS_TP_SEQUENCE && x->tp.kind == RS_SHARD && x->tp.dim < 2 && n > 1 &&
+      rs__tp_tp_len(c, x->tp.dim, x->t.shape[x->tp.dim]) < n && !RS_MUTANT(864))
+    st = redist(w, mi, x, rs_pl_replicate(), "input");
+  if (st) {
+    free(pw.global);
+    free(pb.global);
+    return st;
+  }
   o->t = x->t;
   o->t.shape[2] = m->out;
   o->is_local = x->is_local;
@@ -252,6 +336,11 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
   int pbias = sty->kind == RS_TP_ROWWISE || contracted;
   if (sty->kind == RS_TP_COLWISE) {
     if (x->tp.kind != RS_REPLICATE) st = rs_fail(RS_ERR_INVALID, "%s: column-parallel input is not R", m->path);
+    /* planted bug: a column-parallel Linear refuses an input that was Partial before its
+     * all_reduce (a validation bug the old generator, which validated through this driver, turned
+     * into skipped cases) */
+    if (RS_MUTANT(868) && sty->input_layout.kind == RS_PARTIAL)
+      st = rs_fail(RS_ERR_INVALID, "%s: column-parallel input is Partial", m->path);
     ot = rs_pl_shard(2);
   } else if (sty->kind == RS_TP_ROWWISE) {
     if (!(x->tp.kind == RS_SHARD && x->tp.dim == 2))
@@ -260,9 +349,21 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
   } else if (contracted) {
     ot = rs_pl_partial(RS_SUM);
   } else {
-    if (x->tp.kind == RS_PARTIAL || (x->tp.kind == RS_SHARD && x->tp.dim == 2))
-      st = rs_fail(RS_ERR_INVALID, "%s: a replicated Linear needs its input's last dim whole and reduced",
+    /* plain parameters: each rank computes on what it holds. A Partial input stays a valid set of
+     * pieces without a bias; PyTorch adds the bias on every rank, so the pieces sum to
+     * y + (n-1) b: not the right tensor, refused (docs/tp.md, deviations). On one rank every
+     * layout is the whole tensor (planted bug 863: TP size 1 refused as before). */
+    int one = n == 1 && !RS_MUTANT(863);
+    if (x->tp.kind == RS_SHARD && x->tp.dim == 2 && !one)
+      st = rs_fail(RS_ERR_INVALID, "%s: a Linear with plain parameters receives a slice of its input features",
                    m->path);
+    else if (x->tp.kind == RS_PARTIAL && m->bias && !one && !RS_MUTANT(862))
+      st = rs_fail(RS_ERR_INVALID,
+                   "%s: a Linear with plain parameters and a bias receives a Partial input: PyTorch adds the "
+                   "bias on every rank, so the pieces would sum to y + (n-1) bias",
+                   m->path);
+    else if (x->tp.kind == RS_PARTIAL && RS_MUTANT(863) && n == 1)
+      st = rs_fail(RS_ERR_INVALID, "%s: a replicated Linear needs its input reduced", m->path);
     ot = x->tp;
   }
   if (st == RS_OK) st = set_layout(w, o, ot, m->path, "output");
@@ -276,6 +377,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
     if ((st = set_layout(w, &bias, pb.tp, m->path, "bias")) == RS_OK &&
         (st = rs_locals_alloc(&bias.l, c->mesh.nranks)) == RS_OK) {
       for (int pos = 0; pos < c->mesh.nranks && st == RS_OK; pos++) {
+        if (!plays(w, pos)) continue; /* another process computes it */
         int64_t s0[RS_MAX_DIMS], z0[RS_MAX_DIMS];
         rs_local_box(&c->mesh, &bias.s, &bias.t, w->coord[pos], s0, z0);
         if ((st = rs_local_resize(&bias.l.r[pos], 1, z0, 4)) == RS_OK)
@@ -287,6 +389,7 @@ static rs_status linear(walk *w, int mi, act *x, act *o) {
   }
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
   for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS], bs[RS_MAX_DIMS], bz[RS_MAX_DIMS];
     int64_t xs[RS_MAX_DIMS], xz[RS_MAX_DIMS];
     float *wl = NULL, *bl = NULL;
@@ -356,6 +459,7 @@ static rs_status embedding(walk *w, int mi, act *x, act *o) {
   if (st == RS_OK) st = set_layout(w, o, ot, m->path, "output");
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
   for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS];
     float *wl = NULL;
     if ((st = param_local(w, &pw, pos, ws, wz, &wl))) break;
@@ -385,10 +489,10 @@ static rs_status norm(walk *w, int mi, act *x, act *o) {
   if (st) return st;
   *o = *x;
   memset(&o->l, 0, sizeof o->l);
-  if (x->tp.kind == RS_PARTIAL)
-    st = rs_fail(RS_ERR_INVALID, "%s: the norm's input is Partial (its local compute needs values)", m->path);
+  /* x * w on a Partial input: each rank's piece times w is still a set of pieces of the output */
   if (st == RS_OK && w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
   for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS], xs[RS_MAX_DIMS], xz[RS_MAX_DIMS];
     float *wl = NULL;
     if ((st = param_local(w, &pw, pos, ws, wz, &wl))) break;
@@ -408,6 +512,87 @@ static rs_status norm(walk *w, int mi, act *x, act *o) {
     free(wl);
   }
   free(pw.global);
+  return st;
+}
+
+/* nn.LayerNorm / nn.RMSNorm over the last dim, one row at a time in F32: sums in increasing index
+ * order, mean = sum / d, LayerNorm var = sum((x - mean)^2) / d (biased), y = (x - mean) *
+ * (1 / sqrtf(var + eps)) * w + b; RMSNorm y = x * (1 / sqrtf(sum(x^2) / d + eps)) * w. A row is
+ * whole on every rank that holds it, so the sharded forward computes each row exactly as the
+ * unsharded one does. Not PyTorch's vectorized reduction order: values agree with PyTorch to
+ * rounding, not bit for bit (docs/tp.md). */
+static void real_norm_rows(rs_tp_module_kind k, const float *x, int64_t rows, int64_t d, const float *wt,
+                           const float *b, float *y) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * d;
+    float *yr = y + r * d;
+    if (k == RS_TP_LAYERNORM) {
+      float sum = 0.0f, var = 0.0f;
+      for (int64_t j = 0; j < d; j++) sum += xr[j];
+      float mean = sum / (float)d;
+      for (int64_t j = 0; j < d; j++) var += (xr[j] - mean) * (xr[j] - mean);
+      float rstd = 1.0f / sqrtf(var / (float)d + RS_TP_LAYERNORM_EPS);
+      for (int64_t j = 0; j < d; j++) yr[j] = (xr[j] - mean) * rstd * wt[j] + (b ? b[j] : 0.0f);
+    } else {
+      float ss = 0.0f;
+      for (int64_t j = 0; j < d; j++) ss += xr[j] * xr[j];
+      float rstd = 1.0f / sqrtf(ss / (float)d + RS_TP_RMSNORM_EPS);
+      for (int64_t j = 0; j < d; j++) yr[j] = xr[j] * rstd * wt[j];
+    }
+  }
+}
+
+static rs_status real_norm(walk *w, int mi, act *x, act *o) {
+  const rs_tp_case *c = w->c;
+  const rs_tp_module *m = &c->mod[mi];
+  int one = rs__tp_size(c) == 1;
+  rs_status st = RS_OK;
+  if (x->tp.kind == RS_PARTIAL && !one)
+    return rs_fail(RS_ERR_INVALID,
+                   "%s: a %s receives a Partial input: PyTorch normalizes each rank's piece, which is not "
+                   "the norm of their sum",
+                   m->path, rs_tp_module_name(m->kind));
+  if (x->tp.kind == RS_SHARD && x->tp.dim == 2 && !one) {
+    if (m->style.kind != RS_TP_SEQUENCE)
+      return rs_fail(RS_ERR_INVALID, "%s: the %s's weight is whole, but its local input holds a slice of the features",
+                     m->path, rs_tp_module_name(m->kind));
+    if (m->kind == RS_TP_RMSNORM && !RS_MUTANT(867)) /* planted bug: gathered like a LayerNorm */
+      return rs_fail(RS_ERR_INVALID,
+                     "%s: sequence_dim: an RMSNorm split on its features: PyTorch's mean over the split dim is "
+                     "Partial(avg), and the in-place add of eps on it fails",
+                     m->path);
+    /* LayerNorm's strategy needs the normalized dim whole: all-gather, the output is R (planted
+     * bug 866: each rank normalizes its own slice) */
+    if (!RS_MUTANT(866) && (st = redist(w, mi, x, rs_pl_replicate(), "input"))) return st;
+  }
+  param pw, pb;
+  if ((st = load_param(w, mi, RS_TP_WEIGHT, &pw))) return st;
+  memset(&pb, 0, sizeof pb);
+  if (m->bias && (st = load_param(w, mi, RS_TP_BIAS, &pb))) {
+    free(pw.global);
+    return st;
+  }
+  *o = *x;
+  memset(&o->l, 0, sizeof o->l);
+  if (w->ops) st = rs_locals_alloc(&o->l, c->mesh.nranks);
+  for (int pos = 0; w->ops && st == RS_OK && pos < c->mesh.nranks; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
+    int64_t ws[RS_MAX_DIMS], wz[RS_MAX_DIMS], xs[RS_MAX_DIMS], xz[RS_MAX_DIMS];
+    float *wl = NULL, *bl = NULL;
+    if ((st = param_local(w, &pw, pos, ws, wz, &wl))) break;
+    if (m->bias) st = param_local(w, &pb, pos, xs, xz, &bl);
+    rs_local_box(&c->mesh, &x->s, &x->t, w->coord[pos], xs, xz);
+    if (st == RS_OK && xz[2] != wz[0] && xz[0] * xz[1] > 0)
+      st = rs_fail(RS_ERR_MISMATCH, "%s: rank %d: %lld features, the weight has %lld", m->path, pos,
+                   (long long)xz[2], (long long)wz[0]);
+    if (st == RS_OK) st = alloc_out(w, o, pos);
+    if (st == RS_OK)
+      real_norm_rows(m->kind, x->l.r[pos].data, xz[0] * xz[1], xz[2], wl, bl, o->l.r[pos].data);
+    free(wl);
+    free(bl);
+  }
+  free(pw.global);
+  free(pb.global);
   return st;
 }
 
@@ -436,6 +621,9 @@ static rs_status module(walk *w, int mi, act *a) {
     break;
   }
   case RS_TP_PREPARE_INPUT:
+    /* input_layouts None (PyTorch's default): the input passes untouched (planted bug 865: the
+     * default read as R, as before) */
+    if ((s->omitted & RS_TP_ARG_INPUT) && !RS_MUTANT(865)) break;
     if ((st = expect(w, mi, a, s->input_layout, "input_layouts"))) return st;
     if ((st = redist(w, mi, a, s->desired_input, "desired_input_layouts"))) return st;
     a->is_local = s->use_local_output;
@@ -453,9 +641,14 @@ static rs_status module(walk *w, int mi, act *a) {
                      "%s: %s leaves the parameters plain tensors, but the module receives a DTensor "
                      "(PyTorch refuses mixed Tensor and DTensor operands)",
                      m->path, rs_tp_style_name(s->kind));
-    if (m->kind == RS_TP_NORM && a->tp.kind == RS_SHARD && a->tp.dim == a->t.ndim - 1)
+    /* a norm's whole weight meeting a local slice of the features: PyTorch broadcasts a 1-wide
+     * slice against the whole weight (each rank then holds x[..., k] * w, not a slice of the
+     * output) and raises on other widths; on one rank, or with one feature, the slice is right */
+    if (rs__tp_is_norm(m->kind) && a->tp.kind == RS_SHARD && a->tp.dim == a->t.ndim - 1 &&
+        rs__tp_size(w->c) > 1 && !(m->kind == RS_TP_NORM && m->in == 1))
       return rs_fail(RS_ERR_INVALID,
-                     "%s: the norm's weight is whole, but its local input holds a slice of the features",
+                     "%s: the norm's weight is whole, but its local input holds a slice of the features "
+                     "(PyTorch broadcasts a 1-wide slice against the whole weight, or raises)",
                      m->path);
   }
   /* local compute */
@@ -463,6 +656,7 @@ static rs_status module(walk *w, int mi, act *a) {
   memset(&o, 0, sizeof o);
   if (m->kind == RS_TP_LINEAR) st = linear(w, mi, a, &o);
   else if (m->kind == RS_TP_EMBEDDING) st = embedding(w, mi, a, &o);
+  else if (rs__tp_is_real_norm(m->kind)) st = real_norm(w, mi, a, &o);
   else st = norm(w, mi, a, &o);
   rs_locals_free(&a->l);
   *a = o;
@@ -512,6 +706,7 @@ static rs_status make_input(walk *w, act *a) {
     return st;
   }
   for (int pos = 0; pos < c->mesh.nranks && st == RS_OK; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
     int64_t s0[RS_MAX_DIMS], z0[RS_MAX_DIMS];
     rs_local_box(&c->mesh, &a->s, &a->t, w->coord[pos], s0, z0);
     if ((st = rs_local_resize(&a->l.r[pos], a->t.ndim, z0, es))) break;
@@ -544,6 +739,14 @@ rs_status rs__tp_forward(const rs__tp_ops *ops, const rs_tp_case *c, rs_tp_resul
   w->ops = ops;
   w->c = c;
   w->r = out;
+  w->played = ops && ops->distributed ? ops->played : -1;
+  if (w->played >= c->mesh.nranks) {
+    free(w);
+    free(scratch);
+    return rs_fail(RS_ERR_INVALID, "tp: this process plays mesh position %d of a %d-rank mesh", ops->played,
+                   (int)c->mesh.nranks);
+  }
+  for (int i = 0; i < RS_TP_MAX_MODULES; i++) out->mod_bytes[i] = out->mod_pairs[i] = -1;
   for (int pos = 0; pos < c->mesh.nranks; pos++) rs_mesh_coord(&c->mesh, pos, w->coord[pos]);
   act a;
   memset(&a, 0, sizeof a);
@@ -562,6 +765,27 @@ rs_status rs__tp_forward(const rs__tp_ops *ops, const rs_tp_case *c, rs_tp_resul
   a.is_local = 1;
   if (st == RS_OK && ops) st = make_input(w, &a);
   for (int mi = 0; st == RS_OK && mi < c->nmod; mi++) st = module(w, mi, &a);
+  /* the output in the case's dtype: every value is an exact integer of it (or, after a real norm,
+   * rounded once to nearest even, as PyTorch's reduced-precision norms round their F32 result) */
+  rs_dtype dt = rs_tp_dtype_of(c->dtype);
+  for (int pos = 0; st == RS_OK && ops && dt != RS_F32 && pos < a.l.n; pos++) {
+    if (!plays(w, pos)) continue; /* another process computes it */
+    rs_local *l = &a.l.r[pos];
+    int64_t cnt = l->nbytes / 4;
+    uint16_t *h = malloc((size_t)(cnt ? cnt : 1) * 2);
+    if (!h) {
+      st = rs_fail(RS_ERR_NOMEM, "tp: out of memory");
+      break;
+    }
+    for (int64_t i = 0; i < cnt; i++) {
+      float f = ((const float *)l->data)[i];
+      h[i] = dt == RS_BF16 ? rs_f32_to_bf16(f) : rs_f32_to_f16(f);
+    }
+    free(l->data);
+    l->data = h;
+    l->nbytes = cnt * 2;
+  }
+  if (st == RS_OK) a.t.dtype = dt;
   if (st == RS_OK) {
     out->out_tensor = a.t;
     out->out_layout = a.s;

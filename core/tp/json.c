@@ -44,11 +44,13 @@ static rs_status read_module(const cJSON *o, int i, rs_tp_module *m) {
     snprintf(m->path, sizeof m->path, "%s", it->valuestring);
   }
   if ((st = rs_json_member(o, f, "module", cJSON_String, &it))) return st;
-  if (!it) return rs_fail(RS_ERR_INVALID, "%s.module: required (linear, embedding or norm)", f);
+  if (!it) return rs_fail(RS_ERR_INVALID, "%s.module: required (linear, embedding, norm, layernorm or rmsnorm)", f);
   int k = -1;
   for (int j = 0; j < RS_TP_MODULE_COUNT; j++)
     if (strcmp(it->valuestring, rs_tp_module_name((rs_tp_module_kind)j)) == 0) k = j;
-  if (k < 0) return rs_fail(RS_ERR_INVALID, "%s.module: '%s', expected linear, embedding or norm", f, it->valuestring);
+  if (k < 0)
+    return rs_fail(RS_ERR_INVALID, "%s.module: '%s', expected linear, embedding, norm, layernorm or rmsnorm", f,
+                   it->valuestring);
   m->kind = (rs_tp_module_kind)k;
   const int64_t MX = (int64_t)1 << 24;
   if (m->kind == RS_TP_LINEAR) {
@@ -62,6 +64,8 @@ static rs_status read_module(const cJSON *o, int i, rs_tp_module *m) {
   } else {
     if ((st = rs_json_i64_member(o, f, "dim", 1, MX, 1, &m->in))) return st;
     m->out = m->in;
+    m->bias = m->kind == RS_TP_LAYERNORM; /* nn.LayerNorm's default */
+    if (m->kind == RS_TP_LAYERNORM && (st = get_bool(o, f, "bias", &m->bias))) return st;
   }
   if ((st = rs_json_member(o, f, "style", cJSON_String, &it))) return st;
   int sk = RS_TP_REPLICATE;
@@ -77,6 +81,13 @@ static rs_status read_module(const cJSON *o, int i, rs_tp_module *m) {
   rs_tp_style_default((rs_tp_style_kind)sk, &m->style);
   rs_tp_style *s = &m->style;
   int64_t sd = s->sequence_dim;
+  /* an argument the case leaves out takes PyTorch's default (and stays out when written back) */
+  static const char *ARG_KEYS[6] = {"input_layouts", "desired_input_layouts", "output_layouts",
+                                    "desired_output_layouts", "use_local_output", "sequence_dim"};
+  s->omitted = 0;
+  for (int a = 0; a < 6; a++)
+    if (!cJSON_GetObjectItemCaseSensitive(o, ARG_KEYS[a])) s->omitted |= 1u << a;
+  s->omitted &= rs__tp_style_args(s->kind);
   if ((st = get_pl(o, f, "input_layouts", &s->input_layout)) ||
       (st = get_pl(o, f, "desired_input_layouts", &s->desired_input)) ||
       (st = get_pl(o, f, "output_layouts", &s->output_layout)) ||
@@ -123,6 +134,13 @@ static rs_status from_cjson(const cJSON *root, void *out) {
       (st = rs_json_i64_member(root, "case", "seq", 1, (int64_t)1 << 24, 1, &c->seq)) ||
       (st = rs_json_i64_member(root, "case", "vmax", 1, 1000, 0, &c->vmax)))
     return st;
+  if ((st = rs_json_member(root, "case", "dtype", cJSON_String, &it))) return st;
+  if (it) {
+    if (strcmp(it->valuestring, "F32") == 0) c->dtype = RS_TP_F32;
+    else if (strcmp(it->valuestring, "BF16") == 0) c->dtype = RS_TP_BF16;
+    else if (strcmp(it->valuestring, "F16") == 0) c->dtype = RS_TP_F16;
+    else return rs_fail(RS_ERR_INVALID, "dtype: '%s', expected F32, BF16 or F16", it->valuestring);
+  }
   if ((st = rs_json_member(root, "case", "seed", cJSON_Number, &it))) return st;
   if (it && (st = rs_json_u64(it, "seed", &c->seed))) return st;
   const cJSON *plan, *block;
@@ -154,12 +172,23 @@ static rs_status from_cjson(const cJSON *root, void *out) {
     if ((st = rs_tp_block_plan(k ? k->valuestring : "tp", vocab, hidden, ffn, bias, c))) return st;
   }
   if ((st = get_pl(root, "case", "input_layout", &c->input_layout))) return st;
-  return rs_tp_case_validate(c);
+  return rs__tp_case_check_static(c);
 }
 
-rs_status rs_tp_case_from_json(const char *text, rs_tp_case *out) { return rs__json_from_text(text, from_cjson, out); }
+static rs_status from_cjson_validated(const cJSON *root, void *out) {
+  rs_status st = from_cjson(root, out);
+  return st ? st : rs__tp_forward(NULL, out, NULL);
+}
 
-rs_status rs_tp_case_from_file(const char *path, rs_tp_case *out) { return rs__json_from_file(path, from_cjson, out); }
+rs_status rs__tp_case_parse(const char *text, rs_tp_case *out) { return rs__json_from_text(text, from_cjson, out); }
+
+rs_status rs_tp_case_from_json(const char *text, rs_tp_case *out) {
+  return rs__json_from_text(text, from_cjson_validated, out);
+}
+
+rs_status rs_tp_case_from_file(const char *path, rs_tp_case *out) {
+  return rs__json_from_file(path, from_cjson_validated, out);
+}
 
 static void put_pl(cJSON *o, const char *key, rs_placement p) {
   char b[32];
@@ -182,6 +211,7 @@ char *rs_tp_case_to_json(const rs_tp_case *c) {
   if (c->seed > ((uint64_t)1 << 53)) goto oom; /* a double cannot carry it exactly */
   cJSON_AddNumberToObject(root, "seed", (double)c->seed);
   cJSON_AddNumberToObject(root, "vmax", (double)c->vmax);
+  if (c->dtype != RS_TP_F32) cJSON_AddStringToObject(root, "dtype", rs_dtype_name(rs_tp_dtype_of(c->dtype)));
   put_pl(root, "input_layout", c->input_layout);
   for (int i = 0; i < c->nmod; i++) {
     const rs_tp_module *m = &c->mod[i];
@@ -199,32 +229,40 @@ char *rs_tp_case_to_json(const rs_tp_case *c) {
       cJSON_AddNumberToObject(o, "dim", (double)m->out);
     } else {
       cJSON_AddNumberToObject(o, "dim", (double)m->in);
+      if (m->kind == RS_TP_LAYERNORM) cJSON_AddBoolToObject(o, "bias", m->bias);
     }
     cJSON_AddStringToObject(o, "style", STYLE_KEYS[s->kind]);
+    unsigned om = s->omitted;
+#define PUT_PL(bit, key, v) \
+  if (!(om & (bit))) put_pl(o, key, v)
+#define PUT_ULO() \
+  if (!(om & RS_TP_ARG_USE_LOCAL)) cJSON_AddBoolToObject(o, "use_local_output", s->use_local_output)
     switch (s->kind) {
     case RS_TP_COLWISE:
     case RS_TP_ROWWISE:
-      put_pl(o, "input_layouts", s->input_layout);
-      put_pl(o, "output_layouts", s->output_layout);
-      cJSON_AddBoolToObject(o, "use_local_output", s->use_local_output);
+      PUT_PL(RS_TP_ARG_INPUT, "input_layouts", s->input_layout);
+      PUT_PL(RS_TP_ARG_OUTPUT, "output_layouts", s->output_layout);
+      PUT_ULO();
       break;
     case RS_TP_SEQUENCE:
-      cJSON_AddNumberToObject(o, "sequence_dim", s->sequence_dim);
-      cJSON_AddBoolToObject(o, "use_local_output", s->use_local_output);
+      if (!(om & RS_TP_ARG_SEQUENCE_DIM)) cJSON_AddNumberToObject(o, "sequence_dim", s->sequence_dim);
+      PUT_ULO();
       break;
     case RS_TP_PREPARE_INPUT:
-      put_pl(o, "input_layouts", s->input_layout);
-      put_pl(o, "desired_input_layouts", s->desired_input);
-      cJSON_AddBoolToObject(o, "use_local_output", s->use_local_output);
+      PUT_PL(RS_TP_ARG_INPUT, "input_layouts", s->input_layout);
+      PUT_PL(RS_TP_ARG_DESIRED_INPUT, "desired_input_layouts", s->desired_input);
+      PUT_ULO();
       break;
     case RS_TP_PREPARE_OUTPUT:
-      put_pl(o, "output_layouts", s->output_layout);
-      put_pl(o, "desired_output_layouts", s->desired_output);
-      cJSON_AddBoolToObject(o, "use_local_output", s->use_local_output);
+      PUT_PL(RS_TP_ARG_OUTPUT, "output_layouts", s->output_layout);
+      PUT_PL(RS_TP_ARG_DESIRED_OUTPUT, "desired_output_layouts", s->desired_output);
+      PUT_ULO();
       break;
     default:
       break;
     }
+#undef PUT_PL
+#undef PUT_ULO
     cJSON_AddItemToArray(plan, o);
   }
   cJSON_AddItemToObject(root, "plan", plan);

@@ -45,10 +45,11 @@ rs_status rs_tp_global_param(const rs_tp_case *c, int i, rs_tp_param_kind pk, rs
   memset(t, 0, sizeof *t);
   t->dtype = RS_F32;
   if (pk == RS_TP_BIAS) {
-    if (m->kind != RS_TP_LINEAR || !m->bias) return rs_fail(RS_ERR_INVALID, "%s: no bias", m->path);
+    if ((m->kind != RS_TP_LINEAR && m->kind != RS_TP_LAYERNORM) || !m->bias)
+      return rs_fail(RS_ERR_INVALID, "%s: no bias", m->path);
     t->ndim = 1;
     t->shape[0] = m->out;
-  } else if (m->kind == RS_TP_NORM) {
+  } else if (rs__tp_is_norm(m->kind)) {
     t->ndim = 1;
     t->shape[0] = m->in;
   } else {
@@ -61,9 +62,9 @@ rs_status rs_tp_global_param(const rs_tp_case *c, int i, rs_tp_param_kind pk, rs
     return rs_fail(RS_ERR_OVERFLOW, "%s: parameter size overflows", m->path);
   float *p = malloc((size_t)(bytes ? bytes : 1));
   if (!p) return rs_fail(RS_ERR_NOMEM, "%s: out of memory", m->path);
-  int64_t unit = pk == RS_TP_BIAS ? rs__tp_size(c) : 1;
+  int64_t unit = pk == RS_TP_BIAS && m->kind == RS_TP_LINEAR ? rs__tp_size(c) : 1;
   /* norm weights are positive (as trained ones are, near 1): x * w then never makes a -0.0 */
-  int64_t lo = m->kind == RS_TP_NORM ? 1 : -c->vmax;
+  int64_t lo = rs__tp_is_norm(m->kind) && pk == RS_TP_WEIGHT ? 1 : -c->vmax;
   uint64_t tensor = T_PARAM + 2 * (uint64_t)i + (uint64_t)pk;
   for (int64_t k = 0; k < n; k++) p[k] = (float)(unit * draw(c->seed, tensor, (uint64_t)k, lo, c->vmax));
   *data = p;

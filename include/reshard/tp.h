@@ -31,10 +31,33 @@ typedef enum rs_tp_module_kind {
   RS_TP_LINEAR = 0,    /* weight [out, in], optional bias [out]; y = x W^T + b */
   RS_TP_EMBEDDING = 1, /* weight [vocab, dim]; y = W[id] */
   RS_TP_NORM = 2,      /* weight [dim]; y = x * w along the last dim */
+  RS_TP_LAYERNORM = 3, /* nn.LayerNorm(dim, eps=1e-5): weight [dim], optional bias [dim] */
+  RS_TP_RMSNORM = 4,   /* nn.RMSNorm(dim, eps=None: F32 machine epsilon): weight [dim] */
   RS_TP_MODULE_COUNT
 } rs_tp_module_kind;
 
+/* The dtype of a case's hidden states, parameters and output (JSON "dtype", default F32). Values
+ * are exact integers (SPEC 8), so every sum of the forward is representable in the dtype: the
+ * forward runs in F32 and its output is converted (round to nearest even) to the dtype, which is
+ * bit for bit what dtype arithmetic in any order gives. rs_tp_case_validate bounds the sums by the
+ * dtype's exact integers (2^24, 2^11, 2^8). */
+typedef enum rs_tp_dtype { RS_TP_F32 = 0, RS_TP_BF16 = 1, RS_TP_F16 = 2, RS_TP_DTYPE_COUNT } rs_tp_dtype;
+rs_dtype rs_tp_dtype_of(rs_tp_dtype d);
+
 typedef enum rs_tp_param_kind { RS_TP_WEIGHT = 0, RS_TP_BIAS = 1 } rs_tp_param_kind;
+
+/* The style arguments a case may omit (rs_tp_style.omitted): an omitted argument takes PyTorch's
+ * default. PrepareModuleInput's input_layouts and desired_input_layouts default to None (the style
+ * then does nothing); PrepareModuleOutput has no defaults (omitting either is refused, as PyTorch's
+ * constructor refuses it). */
+enum {
+  RS_TP_ARG_INPUT = 1,
+  RS_TP_ARG_DESIRED_INPUT = 2,
+  RS_TP_ARG_OUTPUT = 4,
+  RS_TP_ARG_DESIRED_OUTPUT = 8,
+  RS_TP_ARG_USE_LOCAL = 16,
+  RS_TP_ARG_SEQUENCE_DIM = 32
+};
 
 /* A style and its arguments; layouts are placements on the TP mesh dim. Fields a style does not
  * take are ignored. rs_tp_style_default fills PyTorch's defaults. */
@@ -46,6 +69,7 @@ typedef struct rs_tp_style {
   rs_placement desired_output; /* PrepareModuleOutput */
   int use_local_output;        /* Colwise/Rowwise/PrepareModuleOutput: 1; Sequence/Input: 0 */
   int sequence_dim;            /* Sequence: 1 */
+  unsigned omitted;            /* RS_TP_ARG_* the case leaves to PyTorch's defaults */
 } rs_tp_style;
 
 #define RS_TP_MAX_MODULES 32
@@ -54,8 +78,8 @@ typedef struct rs_tp_style {
 typedef struct rs_tp_module {
   char path[RS_TP_PATH_LEN]; /* "mlp.fc1": the plan's key */
   rs_tp_module_kind kind;
-  int64_t in, out;           /* Linear: in/out features; Embedding: vocab/dim; Norm: dim/dim */
-  int bias;                  /* Linear only */
+  int64_t in, out;           /* Linear: in/out features; Embedding: vocab/dim; norms: dim/dim */
+  int bias;                  /* Linear and LayerNorm */
   rs_tp_style style;
 } rs_tp_module;
 
@@ -74,6 +98,7 @@ typedef struct rs_tp_case {
   rs_tp_module mod[RS_TP_MAX_MODULES];
   uint64_t seed;
   int64_t vmax; /* values are integers in [-vmax, vmax] (biases: times the TP size); default 2 */
+  rs_tp_dtype dtype;
 } rs_tp_case;
 
 void rs_tp_style_default(rs_tp_style_kind kind, rs_tp_style *out);
@@ -104,7 +129,7 @@ rs_status rs_tp_block_plan(const char *kind, int64_t vocab, int64_t hidden, int6
 /* Where the forward's collectives are counted: kind of collective per module (steps on mesh dims of
  * size 1, chunks and partitions communicate nothing and are not counted, as in PyTorch). */
 typedef struct rs_tp_result {
-  rs_tensor out_tensor;      /* the output's global shape (F32) */
+  rs_tensor out_tensor;      /* the output's global shape and dtype (the case's) */
   rs_sharding out_layout;    /* its layout on the whole mesh */
   int out_is_local;          /* 1: a local tensor (use_local_output), 0: a DTensor */
   rs_locals out;             /* each rank's local output, by mesh position */
@@ -113,6 +138,11 @@ typedef struct rs_tp_result {
   rs_placement param_tp[RS_TP_MAX_MODULES][2]; /* weight, bias placements on the TP dim */
   rs_placement mod_out_tp[RS_TP_MAX_MODULES];  /* each module's output layout on the TP dim */
   int mod_out_local[RS_TP_MAX_MODULES];
+  /* Per module, what the transport carried for its redistributions: bytes between distinct ranks
+   * and (sender, receiver) pairs, counted by opt's world (rs_world_posted) when the forward ran on
+   * a world it was given; -1 where nothing counted them (ref, or opt without a world). */
+  int64_t mod_bytes[RS_TP_MAX_MODULES];
+  int64_t mod_pairs[RS_TP_MAX_MODULES];
 } rs_tp_result;
 void rs_tp_result_free(rs_tp_result *r);
 

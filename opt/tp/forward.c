@@ -3,6 +3,7 @@
  * accumulators in registers. Each output element still sums its products in ascending reduction
  * index, one F32 add at a time, then adds the bias: the same bits as ref's loop. With a CUDA device
  * the kernel of opt/cuda/tp_linear.cu runs instead (same order per element, no FMA). */
+#include <stdlib.h>
 #include <string.h>
 #include "core/mutant.h"
 #include "core/tp/tp_internal.h"
@@ -17,7 +18,7 @@ typedef struct ctx {
 /* opt runs its own schedule; the collectives it stands for are the per-mesh-dim transitions
  * from src to dst (the styles change one mesh dim at a time). */
 static rs_status redistribute(void *vc, const rs_case *c, const rs_locals *in, rs_locals *out,
-                              rs_plan *issued) {
+                              rs_plan *issued, int64_t *traffic) {
   ctx *x = vc;
   memset(issued, 0, sizeof *issued);
   for (int m = 0; m < c->mesh.ndim; m++)
@@ -28,7 +29,20 @@ static rs_status redistribute(void *vc, const rs_case *c, const rs_locals *in, r
       issued->step[issued->nsteps].to = c->dst.p[m];
       issued->nsteps++;
     }
-  return rs_opt_redistribute(x->o, x->w, c, in, out, NULL);
+  if (x->w) rs_world_posted_reset(x->w);
+  rs_status st = rs_opt_redistribute(x->o, x->w, c, in, out, NULL);
+  rs_posted *p = NULL;
+  int64_t np = 0;
+  if (st == RS_OK && x->w && rs_world_posted(x->w, &p, &np) == RS_OK) { /* counted at the transport */
+    traffic[0] = traffic[1] = 0;
+    for (int64_t i = 0; i < np; i++)
+      if (p[i].from != p[i].to && p[i].sent > 0) {
+        traffic[0] += p[i].sent;
+        traffic[1]++;
+      }
+    free(p);
+  }
+  return st;
 }
 
 enum { TR = 4, TO = 8 }; /* tile: rows x outputs */
@@ -64,6 +78,13 @@ static rs_status linear(void *vc, const float *x, int64_t rows, int64_t k, const
 rs_status rs_tp_opt_forward(void *o, void *w, const rs_tp_case *c, rs_tp_result *out) {
   if (!o) return rs_fail(RS_ERR_INVALID, "tp: opt handle is NULL");
   ctx x = {(rs_opt *)o, (rs_world *)w};
-  rs__tp_ops ops = {&x, redistribute, linear};
+  rs__tp_ops ops = {&x, redistribute, linear, 0, -1};
+  if (w && !rs_world_is_local((rs_world *)w)) { /* one process per rank: mesh position = world rank */
+    if (rs_world_size((rs_world *)w) != c->mesh.nranks)
+      return rs_fail(RS_ERR_INVALID, "tp: %d processes for a mesh of %d ranks (--transport mpi runs one per rank)",
+                     rs_world_size((rs_world *)w), (int)c->mesh.nranks);
+    ops.distributed = 1;
+    ops.played = rs_world_rank((rs_world *)w);
+  }
   return rs__tp_forward(&ops, c, out);
 }

@@ -6,8 +6,9 @@
 #include "reshard/ref.h"
 
 static rs_status redistribute(void *ctx, const rs_case *c, const rs_locals *in, rs_locals *out,
-                              rs_plan *issued) {
+                              rs_plan *issued, int64_t *traffic) {
   (void)ctx;
+  (void)traffic; /* ref has no transport: its collectives are the steps of the plan it executes */
   return rs_ref_redistribute(c, in, out, issued);
 }
 
@@ -24,6 +25,6 @@ static rs_status linear(void *ctx, const float *x, int64_t rows, int64_t k, cons
 }
 
 rs_status rs_tp_ref_forward(const rs_tp_case *c, rs_tp_result *out) {
-  rs__tp_ops ops = {NULL, redistribute, linear};
+  rs__tp_ops ops = {NULL, redistribute, linear, 0, -1};
   return rs__tp_forward(&ops, c, out);
 }

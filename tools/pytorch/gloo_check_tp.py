@@ -38,6 +38,8 @@ def worker(rank, n, case, store, out_dir):
         mesh = DeviceMesh("cpu", torch.arange(n))
         model = R.Chain(case["plan"])
         R.set_params(model, case, n)
+        dtype = R.DTYPES[case.get("dtype", "F32")]
+        model = model.to(dtype)
         plan = {m["path"]: R.style(m) for m in case["plan"] if R.style(m) is not None}
         model = parallelize_module(model, mesh, plan)
         params = []
@@ -55,6 +57,8 @@ def worker(rank, n, case, store, out_dir):
                     ent[key] = "plain"
             params.append(ent)
         x = R.make_input(case, n)[rank]
+        if case["plan"][0]["module"] != "embedding":
+            x = x.to(dtype)
         with torch.no_grad(), CommDebugMode() as cm:
             y = R.wait(model(x))
         comm = {}
@@ -128,7 +132,10 @@ def main():
     a = ap.parse_args()
     opener = gzip.open if a.fixture.endswith(".gz") else open
     cases = [json.loads(l) for l in opener(a.fixture, "rt") if l.strip()]
-    ran = [c for c in cases if "error" not in c["pytorch"] and c["mesh"]["shape"][0] >= a.min_tp
+    # 1-d meshes, outputs compared by digest (a real norm's values are compared to rounding by
+    # the C test; here they would differ only where the kernels' reduction order does)
+    ran = [c for c in cases if "error" not in c["pytorch"] and len(c["mesh"]["shape"]) == 1
+           and c["mesh"]["shape"][0] >= a.min_tp and "values" not in c["pytorch"]["output"]
            and (a.name is None or c["name"] == a.name)]
     random.Random(a.seed).shuffle(ran)
     same = 0

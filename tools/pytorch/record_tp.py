@@ -112,6 +112,10 @@ class Chain(nn.Module):
                 mod = nn.Linear(m["in"], m["out"], bias=m.get("bias", False))
             elif m["module"] == "embedding":
                 mod = nn.Embedding(m["vocab"], m["dim"])
+            elif m["module"] == "layernorm":
+                mod = nn.LayerNorm(m["dim"], bias=m.get("bias", True))
+            elif m["module"] == "rmsnorm":
+                mod = nn.RMSNorm(m["dim"])
             else:
                 mod = Norm(m["dim"])
             parent.add_module(parts[-1], mod)
@@ -124,26 +128,37 @@ class Chain(nn.Module):
 
 
 def style(m):
+    """The style with only the arguments the case gives: an omitted one takes PyTorch's default
+    (PrepareModuleInput(): None, it does nothing; PrepareModuleOutput has none and raises)."""
     s = m.get("style", "none")
-    pl = lambda k, d: placement(m.get(k, d))  # noqa: E731
-    ulo = m.get("use_local_output")
-    if s == "colwise":
-        return ColwiseParallel(input_layouts=pl("input_layouts", "R"), output_layouts=pl("output_layouts", "S(-1)"),
-                               use_local_output=True if ulo is None else ulo)
-    if s == "rowwise":
-        return RowwiseParallel(input_layouts=pl("input_layouts", "S(-1)"), output_layouts=pl("output_layouts", "R"),
-                               use_local_output=True if ulo is None else ulo)
+    kw = {}
+    for key in ("input_layouts", "desired_input_layouts", "output_layouts", "desired_output_layouts"):
+        if key in m:
+            kw[key] = placement(m[key])
+            if s in ("prepare_input", "prepare_output"):
+                kw[key] = (kw[key],)
+    if "use_local_output" in m:
+        kw["use_local_output"] = m["use_local_output"]
+    if "sequence_dim" in m:
+        kw["sequence_dim"] = m["sequence_dim"]
+    ctor = {"colwise": ColwiseParallel, "rowwise": RowwiseParallel, "sequence": SequenceParallel,
+            "prepare_input": PrepareModuleInput, "prepare_output": PrepareModuleOutput}.get(s)
+    if ctor is None:
+        return None
+    if s != "sequence":
+        kw.pop("sequence_dim", None)
+    if s in ("colwise", "rowwise"):
+        kw.pop("desired_input_layouts", None)
+        kw.pop("desired_output_layouts", None)
     if s == "sequence":
-        return SequenceParallel(sequence_dim=m.get("sequence_dim", 1), use_local_output=bool(ulo))
+        kw = {k: v for k, v in kw.items() if k in ("sequence_dim", "use_local_output")}
     if s == "prepare_input":
-        return PrepareModuleInput(input_layouts=(pl("input_layouts", "R"),),
-                                  desired_input_layouts=(pl("desired_input_layouts", "R"),),
-                                  use_local_output=bool(ulo))
+        kw.pop("output_layouts", None)
+        kw.pop("desired_output_layouts", None)
     if s == "prepare_output":
-        return PrepareModuleOutput(output_layouts=(pl("output_layouts", "R"),),
-                                   desired_output_layouts=(pl("desired_output_layouts", "R"),),
-                                   use_local_output=True if ulo is None else ulo)
-    return None
+        kw.pop("input_layouts", None)
+        kw.pop("desired_input_layouts", None)
+    return ctor(**kw)
 
 
 def fmt(p):
@@ -156,11 +171,17 @@ def fmt(p):
     return str(p)
 
 
+DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+
+
 def digest(t):
     # + 0.0 turns a -0.0 into +0.0: PyTorch's matmul starts its sum at the first product, so an
     # all-zero row times negative weights gives -0.0 where reshard's accumulator (from +0.0) gives
     # +0.0; reshard's outputs hold no -0.0 (docs/tp.md), so this compares values, not zero signs.
-    t = t.detach().contiguous().to(torch.float32) + 0.0
+    # The bytes are the output's own dtype (BF16 / F16: two bytes per element, little-endian).
+    t = t.detach().contiguous() + 0.0
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.view(torch.int16)
     return "%016x" % xxhash.xxh3_64_intdigest(t.reshape(-1).numpy().tobytes())
 
 
@@ -187,7 +208,47 @@ COMM = {"all_reduce": "all_reduce", "all_gather_into_tensor": "all_gather",
         "shard_dim_alltoall": "all_to_all"}
 
 
+def mesh_coord(shape, r):
+    return [r // shape[1], r % shape[1]] if len(shape) == 2 else [r]
+
+
+def mesh_of(case):
+    """(mesh shape, TP mesh dim, TP size, number of ranks)."""
+    shape = case["mesh"]["shape"]
+    tpd = case.get("tp_dim", 0)
+    world = 1
+    for s_ in shape:
+        world *= s_
+    return shape, tpd, shape[tpd], world
+
+
 def make_input(case, n):
+    """Every rank's local input: DP's piece of the batch (2-d meshes), then the TP layout of it
+    (Partial pieces are drawn over the global flat index, as core/tp/values.c does)."""
+    shape, tpd, ntp, world = mesh_of(case)
+    one_d = dict(case)
+    whole = make_input_1d(one_d, ntp)  # by TP coordinate: the TP layout of the global tensor
+    if len(shape) == 1:
+        return whole
+    dp_split = case.get("dp_layout", "S0") in ("S0", "S(0)")
+    out = {}
+    for r in range(world):
+        co = mesh_coord(shape, r)
+        k, j = co[tpd], co[1 - tpd]
+        out[r] = whole[k]
+        if dp_split:
+            lay = case.get("input_layout", "R")
+            off, size = split(case["batch"], shape[1 - tpd], j)
+            if lay.startswith("S") and int(lay.strip("S()")) == 0:  # DP's piece, split again by TP
+                g = make_input_1d(dict(case, input_layout="R"), ntp)[0].narrow(0, off, size)
+                o2, s2 = split(size, ntp, k)
+                out[r] = g.narrow(0, o2, s2).clone()
+            else:
+                out[r] = out[r].narrow(0, off, size).clone()
+    return out
+
+
+def make_input_1d(case, n):
     m0 = case["plan"][0]
     B, S, seed, vmax = case["batch"], case["seq"], case["seed"], case.get("vmax", 2)
     if m0["module"] == "embedding":
@@ -227,24 +288,31 @@ def set_params(model, case, n):
         for i, m in enumerate(case["plan"]):
             mod = model.get_submodule(m["path"])
             w = mod.weight
-            lo = 1 if m["module"] == "norm" else -vmax
+            lo = 1 if m["module"] in ("norm", "layernorm", "rmsnorm") else -vmax
             w.copy_(torch.tensor(values(seed, T_PARAM + 2 * i, w.numel(), lo, vmax)).reshape(w.shape))
-            if m["module"] == "linear" and m.get("bias"):
+            if m["module"] in ("linear", "layernorm") and m.get("bias", m["module"] == "layernorm"):
                 b = mod.bias
-                b.copy_(torch.tensor(values(seed, T_PARAM + 2 * i + 1, b.numel(), -vmax, vmax, unit=n)))
+                unit = n if m["module"] == "linear" else 1
+                b.copy_(torch.tensor(values(seed, T_PARAM + 2 * i + 1, b.numel(), -vmax, vmax, unit=unit)))
 
 
 def record(case):
-    n = case["mesh"]["shape"][0]
+    shape, tpd, ntp, n = mesh_of(case)
     if dist.is_initialized():
         dist.destroy_process_group()
     dist.init_process_group("fake", rank=0, world_size=n, store=FakeStore())
-    mesh = DeviceMesh("cpu", torch.arange(n))
+    if len(shape) == 1:
+        mesh = DeviceMesh("cpu", torch.arange(n))
+    else:  # parallelize_module on the TP submesh of a 2-d DP x TP mesh, as users write it
+        names = ("tp", "dp") if tpd == 0 else ("dp", "tp")
+        mesh = DeviceMesh("cpu", torch.arange(n).reshape(shape), mesh_dim_names=names)["tp"]
     rec = {"version": torch.__version__, "mechanism": "fake-pg+LocalTensorMode"}
     try:
         with LocalTensorMode(n):
             model = Chain(case["plan"])
-            set_params(model, case, n)
+            set_params(model, case, ntp)
+            dtype = DTYPES[case.get("dtype", "F32")]
+            model = model.to(dtype)
             plan = {m["path"]: style(m) for m in case["plan"] if style(m) is not None}
             model = parallelize_module(model, mesh, plan)
             params = []
@@ -261,7 +329,10 @@ def record(case):
                     else:
                         ent[key] = "plain"
                 params.append(ent)
-            x = LocalTensor(make_input(case, n))
+            inp = make_input(case, n)
+            if case["plan"][0]["module"] != "embedding":
+                inp = {r: t.to(dtype) for r, t in inp.items()}
+            x = LocalTensor(inp)
             with torch.no_grad(), CommDebugMode() as cm:
                 y = model(x)
             y = wait(y)
@@ -277,6 +348,10 @@ def record(case):
                 locs = per_rank(y, n)
             out["local_shapes"] = [ints(t.shape) for t in locs]
             out["digests"] = [digest(t) for t in locs]
+            if case["plan"][-1]["module"] in ("layernorm", "rmsnorm"):
+                # not bit for bit (PyTorch's vectorized reduction order): the values, to compare to rounding
+                # (7 significant digits: the test's tolerance is 1e-5 relative)
+                out["values"] = [[float("%.7g" % v) for v in t.detach().float().reshape(-1).tolist()] for t in locs]
             rec.update({"params": params, "output": out, "comm": comm})
     except Exception as e:  # recorded: what PyTorch refuses or cannot simulate
         msg = str(e).strip().splitlines()
@@ -300,12 +375,19 @@ def main():
                                 str(a.cases), "--max-ranks", str(a.max_ranks)],
                                check=True, capture_output=True, text=True).stdout.splitlines()
     opener = gzip.open if a.out.endswith(".gz") else open
-    ok = err = 0
+    ok = err = skipped = 0
     with opener(a.out, "wt") as f:
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
             case = json.loads(line)
+            shape = case["mesh"]["shape"]
+            if len(shape) == 2 and case.get("dp_layout", "S(0)") in ("S0", "S(0)") and \
+                    case["batch"] % shape[1 - case.get("tp_dim", 0)]:
+                # LocalTensorMode cannot hold DP groups of different batch sizes (their DTensors'
+                # global shapes differ): not recorded
+                skipped += 1
+                continue
             case["pytorch"] = record(case)
             if "error" in case["pytorch"]:
                 err += 1
@@ -314,7 +396,8 @@ def main():
             f.write(json.dumps(case, separators=(",", ":")) + "\n")
             if (i + 1) % 100 == 0:
                 print("%d cases: %d recorded, %d raised" % (i + 1, ok, err), file=sys.stderr)
-    print("recorded %d cases (%d raised in PyTorch) -> %s" % (ok + err, err, a.out), file=sys.stderr)
+    print("recorded %d cases (%d raised in PyTorch; %d with an uneven DP batch not recorded) -> %s"
+          % (ok + err, err, skipped, a.out), file=sys.stderr)
 
 
 if __name__ == "__main__":
