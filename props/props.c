@@ -314,15 +314,23 @@ static rs_outcome prop_oracle(const rs_prop_env *env, const rs_case *c, rs_plann
   rs_plan p;
   rs_outcome o = make_plan(env, c, k, &p, msg, cap);
   if (o != RS_PASS) return o;
+  return rs_prop_plan_oracle(env, c, &p, msg, cap);
+}
+
+rs_outcome rs_prop_plan_oracle(const rs_prop_env *env, const rs_case *c, const rs_plan *plan,
+                               char *msg, size_t cap) {
+  rs_prop_memo *memo = env ? env->memo : NULL;
+  const rs_plan p = *plan;
+  rs_outcome o = RS_PASS;
   scratch s = {0};
   const rs_locals *in, *exp;
   rs_status st;
   rs_events ev;
-  if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
+  if ((st = rs_memo_source(memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
   else if ((st = rs_ref_execute(c, &p, in, &s.out))) o = fail_st(msg, cap, "rs_ref_execute", st);
   else if (rs__plan_zero_fill_dims(c, &p)) o = compare_zero_fill(c, &p, &s.out, msg, cap);
   else if ((st = rs_events_from_plan(&c->mesh, &p, &ev))) o = fail_st(msg, cap, "rs_events_from_plan", st);
-  else if ((st = rs_memo_expected(env->memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else if ((st = rs_memo_expected(memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else {
     char tr[1024];
     trace_with_events(c, &p, &ev, tr, sizeof tr);
@@ -385,19 +393,39 @@ static rs_outcome prop_plan_legal(const rs_prop_env *env, const rs_case *c, rs_p
   rs_plan p;
   rs_outcome o = make_plan(env, c, k, &p, msg, cap);
   if (o != RS_PASS) return o;
+  return rs_prop_plan_legal(c, &p, NULL, msg, cap);
+}
+
+rs_outcome rs_prop_plan_legal(const rs_case *c, const rs_plan *plan, int *bad_step, char *msg,
+                              size_t cap) {
+  const rs_plan p = *plan;
   char tr[1024];
+  if (bad_step) *bad_step = -1;
   for (int i = 0; i < p.nsteps; i++) {
     rs_collective coll;
     rs_status st = rs_step_collective_enum(&p.step[i], p.enumeration, &coll);
     if (st) {
+      if (bad_step) *bad_step = i;
       trace_of(c, &p, tr, sizeof tr);
       return say(RS_FAIL, msg, cap, "step %d: %s (plan %s)", i, rs_last_error(), tr);
     }
-    if (p.step[i].mesh_dim < 0 || p.step[i].mesh_dim >= c->mesh.ndim)
+    if (p.step[i].mesh_dim < 0 || p.step[i].mesh_dim >= c->mesh.ndim) {
+      if (bad_step) *bad_step = i;
       return say(RS_FAIL, msg, cap, "step %d: mesh dim %d out of range", i, p.step[i].mesh_dim);
+    }
   }
   rs_status st = rs_plan_check(&c->mesh, &c->src, &c->dst, c->tensor.ndim, &p);
   if (st) {
+    if (bad_step) { /* which step broke the bookkeeping; none: the plan ends elsewhere */
+      rs_sharding cur = c->src;
+      *bad_step = p.nsteps;
+      for (int i = 0; i < p.nsteps; i++)
+        if (rs_mesh_apply_step_enum(&c->mesh, &cur, &p.step[i], c->tensor.ndim, p.enumeration)) {
+          *bad_step = i;
+          break;
+        }
+      rs_plan_check(&c->mesh, &c->src, &c->dst, c->tensor.ndim, &p); /* its message again */
+    }
     trace_of(c, &p, tr, sizeof tr);
     return say(RS_FAIL, msg, cap, "rs_plan_check: %s (plan %s)", rs_last_error(), tr);
   }

@@ -127,6 +127,17 @@ rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, 
 rs_outcome rs_prop_run_stream(rs_prop_id id, const rs_prop_env *env, const rs_gen_opts *o,
                               rs_choices *ch, rs_case *c, char *msg, size_t cap);
 
+/* Checks of a given plan, shared by the properties above and by `reshard fuzz-planner` (plans of
+ * plug-in planners). Legality (SPEC 6): every step a supported transition on a mesh dim of the
+ * mesh, the shard-order bookkeeping followed, the plan ending at c->dst. *bad_step (may be NULL)
+ * gets the index of the first illegal step, p->nsteps when every step is legal but the plan ends
+ * elsewhere, -1 on RS_PASS. */
+rs_outcome rs_prop_plan_legal(const rs_case *c, const rs_plan *p, int *bad_step, char *msg, size_t cap);
+/* The plan executed by ref, compared bit for bit with the oracle given the plan's events (env's
+ * memo, if any, shares the source and expected locals; env may be NULL). */
+rs_outcome rs_prop_plan_oracle(const rs_prop_env *env, const rs_case *c, const rs_plan *p, char *msg,
+                               size_t cap);
+
 /* ---- shrinking ---- */
 /* 1 when the stream (replay mode) still gives an interesting (failing) case. */
 typedef int (*rs_stream_pred)(void *ctx, rs_choices *ch);

@@ -76,3 +76,24 @@ endif()
 if(TARGET reshard)
   add_test(NAME cli_gen COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_gen.sh $<TARGET_FILE:reshard>)
 endif()
+
+# ---- planner plug-ins (reshard fuzz-planner, docs/conformance.md "Planner fuzzing") ----
+# tests/planner_plugin.c built once per mode: ref's greedy and graph planners and opt's P2P planner
+# wrapped as plug-ins (must pass), a planted-bug planner and an illegal-plan planner (must be
+# caught). They link ref and core, so those are built position-independent.
+set_target_properties(rs_core rs_ref PROPERTIES POSITION_INDEPENDENT_CODE ON)
+set(RS_PLANNER_PLUGINS greedy graph opt_p2p bug illegal)
+foreach(mode RANGE 1 5)
+  math(EXPR idx "${mode} - 1")
+  list(GET RS_PLANNER_PLUGINS ${idx} name)
+  add_library(planner_${name} MODULE ${CMAKE_SOURCE_DIR}/tests/planner_plugin.c
+              ${CMAKE_SOURCE_DIR}/opt/p2p/plan.c)
+  target_compile_definitions(planner_${name} PRIVATE PLANNER_MODE=${mode})
+  target_include_directories(planner_${name} PRIVATE ${CMAKE_SOURCE_DIR}/opt)
+  target_link_libraries(planner_${name} PRIVATE rs_ref)
+endforeach()
+if(TARGET reshard)
+  add_test(NAME fuzz_planner COMMAND bash ${CMAKE_SOURCE_DIR}/tests/fuzz_planner.sh $<TARGET_FILE:reshard>
+           ${CMAKE_SOURCE_DIR})
+  set_tests_properties(fuzz_planner PROPERTIES TIMEOUT 300)
+endif()
