@@ -35,10 +35,13 @@ void rs_pf_print(FILE *f, rs_planner_host *h, const rs_pf_opts *o, const rs_pf_r
     }
     fprintf(f, " %.4g / %.4g\n", mean(r->sum_mine[obj], r->scored[obj]), mean(r->sum_best[obj], r->scored[obj]));
   }
-  if (r->lb_cases)
-    fprintf(f, "traffic vs the lower bound (%s, %lld cases): at the bound %lld, mean ratio %.3f, max %.3f%s\n",
+  if (r->lb_cases) {
+    fprintf(f, "traffic vs the lower bound (%s, %lld cases): at the bound %lld, mean ratio %.3f, max %.3f",
             o->kind == RS_PF_P2P ? "SPEC 10" : "SPEC 7, copy-only", (long long)r->lb_cases, (long long)r->at_lb,
-            mean(r->lb_ratio_sum, r->lb_cases - r->lb_inf), r->lb_ratio_max, r->lb_inf ? ", and traffic where the bound is 0 in some" : "");
+            mean(r->lb_ratio_sum, r->lb_cases - r->lb_inf), r->lb_ratio_max);
+    if (r->lb_inf) fprintf(f, "; %lld sent bytes where the bound is 0", (long long)r->lb_inf);
+    fprintf(f, "\n");
+  }
   int obj = o->objective;
   if (obj >= 0 && obj < nobj && r->nworst[obj]) {
     fprintf(f, "worst cases by %s (the planner's value against the best of reshard's):\n",
