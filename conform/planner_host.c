@@ -69,7 +69,7 @@ rs_status rs_planner_host_open(const char *spec, double timeout_s, rs_planner_ho
   rs_status st;
   if (strncmp(spec, "exec:", 5) == 0) {
     st = rs__planner_exec_open(spec + 5, timeout_s, &h->vt, &h->self);
-    if (st == RS_OK) st = check_vtable(spec, h->vt);
+    if (st == RS_OK && (st = check_vtable(spec, h->vt)) != RS_OK) h->vt->destroy(h->self);
   } else {
     st = open_library(spec, h);
   }
