@@ -57,7 +57,7 @@ void rs_pf_opts_default(rs_pf_opts *o) {
 typedef struct pf_eval {
   int have;                          /* the planner under test gave a passing plan */
   double mine[RS_PF_NOBJ];
-  int bhave[RS_PF_MAX_BASE];         /* baseline b has a plan */
+  int bhave[RS_PF_MAX_BASE];         /* baseline b: 1 has a plan, -1 found no path, 0 did not run */
   double base[RS_PF_MAX_BASE][RS_PF_NOBJ];
   int lb_ok;                         /* the lower bound applies (copy-only) */
   double lb, traffic;
@@ -131,6 +131,7 @@ static void redistribute_baselines(const rs_case *c, pf_eval *e) {
     else
       st = rs_ref_plan_graph_enum(&c->mesh, &c->tensor, &c->src, &c->dst, b == 1 ? RS_COST_SEED : RS_COST_PYTORCH,
                                   c->enumeration, &p);
+    if (st == RS_ERR_NOPATH) e->bhave[b] = -1;
     if (st != RS_OK || rs_plan_check(&c->mesh, &c->src, &c->dst, c->tensor.ndim, &p) != RS_OK) continue;
     if (measure(c, &p, e->base[b])) continue;
     e->bhave[b] = 1;
@@ -191,6 +192,7 @@ static void p2p_baselines(const rs_p2p_model *m, pf_eval *e) {
 #ifdef RS_HAVE_OPT
     else st = rs_p2p_opt_plan(m, &p);
 #endif
+    if (st == RS_ERR_NOPATH) e->bhave[b] = -1;
     if (st == RS_OK && rs_p2p_plan_stats(m, &p) == RS_OK) {
       p2p_values(&p, e->base[b]);
       e->bhave[b] = 1;
@@ -235,19 +237,22 @@ static void keep_worst(const rs_pf_opts *o, rs_pf_result *r, int obj, int64_t ca
   r->nworst[obj] = n;
 }
 
-/* One scored case: the planner's plan (or its decline) against every baseline and their best. */
+/* One scored case: the planner's plan (or its decline) against every baseline and their best. A
+ * plan beats a baseline that found no path; a decline loses to a baseline's plan; a baseline that
+ * did not run (greedy on non-default shard orders, graph beyond the state-space bound) is not
+ * counted. */
 static void score(const rs_pf_opts *o, rs_pf_result *r, const pf_eval *e, int64_t case_no, const char *layout) {
-  int nb = rs_pf_nbase(o->kind);
+  int nb = rs_pf_nbase(o->kind), any_nopath = 0;
+  for (int b = 0; b < nb; b++) any_nopath |= e->bhave[b] < 0;
   for (int obj = 0; obj < rs_pf_nobj(o->kind); obj++) {
     int best = -1;
     for (int b = 0; b < nb; b++) {
-      if (!e->bhave[b] && !e->have) continue;
-      /* a plan beats no plan; no plan loses to one */
-      int c = !e->bhave[b] ? -1 : !e->have ? 1 : cmp_values(e->mine[obj], e->base[b][obj]);
+      if (e->bhave[b] == 0 || (e->bhave[b] < 0 && !e->have)) continue;
+      int c = e->bhave[b] < 0 ? -1 : !e->have ? 1 : cmp_values(e->mine[obj], e->base[b][obj]);
       tally(r, obj, b, c);
-      if (e->bhave[b] && (best < 0 || e->base[b][obj] < e->base[best][obj])) best = b;
+      if (e->bhave[b] > 0 && (best < 0 || e->base[b][obj] < e->base[best][obj])) best = b;
     }
-    if (best < 0 && !e->have) continue;
+    if (best < 0 && !(e->have && any_nopath)) continue;
     int c = best < 0 ? -1 : !e->have ? 1 : cmp_values(e->mine[obj], e->base[best][obj]);
     tally(r, obj, nb, c);
     if (e->have && best >= 0) {
