@@ -77,11 +77,23 @@ if(TARGET reshard)
   add_test(NAME cli_gen COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_gen.sh $<TARGET_FILE:reshard>)
 endif()
 
+# ---- conform (reshard conform: other backends, docs/conformance.md) ----
+# opt wrapped as a backend plug-in (its options plant bugs), the same plug-in served as a separate
+# program over the process protocol, and the script that runs every example against them.
+if(TARGET rs_opt AND TARGET rs_conform AND TARGET reshard)
+  add_library(conform_opt_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
+  target_link_libraries(conform_opt_plugin PRIVATE rs_opt)
+  add_executable(conform_serve_child ${CMAKE_SOURCE_DIR}/tests/conform_serve_child.c
+                 ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
+  target_link_libraries(conform_serve_child PRIVATE rs_conform rs_opt)
+  add_test(NAME conform COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conform.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(conform PROPERTIES TIMEOUT 300)
+endif()
+
 # ---- planner plug-ins (reshard fuzz-planner, docs/conformance.md "Planner fuzzing") ----
 # tests/planner_plugin.c built once per mode: ref's greedy and graph planners and opt's P2P planner
 # wrapped as plug-ins (must pass), a planted-bug planner and an illegal-plan planner (must be
-# caught). They link ref and core, so those are built position-independent.
-set_target_properties(rs_core rs_ref PROPERTIES POSITION_INDEPENDENT_CODE ON)
+# caught).
 set(RS_PLANNER_PLUGINS greedy graph opt_p2p bug illegal)
 foreach(mode RANGE 1 5)
   math(EXPR idx "${mode} - 1")
