@@ -166,6 +166,24 @@ $R tp check --impl both --seed 1 --cases "$CASES" --quiet --regress-dir "$out/re
 if [ -x build-asan/reshard ]; then
   build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions/tp"
 fi
+# ---- fuzz-planner: outside planners (docs/conformance.md, "Planner fuzzing") ----
+# The example plug-ins, planted-bug planners and the Python child ran in ctest (fuzz_planner); here
+# longer campaigns of ref's graph planner and opt's P2P planner as plug-ins (CASES/10 each, ~5 s),
+# then PyTorch's own planners over the process protocol when torch imports in RS_TORCH_PYTHON
+# (default python3): CASES/1000 cases (100; ~15 s of torch import, ~20 s of cases), else a skip line.
+stage "fuzz-planner: ref's graph and opt's P2P planners as plug-ins ($(( CASES / 10 )) cases each), PyTorch's planners when torch imports"
+$R fuzz-planner --planner build/tests/libplanner_graph.so --seed 1 --cases $(( CASES / 10 )) --quiet \
+  --regress-dir "$out/regressions/planner" --junit "$out/planner.junit.xml" --json "$out/planner.json"
+$R fuzz-planner --planner build/tests/libplanner_opt_p2p.so --kind p2p --seed 1 --cases $(( CASES / 10 )) --quiet \
+  --regress-dir "$out/regressions/planner" --junit "$out/planner_p2p.junit.xml"
+torch_py=${RS_TORCH_PYTHON:-python3}
+if "$torch_py" -c "import torch, numpy" 2>/dev/null; then
+  $R fuzz-planner --planner "exec:$torch_py tools/pytorch/planner.py --mode auto" --enumeration pytorch \
+    --timeout 120 --seed 1 --cases $(( CASES / 1000 )) --quiet --regress-dir "$out/regressions/planner" \
+    --json "$out/planner_pytorch.json"
+else
+  echo "skip: PyTorch's planners (torch does not import in $torch_py; set RS_TORCH_PYTHON)"
+fi
 # ---- input robustness (docs/cli-robustness.md): the build matrix and the fuzz targets ---------------
 # Hostile-input, replay and --enumeration tests (test_hostile_input, cli_hostile, cli_enumeration,
 # replay_opt_failure, fuzz_*_seeds) already ran in every ctest above; these two stages need their own
