@@ -4,7 +4,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,16 +63,9 @@ typedef struct pf_eval {
   char mine_trace[320], base_trace[RS_PF_MAX_BASE][320];
 } pf_eval;
 
-static rs_outcome say(rs_outcome o, char *msg, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static rs_outcome say(rs_outcome o, char *msg, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, cap, fmt, ap);
-  va_end(ap);
+/* RS_FAIL or RS_SKIP with "what: <the last error>" in msg. */
+static rs_outcome with_error(rs_outcome o, char *msg, size_t cap, const char *what) {
+  snprintf(msg, cap, "%s: %s", what, rs_last_error());
   return o;
 }
 
@@ -159,23 +151,23 @@ static rs_outcome check_p2p(rs_planner_host *h, const rs_p2p_model *m, rs_p2p_pl
   /* Mutant 802: exact cover, legal senders and task ids go unchecked. */
   if (!RS_MUTANT(802) && rs_p2p_plan_verify(m, p) != RS_OK) {
     *why = RS_PF_ILLEGAL;
-    return say(RS_FAIL, msg, cap, "SPEC 10: %s", rs_last_error());
+    return with_error(RS_FAIL, msg, cap, "SPEC 10");
   }
   if (rs_p2p_plan_stats(m, p) != RS_OK) {
     *why = RS_PF_ILLEGAL;
-    return say(RS_FAIL, msg, cap, "plan stats: %s", rs_last_error());
+    return with_error(RS_FAIL, msg, cap, "plan stats");
   }
   rs_p2p_locals src = {0}, got = {0}, want = {0};
   rs_outcome o = RS_PASS;
   if ((st = rs_p2p_source_locals(m, -1, &src)) || (st = rs_p2p_oracle_expected(m, -1, &want))) {
     *why = RS_PF_ERROR;
-    o = say(RS_FAIL, msg, cap, "harness: %s", rs_last_error());
+    o = with_error(RS_FAIL, msg, cap, "harness");
   } else if ((st = rs_p2p_ref_execute(m, p, &src, &got))) {
     *why = RS_PF_WRONG;
-    o = say(RS_FAIL, msg, cap, "ref executing the plan: %s", rs_last_error());
+    o = with_error(RS_FAIL, msg, cap, "ref executing the plan");
   } else if ((st = rs_p2p_compare(m, &want, &got))) {
     *why = RS_PF_WRONG;
-    o = say(RS_FAIL, msg, cap, "ref vs oracle: %s", rs_last_error());
+    o = with_error(RS_FAIL, msg, cap, "ref vs oracle");
   }
   rs_p2p_locals_free(&src);
   rs_p2p_locals_free(&got);
@@ -302,7 +294,7 @@ static rs_outcome redistribute_case(rs_planner_host *h, const rs_pf_opts *o, rs_
   rs_gen_opts gen = o->gen;
   gen.redraws = NULL;
   memset(e, 0, sizeof *e);
-  if (rs_gen_case(ch, &gen, c) != RS_OK) return say(RS_SKIP, msg, MSG_CAP, "generator: %s", rs_last_error());
+  if (rs_gen_case(ch, &gen, c) != RS_OK) return with_error(RS_SKIP, msg, MSG_CAP, "generator");
   c->enumeration = o->enumeration;
   rs_plan p;
   rs_outcome out = check_plan(h, c, &p, why, msg, MSG_CAP);
@@ -326,7 +318,7 @@ static rs_outcome redistribute_case(rs_planner_host *h, const rs_pf_opts *o, rs_
 static rs_outcome p2p_case(rs_planner_host *h, const rs_pf_opts *o, rs_choices *ch, rs_p2p_model *m, pf_eval *e,
                            rs_pf_fail *why, char *msg) {
   memset(e, 0, sizeof *e);
-  if (rs_p2p_gen(ch, &o->p2p, m) != RS_OK) return say(RS_SKIP, msg, MSG_CAP, "generator: %s", rs_last_error());
+  if (rs_p2p_gen(ch, &o->p2p, m) != RS_OK) return with_error(RS_SKIP, msg, MSG_CAP, "generator");
   rs_p2p_plan p;
   rs_outcome out = check_p2p(h, m, &p, why, msg, MSG_CAP);
   if (out == RS_PASS) {

@@ -109,12 +109,14 @@ static rs_status say(rs_status st, char *msg, size_t cap, const char *fmt, ...) 
   return st;
 }
 
-/* A planner's status as the harness counts it: declines stay declines, any other failure is the
- * planner's error (a plug-in may return a code outside rs_status). */
-static rs_status planner_status(int code) {
-  if (code == RS_ERR_UNSUPPORTED || code == RS_ERR_NOPATH) return (rs_status)code;
-  if (code == RS_ERR_NOMEM) return RS_ERR_NOMEM;
-  return RS_ERR_TRANSPORT;
+/* What a call that did not succeed means to the harness: declines stay declines, any other code is
+ * the planner's failure (a plug-in may return a code outside rs_status); msg says which. */
+static rs_status not_planned(const rs_planner_host *h, int code, char *msg, size_t cap) {
+  if (code == RS_OK) return say(RS_ERR_TRANSPORT, msg, cap, "%s: answered success without a plan", h->name);
+  rs_status st = code == RS_ERR_UNSUPPORTED || code == RS_ERR_NOPATH || code == RS_ERR_NOMEM ? (rs_status)code
+                                                                                          : RS_ERR_TRANSPORT;
+  return say(st, msg, cap, "%s %s: %s", h->name,
+             st == RS_ERR_UNSUPPORTED || st == RS_ERR_NOPATH ? "declined" : "failed", plug_error(h));
 }
 
 static int placement_ok(rs_placement p, int tensor_ndim) {
@@ -130,12 +132,7 @@ rs_status rs_planner_host_plan(rs_planner_host *h, const rs_case *c, rs_plan *ou
   rs_planner_problem pb = {sizeof pb, &c->mesh, &c->tensor, &c->src, &c->dst, (int32_t)c->enumeration};
   rs_planner_steps *ps = NULL;
   int code = h->vt->plan(h->self, &pb, &ps);
-  if (code != RS_OK) {
-    rs_status st = planner_status(code);
-    return say(st, msg, cap, "%s %s: %s", h->name,
-               st == RS_ERR_UNSUPPORTED || st == RS_ERR_NOPATH ? "declined" : "failed", plug_error(h));
-  }
-  if (!ps) return say(RS_ERR_TRANSPORT, msg, cap, "%s: answered success without a plan", h->name);
+  if (code != RS_OK || !ps) return not_planned(h, code, msg, cap);
   rs_status st = RS_OK;
   if (ps->nsteps < 0 || ps->nsteps > RS_MAX_STEPS || (ps->nsteps > 0 && !ps->step)) {
     st = say(RS_ERR_ILLEGAL, msg, cap, "%s: a plan of %d steps (at most %d)", h->name, (int)ps->nsteps,
@@ -159,12 +156,7 @@ rs_status rs_planner_host_plan_p2p(rs_planner_host *h, const rs_p2p_model *m, rs
   if (!VT_HAS(h->vt, plan_p2p)) return say(RS_ERR_UNSUPPORTED, msg, cap, "%s: no P2P planner", h->name);
   rs_p2p_plan *pp = NULL;
   int code = h->vt->plan_p2p(h->self, m, &pp);
-  if (code != RS_OK) {
-    rs_status st = planner_status(code);
-    return say(st, msg, cap, "%s %s: %s", h->name,
-               st == RS_ERR_UNSUPPORTED || st == RS_ERR_NOPATH ? "declined" : "failed", plug_error(h));
-  }
-  if (!pp) return say(RS_ERR_TRANSPORT, msg, cap, "%s: answered success without a plan", h->name);
+  if (code != RS_OK || !pp) return not_planned(h, code, msg, cap);
   rs_status st = RS_OK;
   if (pp->n < 0 || (pp->n > 0 && !pp->x) || pp->ncoords < 0 || (pp->ncoords > 0 && !pp->coords))
     st = say(RS_ERR_ILLEGAL, msg, cap, "%s: a P2P plan with %lld transfers and %lld coordinates", h->name,
