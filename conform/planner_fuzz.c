@@ -196,9 +196,16 @@ static void p2p_baselines(const rs_p2p_model *m, pf_eval *e) {
 
 /* ---- scoring ---- */
 
+/* -1 mine is better, 0 a tie, 1 mine is worse; no plan is +infinity (a plan beats it, a decline
+ * loses to a plan). */
 static int cmp_values(double mine, double base) {
-  double eps = 1e-9 * fmax(fabs(mine), fabs(base)) + 1e-12;
-  int c = mine < base - eps ? -1 : mine > base + eps ? 1 : 0;
+  int c;
+  if (isinf(mine) || isinf(base)) {
+    c = mine < base ? -1 : mine > base ? 1 : 0;
+  } else {
+    double eps = 1e-9 * fmax(fabs(mine), fabs(base)) + 1e-12;
+    c = mine < base - eps ? -1 : mine > base + eps ? 1 : 0;
+  }
   /* Mutant 800: a loss is counted as a tie. */
   if (RS_MUTANT(800) && c > 0) c = 0;
   return c;
@@ -238,15 +245,14 @@ static void score(const rs_pf_opts *o, rs_pf_result *r, const pf_eval *e, int64_
   for (int b = 0; b < nb; b++) any_nopath |= e->bhave[b] < 0;
   for (int obj = 0; obj < rs_pf_nobj(o->kind); obj++) {
     int best = -1;
+    double mine = e->have ? e->mine[obj] : INFINITY;
     for (int b = 0; b < nb; b++) {
       if (e->bhave[b] == 0 || (e->bhave[b] < 0 && !e->have)) continue;
-      int c = e->bhave[b] < 0 ? -1 : !e->have ? 1 : cmp_values(e->mine[obj], e->base[b][obj]);
-      tally(r, obj, b, c);
+      tally(r, obj, b, cmp_values(mine, e->bhave[b] > 0 ? e->base[b][obj] : INFINITY));
       if (e->bhave[b] > 0 && (best < 0 || e->base[b][obj] < e->base[best][obj])) best = b;
     }
     if (best < 0 && !(e->have && any_nopath)) continue;
-    int c = best < 0 ? -1 : !e->have ? 1 : cmp_values(e->mine[obj], e->base[best][obj]);
-    tally(r, obj, nb, c);
+    tally(r, obj, nb, cmp_values(mine, best < 0 ? INFINITY : e->base[best][obj]));
     if (e->have && best >= 0) {
       r->scored[obj]++;
       r->sum_mine[obj] += e->mine[obj];
