@@ -73,6 +73,29 @@ if [ -n "$py" ]; then
     --regress-dir "$T/reg"
 fi
 
+# --- a child that crashes on some requests and answers garbage on others: those cases fail as
+# `error`, the child is restarted, the campaign runs every case and exits 1
+if [ -n "$py" ]; then
+  cat >"$T/crashy.py" <<'PY'
+import json, os, sys
+n = 0
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"ok": True, "version": 1, "name": "crashy", "capabilities": ["plan"]}), flush=True)
+        continue
+    if r["op"] == "bye":
+        break
+    n += 1
+    if n % 5 == 2:
+        os._exit(3)
+    print("not json" if n % 5 == 4 else json.dumps({"id": r["id"], "ok": False, "unsupported": True, "message": "no"}), flush=True)
+PY
+  expect_rc 1 "$R" fuzz-planner --planner "exec:$py $T/crashy.py" --timeout 10 --seed 1 --cases 12 --quiet \
+    --regress-dir "$T/reg" --json "$T/crashy.json"
+  json "$T/crashy.json" "d['cases'] == 12 and d['failures'][0]['kind'] == 'error' and d['failed_cases'] >= 4"
+fi
+
 # --- the finding on PyTorch's graph planner (docs/conformance.md, "Planner fuzzing"), pinned: reshard's
 # own graph planner (pytorch cost and enumeration) makes PyTorch's zero-fill plan, and the -0.0 at
 # [0,1,32] comes back +0.0 (SPEC 7 says a zero-fill changes no value). When the contract settles

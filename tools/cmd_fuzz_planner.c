@@ -55,7 +55,7 @@ int cmd_fuzz_planner(int argc, char **argv) {
     CLI_OPT(C, "--timeout", timeout)
     CLI_OPT(C, "--worst", worst)
     CLI_OPT(C, "--case", case_file)
-    return cli_usage_error(C, "unknown argument '%s' (see reshard fuzz-planner --help)", argv[i]);
+    return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   if (!planner) return cli_usage_error(C, "--planner: required (a plug-in library or exec:'CMD')");
   o.planner = planner;
