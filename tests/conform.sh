@@ -57,6 +57,10 @@ for s in redistribute tp; do
 done
 [ "$(field opt.json "sum(1 for i in j['items'] if i['kind']=='fixture')")" -ge 8 ] || fail "opt plug-in: fixture files were not run"
 
+# a suite not implemented is never a pass: nothing checked is exit 1
+conform ni.json 1 --backend "$plugin" --suite p2p,ckpt --cases 10 --fixtures none --quiet
+[ "$(status ni.json p2p)" = not_implemented ] || fail "suite p2p is $(status ni.json p2p), expected not_implemented"
+
 # 2. opt served as a separate C program over the protocol: passes too
 conform serve.json 0 --backend "exec:$child" --suite redistribute,tp --cases 150 --fixtures none --quiet
 
