@@ -54,6 +54,15 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
 /* The TP forward of c; out receives every rank's local output (F32) as answered. */
 void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_cf_call *call);
 
+/* Cross-config (conform/backend_p2p.c): the backend's plan of model m, and its execution of m
+ * (src: every source local; got: the destination locals, allocated by the caller, filled here). */
+struct rs_p2p_model;
+struct rs_p2p_plan;
+struct rs_p2p_locals;
+void rs_cf_p2p_plan(rs_cf_backend *b, const struct rs_p2p_model *m, struct rs_p2p_plan *plan, rs_cf_call *call);
+void rs_cf_p2p_execute(rs_cf_backend *b, const struct rs_p2p_model *m, const struct rs_p2p_locals *src,
+                       struct rs_p2p_locals *got, rs_cf_call *call);
+
 /* ---- the campaign (conform/suites.c) ---- */
 enum { RS_CF_SUITE_REDISTRIBUTE = 1, RS_CF_SUITE_TP = 2, RS_CF_SUITE_P2P = 4, RS_CF_SUITE_CKPT = 8 };
 /* "redistribute", "tp", "p2p", "ckpt", "all" or a comma list of them. */

@@ -14,6 +14,7 @@
 #include <zlib.h>
 #include "conform/suite.h"
 #include "core/json.h"
+#include "props/p2p.h"
 #include "props/tp.h"
 
 static const struct {
@@ -235,6 +236,7 @@ rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_resul
     fflush(stdout);
     if (s == RS_CF_SUITE_REDISTRIBUTE) rs_cf_suite_redistribute(&run);
     else if (s == RS_CF_SUITE_TP) rs_cf_suite_tp(&run);
+    else if (s == RS_CF_SUITE_P2P) rs_cf_suite_p2p(&run);
     else not_implemented(&run, s);
     (void)before;
   }
@@ -256,6 +258,7 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
     return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, rs_last_error());
   }
   int is_tp = cJSON_GetObjectItemCaseSensitive(root, "tp_dim") != NULL;
+  int is_p2p = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model"));
   cJSON_Delete(root);
   rs_outcome o;
   char *m = malloc(8192);
@@ -264,7 +267,17 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
     return rs_fail(RS_ERR_NOMEM, "--replay: out of memory");
   }
   m[0] = 0;
-  if (is_tp) {
+  if (is_p2p) {
+    rs_p2p_model pm;
+    if ((st = rs_p2p_model_parse(text, &pm))) {
+      free(m), free(text);
+      return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, rs_last_error());
+    }
+    if (!(rs_cf_backend_caps(b) & (RS_CF_P2P_PLAN | RS_CF_P2P_EXECUTE)))
+      o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capabilities 'p2p_plan' and 'p2p_execute'");
+    else o = rs_cf_p2p_one(b, &pm, m, 8192);
+    rs_p2p_model_free(&pm);
+  } else if (is_tp) {
     rs_tp_case *c = malloc(sizeof *c);
     if (!c || (st = rs_tp_case_from_json(text, c))) {
       free(c), free(m), free(text);
@@ -284,7 +297,7 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
     free(c);
   }
   *failed = o == RS_FAIL;
-  snprintf(msg, cap, "%s: %s%s%s", is_tp ? "tp" : "redistribute", o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
+  snprintf(msg, cap, "%s: %s%s%s", is_p2p ? "p2p" : is_tp ? "tp" : "redistribute", o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
            m[0] ? ": " : "", m);
   free(m);
   free(text);

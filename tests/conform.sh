@@ -52,17 +52,17 @@ mesh_dims_at_most() {
 
 # 1. opt as a plug-in: every implemented suite passes, campaigns and every corpus
 conform opt.json 0 --backend "$plugin" --suite all --cases 300 --fixtures "$src/fixtures" --quiet
-for s in redistribute tp; do
+for s in redistribute tp p2p; do
   [ "$(status opt.json $s)" = passed ] || fail "opt plug-in: suite $s is $(status opt.json $s)"
 done
 [ "$(field opt.json "sum(1 for i in j['items'] if i['kind']=='fixture')")" -ge 8 ] || fail "opt plug-in: fixture files were not run"
 
 # a suite not implemented is never a pass: nothing checked is exit 1
-conform ni.json 1 --backend "$plugin" --suite p2p,ckpt --cases 10 --fixtures none --quiet
-[ "$(status ni.json p2p)" = not_implemented ] || fail "suite p2p is $(status ni.json p2p), expected not_implemented"
+conform ni.json 1 --backend "$plugin" --suite ckpt --cases 10 --fixtures none --quiet
+[ "$(status ni.json ckpt)" = not_implemented ] || fail "suite ckpt is $(status ni.json ckpt), expected not_implemented"
 
 # 2. opt served as a separate C program over the protocol: passes too
-conform serve.json 0 --backend "exec:$child" --suite redistribute,tp --cases 150 --fixtures none --quiet
+conform serve.json 0 --backend "exec:$child" --suite redistribute,tp,p2p --cases 150 --fixtures "$src/fixtures" --quiet
 
 # 3. planted-bug plug-ins: caught, shrunk (redistribute: <= 2 mesh dims), the replay fails again
 conform order.json 1 --backend "$plugin?bug=dst_order" --suite redistribute --cases 400 --fixtures none --quiet
@@ -72,10 +72,13 @@ mesh_dims_at_most order.json 2
 conform tpranks.json 1 --backend "$plugin?bug=tp_ranks" --suite tp --cases 300 --fixtures none --quiet
 [ "$(status tpranks.json tp)" = failed ] || fail "bug=tp_ranks: not caught"
 replays tpranks.json
+conform p2plast.json 1 --backend "$plugin?bug=last_rank" --suite p2p --cases 100 --fixtures none --quiet
+[ "$(status p2plast.json p2p)" = failed ] || fail "bug=last_rank (p2p plug-in): not caught"
+replays p2plast.json
 
-# 4. planted-bug C program (off by one in the rank loop): caught in both suites
-conform last.json 1 --backend "exec:$child bug=last_rank" --suite redistribute,tp --cases 60 --fixtures none --quiet
-for s in redistribute tp; do
+# 4. planted-bug C program (off by one in the rank loop): caught in every suite
+conform last.json 1 --backend "exec:$child bug=last_rank" --suite redistribute,tp,p2p --cases 60 --fixtures none --quiet
+for s in redistribute tp p2p; do
   [ "$(status last.json $s)" = failed ] || fail "bug=last_rank: suite $s is $(status last.json $s)"
 done
 replays last.json
