@@ -62,7 +62,13 @@ conform ni.json 1 --backend "$plugin" --suite ckpt --cases 10 --fixtures none --
 [ "$(status ni.json ckpt)" = not_implemented ] || fail "suite ckpt is $(status ni.json ckpt), expected not_implemented"
 
 # 2. opt served as a separate C program over the protocol: passes too
-conform serve.json 0 --backend "exec:$child" --suite redistribute,tp,p2p --cases 150 --fixtures "$src/fixtures" --quiet
+# (with the hand-made corpora only: the recorded ones are thousands of cases, run in-process above)
+mkdir -p "$tmp/fx/tp" "$tmp/fx/p2p"
+cp -r "$src/fixtures/curated" "$tmp/fx/"
+cp -r "$src/fixtures/tp/curated" "$tmp/fx/tp/"
+cp "$src/fixtures/p2p/"*.json "$tmp/fx/p2p/"
+conform serve.json 0 --backend "exec:$child" --suite redistribute,tp,p2p --cases 150 --fixtures "$tmp/fx" --quiet
+[ "$(field serve.json "sum(1 for i in j['items'] if i['kind']=='fixture' and i['pass'] > 0)")" -ge 3 ] || fail "served: fixture files were not run"
 
 # 3. planted-bug plug-ins: caught, shrunk (redistribute: <= 2 mesh dims), the replay fails again
 conform order.json 1 --backend "$plugin?bug=dst_order" --suite redistribute --cases 400 --fixtures none --quiet
