@@ -9,6 +9,7 @@
 #include "conform/backend_internal.h"
 #include "conform/proto.h"
 #include "core/json.h"
+#include "reshard/ckpt.h"
 #include "reshard/p2p.h"
 
 static void answer(FILE *out, cJSON *a) {
@@ -46,6 +47,10 @@ static cJSON *hello(const rs_backend *b, const cJSON *req) {
   if (b->tp_forward) cJSON_AddItemToArray(caps, cJSON_CreateString("tp"));
   if (b->p2p_plan) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_plan"));
   if (b->p2p_execute) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_execute"));
+  if (b->ckpt_save && b->ckpt_load) {
+    cJSON_AddItemToArray(caps, cJSON_CreateString("ckpt"));
+    cJSON_AddStringToObject(a, "ckpt_format", b->ckpt_format == RS_BACKEND_CKPT_RESHARD ? "reshard" : "own");
+  }
   cJSON_AddItemToObject(a, "capabilities", caps);
   return a;
 }
@@ -238,11 +243,77 @@ static cJSON *serve_p2p(const rs_backend *b, void *self, const cJSON *req, int e
   return a;
 }
 
+/* ---- checkpoints ---- */
+
+static int ckpt_elem(const char *key, void *ctx) {
+  const rs_state_spec *s = ctx;
+  for (int i = 0; key && i < s->nt; i++)
+    if (strcmp(s->t[i].key, key) == 0) return rs_dtype_size(s->t[i].dtype);
+  return 1;
+}
+
+static cJSON *serve_ckpt(const rs_backend *b, void *self, const cJSON *req, int load, const char *spec_json) {
+  const cJSON *dir = cJSON_GetObjectItemCaseSensitive(req, "dir");
+  rs_state_spec s;
+  if (!cJSON_IsString(dir)) return refuse(req, RS_BACKEND_ERROR, "request has no 'dir' string");
+  if (rs_state_spec_from_json(spec_json, &s)) return refuse(req, RS_BACKEND_ERROR, rs_last_error());
+  char *msg = calloc(1, 4096);
+  cJSON *a = NULL;
+  rs_backend_bufs v = {0, NULL};
+  rs_ckpt_world w = {0, NULL};
+  if (!msg) a = refuse(req, RS_BACKEND_ERROR, "out of memory");
+  else if (!load) {
+    if (!decode(cJSON_GetObjectItemCaseSensitive(req, "tensors"), "tensors", "key", 0, ckpt_elem, &s, &v, msg, 4096))
+      a = refuse(req, RS_BACKEND_ERROR, msg);
+    else {
+      int r = b->ckpt_save(self, spec_json, &v, dir->valuestring, msg, 4096);
+      a = r == RS_BACKEND_OK ? reply(req, 1) : refuse(req, r, msg);
+    }
+    bufs_free(&v);
+  } else if (rs_state_spec_build(&s, RS_FILL_INITIAL, &w)) {
+    a = refuse(req, RS_BACKEND_ERROR, rs_last_error());
+  } else {
+    int n = 0, k = 0;
+    for (int r = 0; r < w.n; r++) n += w.sd[r].nt;
+    rs_backend_buf *bb = calloc((size_t)(n ? n : 1), sizeof *bb);
+    for (int r = 0; bb && r < w.n; r++)
+      for (int i = 0; i < w.sd[r].nt; i++) {
+        const rs_sh_tensor *t = &w.sd[r].t[i];
+        rs_backend_buf *x = &bb[k++];
+        x->rank = r, x->ndim = t->ndim, x->nbytes = x->capacity = t->nbytes, x->data = t->data, x->name = t->key;
+        memcpy(x->shape, t->local_shape, sizeof(int64_t) * (size_t)t->ndim);
+      }
+    rs_backend_bufs out = {n, bb};
+    int r = bb ? b->ckpt_load(self, dir->valuestring, spec_json, &out, msg, 4096) : RS_BACKEND_ERROR;
+    if (r != RS_BACKEND_OK) a = refuse(req, r, bb ? msg : "out of memory");
+    else {
+      a = reply(req, 1);
+      cJSON *arr = cJSON_CreateArray();
+      for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, rs_proto_tensor(bb[i].rank, bb[i].ndim, bb[i].shape, bb[i].data, bb[i].nbytes, "key", bb[i].name));
+      cJSON_AddItemToObject(a, "tensors", arr);
+    }
+    free(bb);
+  }
+  rs_ckpt_world_free(&w);
+  rs_state_spec_free(&s);
+  free(msg);
+  return a;
+}
+
 static cJSON *serve_one(const rs_backend *b, void *self, const cJSON *req) {
   const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op"), *cs = cJSON_GetObjectItemCaseSensitive(req, "case");
   const char *o = cJSON_IsString(op) ? op->valuestring : "";
   int is_rd = strcmp(o, "redistribute") == 0 && b->redistribute, is_tp = strcmp(o, "tp") == 0 && b->tp_forward;
   int is_plan = strcmp(o, "p2p_plan") == 0 && b->p2p_plan, is_exec = strcmp(o, "p2p_execute") == 0 && b->p2p_execute;
+  int is_save = strcmp(o, "ckpt_save") == 0 && b->ckpt_save, is_load = strcmp(o, "ckpt_load") == 0 && b->ckpt_load;
+  if (is_save || is_load) {
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(req, "state");
+    char *sj = cJSON_IsObject(so) ? cJSON_PrintUnformatted(so) : NULL;
+    cJSON *a = sj ? serve_ckpt(b, self, req, is_load, sj) : refuse(req, RS_BACKEND_ERROR, "request has no 'state' object");
+    free(sj);
+    return a;
+  }
   if (is_plan || is_exec) {
     const cJSON *mo = cJSON_GetObjectItemCaseSensitive(req, "model");
     char *mj = cJSON_IsObject(mo) ? cJSON_PrintUnformatted(mo) : NULL;

@@ -51,15 +51,17 @@ mesh_dims_at_most() {
 }
 
 # 1. opt as a plug-in: every implemented suite passes, campaigns and every corpus
-conform opt.json 0 --backend "$plugin" --suite all --cases 300 --fixtures "$src/fixtures" --quiet
+conform opt.json 0 --backend "$plugin" --suite redistribute,tp,p2p --cases 300 --fixtures "$src/fixtures" --quiet
+conform optckpt.json 0 --backend "$plugin" --suite ckpt --cases 40 --fixtures "$src/fixtures" --quiet
+[ "$(status optckpt.json ckpt)" = passed ] || fail "opt plug-in: suite ckpt is $(status optckpt.json ckpt)"
 for s in redistribute tp p2p; do
   [ "$(status opt.json $s)" = passed ] || fail "opt plug-in: suite $s is $(status opt.json $s)"
 done
 [ "$(field opt.json "sum(1 for i in j['items'] if i['kind']=='fixture')")" -ge 8 ] || fail "opt plug-in: fixture files were not run"
 
-# a suite not implemented is never a pass: nothing checked is exit 1
-conform ni.json 1 --backend "$plugin" --suite ckpt --cases 10 --fixtures none --quiet
-[ "$(status ni.json ckpt)" = not_implemented ] || fail "suite ckpt is $(status ni.json ckpt), expected not_implemented"
+# nothing checked is never a pass: a backend lacking every chosen capability exits 1
+conform none.json 1 --backend "exec:$py" --suite tp,ckpt --cases 10 --fixtures none --quiet
+[ "$(status none.json ckpt)" = skipped ] || fail "python backend without ckpt: suite ckpt is $(status none.json ckpt)"
 
 # 2. opt served as a separate C program over the protocol: passes too
 # (with the hand-made corpora only: the recorded ones are thousands of cases, run in-process above)
@@ -67,7 +69,8 @@ mkdir -p "$tmp/fx/tp" "$tmp/fx/p2p"
 cp -r "$src/fixtures/curated" "$tmp/fx/"
 cp -r "$src/fixtures/tp/curated" "$tmp/fx/tp/"
 cp "$src/fixtures/p2p/"*.json "$tmp/fx/p2p/"
-conform serve.json 0 --backend "exec:$child" --suite redistribute,tp,p2p --cases 150 --fixtures "$tmp/fx" --quiet
+cp -r "$src/fixtures/ckpt" "$tmp/fx/"
+conform serve.json 0 --backend "exec:$child" --suite all --cases 40 --fixtures "$tmp/fx" --quiet
 [ "$(field serve.json "sum(1 for i in j['items'] if i['kind']=='fixture' and i['pass'] > 0)")" -ge 3 ] || fail "served: fixture files were not run"
 
 # 3. planted-bug plug-ins: caught, shrunk (redistribute: <= 2 mesh dims), the replay fails again
@@ -83,8 +86,8 @@ conform p2plast.json 1 --backend "$plugin?bug=last_rank" --suite p2p --cases 100
 replays p2plast.json
 
 # 4. planted-bug C program (off by one in the rank loop): caught in every suite
-conform last.json 1 --backend "exec:$child bug=last_rank" --suite redistribute,tp,p2p --cases 60 --fixtures none --quiet
-for s in redistribute tp p2p; do
+conform last.json 1 --backend "exec:$child bug=last_rank" --suite all --cases 40 --fixtures none --quiet
+for s in redistribute tp p2p ckpt; do
   [ "$(status last.json $s)" = failed ] || fail "bug=last_rank: suite $s is $(status last.json $s)"
 done
 replays last.json
