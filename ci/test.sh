@@ -166,6 +166,15 @@ $R tp check --impl both --seed 1 --cases "$CASES" --quiet --regress-dir "$out/re
 if [ -x build-asan/reshard ]; then
   build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions/tp"
 fi
+# reshard conform (docs/conformance.md): opt wrapped as a backend plug-in through every suite:
+# CASES/10 campaign cases for redistribute, tp and p2p plus every fixture corpus (~4,800 recorded and
+# hand-made cases), CASES/200 for ckpt (each case writes and fsyncs a checkpoint). The planted-bug
+# backends and the crashing, hanging and garbage children ran in ctest (conform).
+stage "conform: opt as a backend plug-in, $(( CASES / 10 )) cases per suite ($(( CASES / 200 )) ckpt) and every corpus"
+$R conform --backend build/tests/libconform_opt_plugin.so --suite redistribute,tp,p2p --cases $(( CASES / 10 )) --quiet \
+  --failures "$out/conform-failures" --junit "$out/conform.junit.xml" --json "$out/conform.json"
+$R conform --backend build/tests/libconform_opt_plugin.so --suite ckpt --cases $(( CASES / 200 )) --quiet \
+  --failures "$out/conform-failures" --junit "$out/conform-ckpt.junit.xml" --json "$out/conform-ckpt.json"
 # ---- fuzz-planner: outside planners (docs/conformance.md, "Planner fuzzing") ----
 # The example plug-ins, planted-bug planners and the Python child ran in ctest (fuzz_planner); here
 # longer campaigns of ref's graph planner and opt's P2P planner as plug-ins (CASES/10 each), then
