@@ -39,7 +39,7 @@ void rs_pf_print(FILE *f, rs_planner_host *h, const rs_pf_opts *o, const rs_pf_r
     fprintf(f, "traffic vs the lower bound (%s, %lld cases): at the bound %lld, mean ratio %.3f, max %.3f",
             o->kind == RS_PF_P2P ? "SPEC 10" : "SPEC 7, copy-only", (long long)r->lb_cases, (long long)r->at_lb,
             mean(r->lb_ratio_sum, r->lb_cases - r->lb_inf), r->lb_ratio_max);
-    if (r->lb_inf) fprintf(f, "; %lld sent bytes where the bound is 0", (long long)r->lb_inf);
+    if (r->lb_inf) fprintf(f, "; %lld case(s) send bytes where the bound is 0", (long long)r->lb_inf);
     fprintf(f, "\n");
   }
   int obj = o->objective;

@@ -8,6 +8,8 @@
 #     2 mesh dims, saved, and its replay command fails again; its P2P planner (one transfer sent
 #     twice) caught as illegal;
 #   - the illegal-plan planner: caught as illegal (never as wrong);
+#   - the Python child's P2P side (ref's plans through the protocol): passes; with --bug caught;
+#   - a child that crashes and answers garbage: those cases fail as errors, the campaign goes on;
 #   - bad usage: exit 2 naming the field.
 # Usage: fuzz_planner.sh path/to/reshard SOURCE_DIR
 set -u
@@ -71,6 +73,13 @@ if [ -n "$py" ]; then
   caught redistribute wrong "exec:$py $top/tests/planner_child.py --bug"
   expect_rc 0 "$R" fuzz-planner --planner "exec:$py $top/tests/planner_child.py" --seed 3 --cases 100 --quiet \
     --regress-dir "$T/reg"
+  # the protocol's P2P side: the child answers with ref's P2P plans (ties with ref), or with one
+  # transfer sent twice (--bug: illegal)
+  Rabs=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
+  expect_rc 0 "$R" fuzz-planner --planner "exec:$py $top/tests/planner_child.py --reshard $Rabs" --kind p2p \
+    --seed 3 --cases 40 --quiet --regress-dir "$T/reg" --json "$T/pyp2p.json"
+  json "$T/pyp2p.json" "d['passed'] == 40 and d['score']['traffic']['ref']['tie'] == 40"
+  caught p2p illegal "exec:$py $top/tests/planner_child.py --bug --reshard $Rabs"
 fi
 
 # --- a child that crashes on some requests and answers garbage on others: those cases fail as

@@ -6,13 +6,19 @@ Its planner is the plainest legal one: undo every shard (innermost split first),
 Partial the destination does not keep, then split and partition toward the destination in its shard
 order. It never beats reshard's planners and must never be wrong. With --bug it drops the last step
 of every plan of two or more steps (the planted bug fuzz_planner.sh expects to be caught and shrunk).
-Standard library only.
+With --reshard PATH it also answers "p2p_plan", by running `PATH p2p plan MODEL --planner ref --json`
+on the model it is sent (the protocol's P2P side end to end); with --bug too, it sends the first
+transfer twice. Standard library only.
 """
 import json
+import os
 import re
+import subprocess
 import sys
+import tempfile
 
 BUG = "--bug" in sys.argv[1:]
+RESHARD = sys.argv[sys.argv.index("--reshard") + 1] if "--reshard" in sys.argv[1:] else None
 PL = re.compile(r"^(R|S\((-?\d+)\)|P\((sum|avg|min|max)\))$")
 
 
@@ -80,6 +86,22 @@ def plan(case):
     return steps
 
 
+def p2p_plan(model):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(model, f)
+    try:
+        out = subprocess.run([RESHARD, "p2p", "plan", f.name, "--planner", "ref", "--json"],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        os.unlink(f.name)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "p2p plan failed")
+    transfers = json.loads(out.stdout)["transfers"]
+    if BUG and transfers:
+        transfers.append(dict(transfers[0], task_id=transfers[0]["task_id"] + 1000000))
+    return transfers
+
+
 def answer(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -91,7 +113,7 @@ def main():
         op = req.get("op")
         if op == "hello":
             answer({"ok": True, "version": 1, "name": "python-plain" + ("-bug" if BUG else ""),
-                    "capabilities": ["plan"]})
+                    "capabilities": ["plan", "p2p_plan"] if RESHARD else ["plan"]})
         elif op == "bye":
             return
         elif op == "plan":
@@ -99,6 +121,11 @@ def main():
                 answer({"id": req["id"], "ok": True, "steps": plan(req["case"])})
             except NoPath as e:
                 answer({"id": req["id"], "ok": False, "unsupported": True, "message": str(e)})
+        elif op == "p2p_plan" and RESHARD:
+            try:
+                answer({"id": req["id"], "ok": True, "transfers": p2p_plan(req["model"])})
+            except Exception as e:
+                answer({"id": req["id"], "ok": False, "message": str(e)[:300]})
         else:
             answer({"id": req.get("id"), "ok": False, "unsupported": True, "message": "op %s" % op})
 
