@@ -1,6 +1,7 @@
 /* planner_fuzz.c - the fuzz-planner campaign: draw a case, ask the planner under test, check the plan
  * (legality with props' check, bytes with ref's executor against the oracle), score it against
  * reshard's own planners, shrink the first failure of each kind. */
+#define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
