@@ -8,6 +8,7 @@
 #include <string.h>
 #include "conform/planner_host.h"
 #include "conform/planner_exec.h"
+#include "core/elf_check.h"
 
 struct rs_planner_host {
   void *dl; /* dlopen handle of a plug-in; NULL for a child process */
@@ -41,7 +42,14 @@ static rs_status check_vtable(const char *spec, const rs_planner_vtable *vt) {
 }
 
 static rs_status open_library(const char *spec, rs_planner_host *h) {
-  h->dl = dlopen(spec, RTLD_NOW | RTLD_LOCAL);
+  /* a bare name is a file here, not a search of the library path; a cut-short file or a link is
+   * refused before dlopen maps it (core/elf_check.h) */
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s%s", strchr(spec, '/') ? "" : "./", spec) >= (int)sizeof path)
+    return rs_fail(RS_ERR_INVALID, "--planner: path longer than %zu bytes", sizeof path - 1);
+  rs_status est = rs_elf_check_file("--planner", path);
+  if (est != RS_OK) return rs_fail(RS_ERR_INVALID, "%s", rs_last_error());
+  h->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h->dl) return rs_fail(RS_ERR_INVALID, "--planner %s: %s", spec, dlerror());
   rs_planner_abi_version_fn ver = (rs_planner_abi_version_fn)dlsym(h->dl, "rs_planner_abi_version");
   rs_planner_create_fn mk = (rs_planner_create_fn)dlsym(h->dl, "rs_planner_create");

@@ -117,6 +117,12 @@ expect_rc 2 "$R" fuzz-planner --cases 3
 expect_err "--planner"
 expect_rc 2 "$R" fuzz-planner --planner "$T/missing.so" --cases 3
 expect_err "--planner"
+ln -s "$lib/libplanner_greedy.so" "$T/link.so"
+expect_rc 2 "$R" fuzz-planner --planner "$T/link.so" --cases 3
+expect_err "symbolic link"
+head -c 1000 "$lib/libplanner_greedy.so" >"$T/cut.so"
+expect_rc 2 "$R" fuzz-planner --planner "$T/cut.so" --cases 3
+expect_err "truncated"
 expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --objective fastest
 expect_err "--objective"
 expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --kind p2p --cases 3
