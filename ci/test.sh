@@ -173,6 +173,34 @@ if $R tp check --help 2>&1 | grep -q -- "--transport mpi"; then
   stage "tp styles over MPI, 4 processes"
   mpirun --oversubscribe -np 4 $R tp check --transport mpi --seed 3 --cases $(( CASES / 25 )) --quiet
 fi
+# reshard conform (docs/conformance.md): opt wrapped as a backend plug-in through every suite:
+# CASES/10 campaign cases for redistribute, tp and p2p plus every fixture corpus (~4,800 recorded and
+# hand-made cases), CASES/200 for ckpt (each case writes and fsyncs a checkpoint). The planted-bug
+# backends and the crashing, hanging and garbage children ran in ctest (conform).
+stage "conform: opt as a backend plug-in, $(( CASES / 10 )) cases per suite ($(( CASES / 200 )) ckpt) and every corpus"
+$R conform --backend build/tests/libconform_opt_plugin.so --suite redistribute,tp,p2p --cases $(( CASES / 10 )) --quiet \
+  --failures "$out/conform-failures" --junit "$out/conform.junit.xml" --json "$out/conform.json"
+$R conform --backend build/tests/libconform_opt_plugin.so --suite ckpt --cases $(( CASES / 200 )) --quiet \
+  --failures "$out/conform-failures" --junit "$out/conform-ckpt.junit.xml" --json "$out/conform-ckpt.json"
+# ---- fuzz-planner: outside planners (docs/conformance.md, "Planner fuzzing") ----
+# The example plug-ins, planted-bug planners and the Python child ran in ctest (fuzz_planner); here
+# longer campaigns of ref's graph planner and opt's P2P planner as plug-ins (CASES/10 each), then
+# PyTorch's own planners over the process protocol when torch imports in RS_TORCH_PYTHON (default
+# python3): CASES/1000 cases, else a skip line. Measured at RS_CASES=100000 on the shared 2-core dev
+# machine under load: 51 s wall with torch (11.5 s CPU in reshard), about 15 s without.
+stage "fuzz-planner: ref's graph and opt's P2P planners as plug-ins ($(( CASES / 10 )) cases each), PyTorch's planners when torch imports"
+$R fuzz-planner --planner build/tests/libplanner_graph.so --seed 1 --cases $(( CASES / 10 )) --quiet \
+  --regress-dir "$out/regressions/planner" --junit "$out/planner.junit.xml" --json "$out/planner.json"
+$R fuzz-planner --planner build/tests/libplanner_opt_p2p.so --kind p2p --seed 1 --cases $(( CASES / 10 )) --quiet \
+  --regress-dir "$out/regressions/planner" --junit "$out/planner_p2p.junit.xml"
+torch_py=${RS_TORCH_PYTHON:-python3}
+if "$torch_py" -c "import torch, numpy" 2>/dev/null; then
+  $R fuzz-planner --planner "exec:$torch_py tools/pytorch/planner.py --mode auto" --enumeration pytorch \
+    --timeout 120 --seed 1 --cases $(( CASES / 1000 )) --quiet --regress-dir "$out/regressions/planner" \
+    --json "$out/planner_pytorch.json"
+else
+  echo "skip: PyTorch's planners (torch does not import in $torch_py; set RS_TORCH_PYTHON)"
+fi
 # ---- input robustness (docs/cli-robustness.md): the build matrix and the fuzz targets ---------------
 # Hostile-input, replay and --enumeration tests (test_hostile_input, cli_hostile, cli_enumeration,
 # replay_opt_failure, fuzz_*_seeds) already ran in every ctest above; these two stages need their own

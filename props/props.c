@@ -33,6 +33,7 @@ static const struct {
     [RS_PROP_OPT_ORACLE] = {"opt_oracle", RS_PLANNER_AUTO, 0, 1},
     [RS_PROP_OPT_PLAN] = {"opt_plan", RS_PLANNER_AUTO, 0, 1},
     [RS_PROP_VALUES] = {"values", RS_PLANNER_AUTO, 0, 0},
+    [RS_PROP_BACKEND] = {"backend_oracle", RS_PLANNER_AUTO, 0, 0},
 };
 
 const char *rs_prop_name(rs_prop_id id) {
@@ -314,15 +315,23 @@ static rs_outcome prop_oracle(const rs_prop_env *env, const rs_case *c, rs_plann
   rs_plan p;
   rs_outcome o = make_plan(env, c, k, &p, msg, cap);
   if (o != RS_PASS) return o;
+  return rs_prop_plan_oracle(env, c, &p, msg, cap);
+}
+
+rs_outcome rs_prop_plan_oracle(const rs_prop_env *env, const rs_case *c, const rs_plan *plan,
+                               char *msg, size_t cap) {
+  rs_prop_memo *memo = env ? env->memo : NULL;
+  const rs_plan p = *plan;
+  rs_outcome o = RS_PASS;
   scratch s = {0};
   const rs_locals *in, *exp;
   rs_status st;
   rs_events ev;
-  if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
+  if ((st = rs_memo_source(memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
   else if ((st = rs_ref_execute(c, &p, in, &s.out))) o = fail_st(msg, cap, "rs_ref_execute", st);
   else if (rs__plan_zero_fill_dims(c, &p)) o = compare_zero_fill(c, &p, &s.out, msg, cap);
   else if ((st = rs_events_from_plan(&c->mesh, &p, &ev))) o = fail_st(msg, cap, "rs_events_from_plan", st);
-  else if ((st = rs_memo_expected(env->memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else if ((st = rs_memo_expected(memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else {
     char tr[1024];
     trace_with_events(c, &p, &ev, tr, sizeof tr);
@@ -389,19 +398,39 @@ static rs_outcome prop_plan_legal(const rs_prop_env *env, const rs_case *c, rs_p
   rs_plan p;
   rs_outcome o = make_plan(env, c, k, &p, msg, cap);
   if (o != RS_PASS) return o;
+  return rs_prop_plan_legal(c, &p, NULL, msg, cap);
+}
+
+rs_outcome rs_prop_plan_legal(const rs_case *c, const rs_plan *plan, int *bad_step, char *msg,
+                              size_t cap) {
+  const rs_plan p = *plan;
   char tr[1024];
+  if (bad_step) *bad_step = -1;
   for (int i = 0; i < p.nsteps; i++) {
     rs_collective coll;
     rs_status st = rs_step_collective_enum(&p.step[i], p.enumeration, &coll);
     if (st) {
+      if (bad_step) *bad_step = i;
       trace_of(c, &p, tr, sizeof tr);
       return say(RS_FAIL, msg, cap, "step %d: %s (plan %s)", i, rs_last_error(), tr);
     }
-    if (p.step[i].mesh_dim < 0 || p.step[i].mesh_dim >= c->mesh.ndim)
+    if (p.step[i].mesh_dim < 0 || p.step[i].mesh_dim >= c->mesh.ndim) {
+      if (bad_step) *bad_step = i;
       return say(RS_FAIL, msg, cap, "step %d: mesh dim %d out of range", i, p.step[i].mesh_dim);
+    }
   }
   rs_status st = rs_plan_check(&c->mesh, &c->src, &c->dst, c->tensor.ndim, &p);
   if (st) {
+    if (bad_step) { /* which step broke the bookkeeping; none: the plan ends elsewhere */
+      rs_sharding cur = c->src;
+      *bad_step = p.nsteps;
+      for (int i = 0; i < p.nsteps; i++)
+        if (rs_mesh_apply_step_enum(&c->mesh, &cur, &p.step[i], c->tensor.ndim, p.enumeration)) {
+          *bad_step = i;
+          break;
+        }
+      rs_plan_check(&c->mesh, &c->src, &c->dst, c->tensor.ndim, &p); /* its message again */
+    }
     trace_of(c, &p, tr, sizeof tr);
     return say(RS_FAIL, msg, cap, "rs_plan_check: %s (plan %s)", rs_last_error(), tr);
   }
@@ -731,6 +760,26 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
 }
 #endif
 
+/* ---- 9. a backend under test (reshard conform) ---- */
+
+/* The backend runs the case from the source locals; what it answers is held to the oracle's result
+ * of the canonical event sequence (SPEC 5), as opt's own schedule is. The hook judges the answer
+ * (conform/ owns the comparison, the protocol and the faults). */
+static rs_outcome prop_backend(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
+  if (!env->backend) return say(RS_SKIP, msg, cap, "no backend under test");
+  scratch s = {0};
+  const rs_locals *in = NULL, *exp = NULL;
+  rs_events canon;
+  rs_status st;
+  rs_outcome o;
+  if ((st = rs_events_canonical(&c->mesh, &c->src, &c->dst, &canon))) o = fail_st(msg, cap, "rs_events_canonical", st);
+  else if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
+  else if ((st = rs_memo_expected(env->memo, c, &canon, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else o = env->backend(env->backend_ctx, c, in, exp, msg, cap);
+  scratch_free(&s);
+  return o;
+}
+
 /* ---- 8. the test values themselves (SPEC 8) ---- */
 
 /* Every rank's source local is the values generator's piece at the rank's coordinate over the rank's
@@ -929,6 +978,7 @@ rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, 
     case RS_PROP_REJECT_BAD: return prop_reject(env, c, msg, cap);
     case RS_PROP_COMPARE_SEES: return prop_compare_sees(env, c, msg, cap);
     case RS_PROP_VALUES: return prop_values(env, c, msg, cap);
+    case RS_PROP_BACKEND: return prop_backend(env, c, msg, cap);
 #ifdef RS_HAVE_OPT
     case RS_PROP_OPT_ORACLE: return prop_opt(env, c, 0, msg, cap);
     case RS_PROP_OPT_PLAN: return prop_opt(env, c, 1, msg, cap);

@@ -93,6 +93,7 @@ typedef enum rs_prop_id {
   RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
   RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
   RS_PROP_VALUES,         /* sources of a non-empty tensor are not all zero; exact pieces reduce to G */
+  RS_PROP_BACKEND,        /* a backend under test (env.backend, reshard conform) == oracle */
   RS_PROP_COUNT
 } rs_prop_id;
 
@@ -113,6 +114,8 @@ typedef struct rs_prop_memo rs_prop_memo;
 rs_status rs_prop_memo_create(rs_prop_memo **out);
 void rs_prop_memo_free(rs_prop_memo *m);
 
+typedef enum rs_outcome { RS_PASS = 0, RS_FAIL = 1, RS_SKIP = 2 } rs_outcome;
+
 /* What the properties run against. opt/world are rs_opt* / rs_world* when built with opt. */
 typedef struct rs_prop_env {
   rs_impl impl;
@@ -120,9 +123,14 @@ typedef struct rs_prop_env {
   void *world;
   int distributed; /* 1: world is MPI - each process checks only the mesh position it plays */
   rs_prop_memo *memo;
+  /* A backend under test (reshard conform; RS_PROP_BACKEND runs only when set): given the case,
+   * its source locals and the oracle's expected dst locals (canonical events), run the backend and
+   * judge its answer. RS_SKIP when the backend does not do the case. */
+  rs_outcome (*backend)(void *ctx, const rs_case *c, const rs_locals *in, const rs_locals *expected,
+                        char *msg, size_t cap);
+  void *backend_ctx;
 } rs_prop_env;
 
-typedef enum rs_outcome { RS_PASS = 0, RS_FAIL = 1, RS_SKIP = 2 } rs_outcome;
 
 /* Run one property on one case. On RS_FAIL msg holds a one-line reason (plus diff lines); on
  * RS_SKIP a reason why the property does not apply. */
@@ -131,6 +139,17 @@ rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, 
 /* Generate a case from the stream (with the property's generator) and run the property. */
 rs_outcome rs_prop_run_stream(rs_prop_id id, const rs_prop_env *env, const rs_gen_opts *o,
                               rs_choices *ch, rs_case *c, char *msg, size_t cap);
+
+/* Checks of a given plan, shared by the properties above and by `reshard fuzz-planner` (plans of
+ * plug-in planners). Legality (SPEC 6): every step a supported transition on a mesh dim of the
+ * mesh, the shard-order bookkeeping followed, the plan ending at c->dst. *bad_step (may be NULL)
+ * gets the index of the first illegal step, p->nsteps when every step is legal but the plan ends
+ * elsewhere, -1 on RS_PASS. */
+rs_outcome rs_prop_plan_legal(const rs_case *c, const rs_plan *p, int *bad_step, char *msg, size_t cap);
+/* The plan executed by ref, compared bit for bit with the oracle given the plan's events (env's
+ * memo, if any, shares the source and expected locals; env may be NULL). */
+rs_outcome rs_prop_plan_oracle(const rs_prop_env *env, const rs_case *c, const rs_plan *p, char *msg,
+                               size_t cap);
 
 /* ---- shrinking ---- */
 /* 1 when the stream (replay mode) still gives an interesting (failing) case. */
@@ -154,6 +173,8 @@ typedef struct rs_campaign_opts {
   int max_failures;     /* stop after this many distinct failing properties (default: all) */
   rs_prop_env env;
   int print;            /* 0: this process prints nothing (MPI ranks other than 0) */
+  const char *replay;   /* the command that replays a saved failure, before its path (default
+                           "reshard replay") */
 } rs_campaign_opts;
 
 typedef struct rs_prop_stats {

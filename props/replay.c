@@ -14,12 +14,13 @@
 #include "core/case_json.h"
 #include "core/json.h"
 #include "core/mutant.h"
+#include "props/report.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif
 
-/* mkdir -p */
-static rs_status make_dirs(const char *dir) {
+/* mkdir -p (props/report.h) */
+rs_status rs__make_dirs(const char *dir) {
   char p[512];
   if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return rs_fail(RS_ERR_IO, "--regress-dir: path too long");
   for (char *s = p + 1; *s; s++) {
@@ -56,7 +57,7 @@ rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, 
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return rs_fail(RS_ERR_NOMEM, "regression: out of memory");
-  rs_status st = make_dirs(dir);
+  rs_status st = rs__make_dirs(dir);
   if (st) {
     free(text);
     return st;
@@ -140,6 +141,9 @@ rs_status rs_saved_failure_replay(const rs_saved_failure *f, const rs_prop_env *
   }
   if (rs_prop_needs_opt(f->id) && env->impl != RS_IMPL_OPT)
     return rs_fail(RS_ERR_INVALID, "replay: property %s needs --impl opt", rs_prop_name(f->id));
+  if (f->id == RS_PROP_BACKEND && !env->backend)
+    return rs_fail(RS_ERR_INVALID, "replay: property %s is a backend's failure: replay it with reshard conform --backend B --replay FILE",
+                   rs_prop_name(f->id));
   char *m = malloc(8192);
   if (!m) return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
   m[0] = 0;

@@ -36,4 +36,7 @@ rs_status rs__report_json_write(cJSON *root, const char *path);
 rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_campaign_result *r,
                          const int *enabled);
 
+/* mkdir -p DIR; errors name --regress-dir. */
+rs_status rs__make_dirs(const char *dir);
+
 #endif

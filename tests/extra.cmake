@@ -76,3 +76,37 @@ endif()
 if(TARGET reshard)
   add_test(NAME cli_gen COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_gen.sh $<TARGET_FILE:reshard>)
 endif()
+
+# ---- conform (reshard conform: other backends, docs/conformance.md) ----
+# opt wrapped as a backend plug-in (its options plant bugs), the same plug-in served as a separate
+# program over the process protocol, and the script that runs every example against them.
+if(TARGET rs_opt AND TARGET rs_conform AND TARGET reshard)
+  add_library(conform_opt_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
+  # rs_ref: opt/ckpt names strict modes with rs_strict_name, which lives in ref/ckpt
+  target_link_libraries(conform_opt_plugin PRIVATE rs_opt rs_ref)
+  add_executable(conform_serve_child ${CMAKE_SOURCE_DIR}/tests/conform_serve_child.c
+                 ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
+  target_link_libraries(conform_serve_child PRIVATE rs_conform rs_opt)
+  add_test(NAME conform COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conform.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(conform PROPERTIES TIMEOUT 300)
+endif()
+
+# ---- planner plug-ins (reshard fuzz-planner, docs/conformance.md "Planner fuzzing") ----
+# tests/planner_plugin.c built once per mode: ref's greedy and graph planners and opt's P2P planner
+# wrapped as plug-ins (must pass), a planted-bug planner and an illegal-plan planner (must be
+# caught).
+set(RS_PLANNER_PLUGINS greedy graph opt_p2p bug illegal)
+foreach(mode RANGE 1 5)
+  math(EXPR idx "${mode} - 1")
+  list(GET RS_PLANNER_PLUGINS ${idx} name)
+  add_library(planner_${name} MODULE ${CMAKE_SOURCE_DIR}/tests/planner_plugin.c
+              ${CMAKE_SOURCE_DIR}/opt/p2p/plan.c)
+  target_compile_definitions(planner_${name} PRIVATE PLANNER_MODE=${mode})
+  target_include_directories(planner_${name} PRIVATE ${CMAKE_SOURCE_DIR}/opt)
+  target_link_libraries(planner_${name} PRIVATE rs_ref)
+endforeach()
+if(TARGET reshard)
+  add_test(NAME fuzz_planner COMMAND bash ${CMAKE_SOURCE_DIR}/tests/fuzz_planner.sh $<TARGET_FILE:reshard>
+           ${CMAKE_SOURCE_DIR})
+  set_tests_properties(fuzz_planner PROPERTIES TIMEOUT 300)
+endif()

@@ -22,6 +22,10 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
                                  rs_plan *out);
 rs_status rs_ref_plan_greedy_enum(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
                                   const rs_sharding *dst, rs_enumeration e, rs_plan *out);
+/* What the graph planner's cost model charges for a plan: the sum of its steps' edge costs, each
+ * priced from the state the step leaves (seed: the constant weights; pytorch: bytes and topology). */
+rs_status rs_ref_plan_cost(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                           const rs_plan *p, rs_cost_model cost, double *out);
 /* The planner the case names (AUTO resolved as SPEC 7 says). */
 rs_status rs_ref_plan(const rs_case *c, rs_plan *out);
 

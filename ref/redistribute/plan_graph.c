@@ -576,3 +576,35 @@ done:
   search_free(&s);
   return st;
 }
+
+/* The cost model's price of a whole plan: each step priced from the state it leaves, as the search
+ * prices an edge (so a plan the graph planner made costs what its search paid for it). */
+rs_status rs_ref_plan_cost(const rs_mesh *m, const rs_tensor *t, const rs_sharding *src,
+                           const rs_plan *p, rs_cost_model model, double *out) {
+  if (!m || !t || !src || !p || !out) return rs_fail(RS_ERR_INVALID, "plan_cost: NULL argument");
+  gcost c;
+  memset(&c, 0, sizeof c);
+  cost_setup(&c, model, m, t);
+  rs_sharding cur = *src;
+  double sum = 0;
+  for (int i = 0; i < p->nsteps; i++) {
+    gstate g;
+    rs_collective coll;
+    rs_status st;
+    if ((st = from_sharding(&cur, m->ndim, t->ndim, &g)) != RS_OK) return st;
+    if ((st = rs_step_collective_enum(&p->step[i], p->enumeration, &coll)) != RS_OK) return st;
+    int kind = T_PARTITION;
+    switch (coll) {
+    case RS_COLL_ALL_GATHER: kind = T_GATHER; break;
+    case RS_COLL_ALL_REDUCE: kind = T_REDUCE; break;
+    case RS_COLL_REDUCE_SCATTER: kind = T_RSCATTER; break;
+    case RS_COLL_ALL_TO_ALL: kind = T_A2A; break;
+    case RS_COLL_CHUNK: kind = T_CHUNK; break;
+    default: break;
+    }
+    if (coll != RS_COLL_NONE) sum += step_cost(&c, &g, kind, p->step[i].mesh_dim);
+    if ((st = rs_mesh_apply_step_enum(m, &cur, &p->step[i], t->ndim, p->enumeration)) != RS_OK) return st;
+  }
+  *out = sum;
+  return RS_OK;
+}

@@ -1,0 +1,572 @@
+/* planner_fuzz.c - the fuzz-planner campaign: draw a case, ask the planner under test, check the plan
+ * (legality with props' check, bytes with ref's executor against the oracle), score it against
+ * reshard's own planners, shrink the first failure of each kind. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#include "conform/planner_fuzz.h"
+#include "core/case_json.h"
+#include "core/mutant.h"
+#include "core/values.h"
+#include "props/report.h"
+#include "reshard/ref.h"
+
+#define MSG_CAP 8192
+
+static const char *const FAIL_NAMES[RS_PF_NFAIL] = {"error", "illegal", "wrong"};
+static const char *const OBJ_NAMES[2][RS_PF_NOBJ] = {{"steps", "seed-cost", "pytorch-cost", "traffic"},
+                                                     {"traffic", "max-sender"}};
+static const char *const BASE_NAMES[2][RS_PF_MAX_BASE] = {{"greedy", "graph/seed", "graph/pytorch", "best"},
+                                                          {"ref", "opt", "best", ""}};
+
+const char *rs_pf_fail_name(rs_pf_fail f) { return (unsigned)f < RS_PF_NFAIL ? FAIL_NAMES[f] : "?"; }
+int rs_pf_nobj(rs_pf_kind k) { return k == RS_PF_P2P ? RS_PF_P2P_NOBJ : RS_PF_NOBJ; }
+int rs_pf_nbase(rs_pf_kind k) { return k == RS_PF_P2P ? 2 : 3; }
+const char *rs_pf_objective_name(rs_pf_kind k, int obj) {
+  return obj >= 0 && obj < rs_pf_nobj(k) ? OBJ_NAMES[k == RS_PF_P2P][obj] : "?";
+}
+const char *rs_pf_base_name(rs_pf_kind k, int b) {
+  return b >= 0 && b <= rs_pf_nbase(k) ? BASE_NAMES[k == RS_PF_P2P][b] : "?";
+}
+int rs_pf_objective_parse(rs_pf_kind k, const char *name) {
+  for (int i = 0; name && i < rs_pf_nobj(k); i++)
+    if (strcmp(name, OBJ_NAMES[k == RS_PF_P2P][i]) == 0) return i;
+  return -1;
+}
+
+void rs_pf_opts_default(rs_pf_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->timeout = 10;
+  o->seed = 1;
+  o->cases = 1000;
+  o->objective = RS_PF_SEED_COST;
+  rs_gen_opts_default(&o->gen);
+  rs_p2p_gen_opts_default(&o->p2p);
+  o->regress_dir = "fuzz-planner-failures";
+  o->shrink_runs = 500;
+  o->worst = 3;
+}
+
+/* ---- one case: what the planner's plan is worth ---- */
+
+typedef struct pf_eval {
+  int have;                          /* the planner under test gave a passing plan */
+  double mine[RS_PF_NOBJ];
+  int bhave[RS_PF_MAX_BASE];         /* baseline b: 1 has a plan, -1 found no path, 0 did not run */
+  double base[RS_PF_MAX_BASE][RS_PF_NOBJ];
+  int lb_ok;                         /* the lower bound applies (copy-only) */
+  double lb, traffic;
+  char mine_trace[320], base_trace[RS_PF_MAX_BASE][320];
+} pf_eval;
+
+/* RS_FAIL or RS_SKIP with "what: <the last error>" in msg. */
+static rs_outcome with_error(rs_outcome o, char *msg, size_t cap, const char *what) {
+  snprintf(msg, cap, "%s: %s", what, rs_last_error());
+  return o;
+}
+
+/* Redistribute: the planner's plan for c, checked. RS_SKIP: it declined. */
+static rs_outcome check_plan(rs_planner_host *h, const rs_case *c, rs_plan *p, rs_pf_fail *why, char *msg,
+                             size_t cap) {
+  rs_status st = rs_planner_host_plan(h, c, p, msg, cap);
+  if (st == RS_ERR_UNSUPPORTED || st == RS_ERR_NOPATH) return RS_SKIP;
+  if (st != RS_OK) {
+    *why = st == RS_ERR_ILLEGAL ? RS_PF_ILLEGAL : RS_PF_ERROR;
+    return RS_FAIL;
+  }
+  int bad = -1;
+  rs_outcome o = rs_prop_plan_legal(c, p, &bad, msg, cap);
+  /* Mutant 801: the verdict on the plan's last step is dropped. */
+  if (RS_MUTANT(801) && o == RS_FAIL && bad == p->nsteps - 1) o = RS_PASS;
+  if (o == RS_FAIL) {
+    /* every step legal but the plan ends elsewhere: a wrong plan, not an illegal one */
+    *why = bad >= 0 && bad < p->nsteps ? RS_PF_ILLEGAL : RS_PF_WRONG;
+    return RS_FAIL;
+  }
+  o = rs_prop_plan_oracle(NULL, c, p, msg, cap);
+  if (o == RS_FAIL) *why = RS_PF_WRONG;
+  return o;
+}
+
+static void plan_trace(const rs_case *c, const rs_plan *p, char *buf, size_t cap) {
+  if (rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, p, buf, cap) != RS_OK) snprintf(buf, cap, "(no trace)");
+}
+
+/* The objectives of a legal plan; non-zero when one cannot be measured. */
+static int measure(const rs_case *c, const rs_plan *p, double *v) {
+  int64_t bytes = 0;
+  v[RS_PF_STEPS] = p->nsteps;
+  if (rs_ref_plan_cost(&c->mesh, &c->tensor, &c->src, p, RS_COST_SEED, &v[RS_PF_SEED_COST]) != RS_OK) return 1;
+  if (rs_ref_plan_cost(&c->mesh, &c->tensor, &c->src, p, RS_COST_PYTORCH, &v[RS_PF_PYTORCH_COST]) != RS_OK)
+    return 1;
+  if (rs_ref_plan_traffic(c, p, &bytes) != RS_OK) return 1;
+  v[RS_PF_TRAFFIC] = (double)bytes;
+  return 0;
+}
+
+/* reshard's own planners on c: greedy (default shard orders only: PyTorch's greedy planner ignores
+ * shard order) and graph under both cost models (within the generator's state-space bound). */
+static void redistribute_baselines(const rs_case *c, pf_eval *e) {
+  int defaults = rs_sharding_is_default_order(&c->src, c->tensor.ndim) &&
+                 rs_sharding_is_default_order(&c->dst, c->tensor.ndim);
+  int bounded = rs_gen_graph_bounded(NULL, c);
+  for (int b = 0; b < 3; b++) {
+    rs_plan p;
+    rs_status st;
+    if (b == 0 && !defaults) continue;
+    if (b > 0 && bounded) continue;
+    if (b == 0) st = rs_ref_plan_greedy_enum(&c->mesh, &c->tensor, &c->src, &c->dst, c->enumeration, &p);
+    else
+      st = rs_ref_plan_graph_enum(&c->mesh, &c->tensor, &c->src, &c->dst, b == 1 ? RS_COST_SEED : RS_COST_PYTORCH,
+                                  c->enumeration, &p);
+    if (st == RS_ERR_NOPATH) e->bhave[b] = -1;
+    if (st != RS_OK || rs_plan_check(&c->mesh, &c->src, &c->dst, c->tensor.ndim, &p) != RS_OK) continue;
+    if (measure(c, &p, e->base[b])) continue;
+    e->bhave[b] = 1;
+    plan_trace(c, &p, e->base_trace[b], sizeof e->base_trace[b]);
+  }
+  rs_clear_error();
+}
+
+/* ---- P2P ---- */
+
+static void p2p_values(const rs_p2p_plan *p, double *v) {
+  v[RS_PF_P2P_TRAFFIC] = (double)p->bytes_sent;
+  v[RS_PF_P2P_MAX_SENDER] = (double)p->max_sender_bytes;
+}
+
+static rs_outcome check_p2p(rs_planner_host *h, const rs_p2p_model *m, rs_p2p_plan *p, rs_pf_fail *why, char *msg,
+                            size_t cap) {
+  memset(p, 0, sizeof *p);
+  rs_status st = rs_planner_host_plan_p2p(h, m, p, msg, cap);
+  if (st == RS_ERR_UNSUPPORTED || st == RS_ERR_NOPATH) return RS_SKIP;
+  if (st != RS_OK) {
+    *why = st == RS_ERR_ILLEGAL ? RS_PF_ILLEGAL : RS_PF_ERROR;
+    return RS_FAIL;
+  }
+  /* Mutant 802: exact cover, legal senders and task ids go unchecked. */
+  if (!RS_MUTANT(802) && rs_p2p_plan_verify(m, p) != RS_OK) {
+    *why = RS_PF_ILLEGAL;
+    return with_error(RS_FAIL, msg, cap, "SPEC 10");
+  }
+  if (rs_p2p_plan_stats(m, p) != RS_OK) {
+    *why = RS_PF_ILLEGAL;
+    return with_error(RS_FAIL, msg, cap, "plan stats");
+  }
+  rs_p2p_locals src = {0}, got = {0}, want = {0};
+  rs_outcome o = RS_PASS;
+  if ((st = rs_p2p_source_locals(m, -1, &src)) || (st = rs_p2p_oracle_expected(m, -1, &want))) {
+    *why = RS_PF_ERROR;
+    o = with_error(RS_FAIL, msg, cap, "harness");
+  } else if ((st = rs_p2p_ref_execute(m, p, &src, &got))) {
+    *why = RS_PF_WRONG;
+    o = with_error(RS_FAIL, msg, cap, "ref executing the plan");
+  } else if ((st = rs_p2p_compare(m, &want, &got))) {
+    *why = RS_PF_WRONG;
+    o = with_error(RS_FAIL, msg, cap, "ref vs oracle");
+  }
+  rs_p2p_locals_free(&src);
+  rs_p2p_locals_free(&got);
+  rs_p2p_locals_free(&want);
+  return o;
+}
+
+static void p2p_baselines(const rs_p2p_model *m, pf_eval *e) {
+  for (int b = 0; b < 2; b++) {
+    rs_p2p_plan p;
+    memset(&p, 0, sizeof p);
+    rs_status st = RS_ERR_UNSUPPORTED;
+    if (b == 0) st = rs_p2p_ref_plan(m, &p);
+#ifdef RS_HAVE_OPT
+    else st = rs_p2p_opt_plan(m, &p);
+#endif
+    if (st == RS_ERR_NOPATH) e->bhave[b] = -1;
+    if (st == RS_OK && rs_p2p_plan_stats(m, &p) == RS_OK) {
+      p2p_values(&p, e->base[b]);
+      e->bhave[b] = 1;
+    }
+    rs_p2p_plan_free(&p);
+  }
+  rs_clear_error();
+}
+
+/* ---- scoring ---- */
+
+/* -1 mine is better, 0 a tie, 1 mine is worse; no plan is +infinity (a plan beats it, a decline
+ * loses to a plan). */
+static int cmp_values(double mine, double base) {
+  int c;
+  if (isinf(mine) || isinf(base)) {
+    c = mine < base ? -1 : mine > base ? 1 : 0;
+  } else {
+    double eps = 1e-9 * fmax(fabs(mine), fabs(base)) + 1e-12;
+    c = mine < base - eps ? -1 : mine > base + eps ? 1 : 0;
+  }
+  /* Mutant 800: a loss is counted as a tie. */
+  if (RS_MUTANT(800) && c > 0) c = 0;
+  return c;
+}
+
+static void tally(rs_pf_result *r, int obj, int col, int c) {
+  if (c < 0) r->win[obj][col]++;
+  else if (c > 0) r->loss[obj][col]++;
+  else r->tie[obj][col]++;
+}
+
+static void keep_worst(const rs_pf_opts *o, rs_pf_result *r, int obj, int64_t case_no, double mine, double best,
+                       const char *layout, const char *mt, const char *bt) {
+  double excess = mine - best;
+  if (!(excess > 1e-9 * fmax(fabs(mine), fabs(best)))) return;
+  int k = o->worst < RS_PF_WORST ? o->worst : RS_PF_WORST, n = r->nworst[obj];
+  rs_pf_worst *w = r->worst[obj];
+  int at = n;
+  while (at > 0 && w[at - 1].excess < excess) at--;
+  if (at >= k) return;
+  if (n < k) n++;
+  for (int i = n - 1; i > at; i--) w[i] = w[i - 1];
+  rs_pf_worst x = {case_no, mine, best, excess, "", "", ""};
+  snprintf(x.layout, sizeof x.layout, "%s", layout);
+  snprintf(x.mine_trace, sizeof x.mine_trace, "%s", mt ? mt : "");
+  snprintf(x.best_trace, sizeof x.best_trace, "%s", bt ? bt : "");
+  w[at] = x;
+  r->nworst[obj] = n;
+}
+
+/* One scored case: the planner's plan (or its decline) against every baseline and their best. A
+ * plan beats a baseline that found no path; a decline loses to a baseline's plan; a baseline that
+ * did not run (greedy on non-default shard orders, graph beyond the state-space bound) is not
+ * counted. */
+static void score(const rs_pf_opts *o, rs_pf_result *r, const pf_eval *e, int64_t case_no, const char *layout) {
+  int nb = rs_pf_nbase(o->kind), any_nopath = 0;
+  for (int b = 0; b < nb; b++) any_nopath |= e->bhave[b] < 0;
+  for (int obj = 0; obj < rs_pf_nobj(o->kind); obj++) {
+    int best = -1;
+    double mine = e->have ? e->mine[obj] : INFINITY;
+    for (int b = 0; b < nb; b++) {
+      if (e->bhave[b] == 0 || (e->bhave[b] < 0 && !e->have)) continue;
+      tally(r, obj, b, cmp_values(mine, e->bhave[b] > 0 ? e->base[b][obj] : INFINITY));
+      if (e->bhave[b] > 0 && (best < 0 || e->base[b][obj] < e->base[best][obj])) best = b;
+    }
+    if (best < 0 && !(e->have && any_nopath)) continue;
+    tally(r, obj, nb, cmp_values(mine, best < 0 ? INFINITY : e->base[best][obj]));
+    if (e->have && best >= 0) {
+      r->scored[obj]++;
+      r->sum_mine[obj] += e->mine[obj];
+      r->sum_best[obj] += e->base[best][obj];
+      keep_worst(o, r, obj, case_no, e->mine[obj], e->base[best][obj], layout, e->mine_trace,
+                 o->kind == RS_PF_P2P ? rs_pf_base_name(o->kind, best) : e->base_trace[best]);
+    }
+  }
+  if (e->have && e->lb_ok) {
+    r->lb_cases++;
+    if (e->lb == 0 && e->traffic > 0) {
+      r->lb_inf++;
+    } else {
+      double ratio = e->lb == 0 ? 1.0 : e->traffic / e->lb;
+      r->lb_ratio_sum += ratio;
+      if (ratio > r->lb_ratio_max) r->lb_ratio_max = ratio;
+      r->at_lb += ratio <= 1.0 + 1e-12;
+    }
+  }
+}
+
+static void describe_case(const rs_case *c, char *buf, size_t cap) {
+  char a[160], b[160];
+  rs_format_sharding(&c->src, a, sizeof a);
+  rs_format_sharding(&c->dst, b, sizeof b);
+  size_t n = (size_t)snprintf(buf, cap, "mesh ");
+  for (int i = 0; i < c->mesh.ndim && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "x" : "", (long long)c->mesh.size[i]);
+  if (n < cap) n += (size_t)snprintf(buf + n, cap - n, "%s %s [", c->mesh.ndim ? "" : "()", rs_dtype_name(c->tensor.dtype));
+  for (int d = 0; d < c->tensor.ndim && n < cap; d++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? "," : "", (long long)c->tensor.shape[d]);
+  if (n < cap && snprintf(buf + n, cap - n, "] %s -> %s", a, b) < 0) buf[n] = 0;
+}
+
+static void describe_model(const rs_p2p_model *m, char *buf, size_t cap) {
+  snprintf(buf, cap, "%lld params, world %d, seed %llu", (long long)m->nparams, (int)m->world,
+           (unsigned long long)m->seed);
+}
+
+/* ---- one case of the campaign ---- */
+
+/* Generate case i from the stream, check the planner on it and score it. RS_FAIL fills *why. */
+static rs_outcome redistribute_case(rs_planner_host *h, const rs_pf_opts *o, rs_choices *ch, rs_case *c,
+                                    pf_eval *e, rs_pf_fail *why, char *msg) {
+  rs_gen_opts gen = o->gen;
+  gen.redraws = NULL;
+  memset(e, 0, sizeof *e);
+  if (rs_gen_case(ch, &gen, c) != RS_OK) return with_error(RS_SKIP, msg, MSG_CAP, "generator");
+  c->enumeration = o->enumeration;
+  rs_plan p;
+  rs_outcome out = check_plan(h, c, &p, why, msg, MSG_CAP);
+  if (out == RS_FAIL) return out;
+  if (out == RS_PASS && !measure(c, &p, e->mine)) {
+    e->have = 1;
+    plan_trace(c, &p, e->mine_trace, sizeof e->mine_trace);
+  }
+  redistribute_baselines(c, e);
+  if (e->have && !rs_sharding_has_partial(&c->src) && !rs_sharding_has_partial(&c->dst)) {
+    int64_t lb;
+    if (rs_traffic_lower_bound(&c->mesh, &c->tensor, &c->src, &c->dst, &lb) == RS_OK) {
+      e->lb_ok = 1;
+      e->lb = (double)lb;
+      e->traffic = e->mine[RS_PF_TRAFFIC];
+    }
+  }
+  return out;
+}
+
+static rs_outcome p2p_case(rs_planner_host *h, const rs_pf_opts *o, rs_choices *ch, rs_p2p_model *m, pf_eval *e,
+                           rs_pf_fail *why, char *msg) {
+  memset(e, 0, sizeof *e);
+  if (rs_p2p_gen(ch, &o->p2p, m) != RS_OK) return with_error(RS_SKIP, msg, MSG_CAP, "generator");
+  rs_p2p_plan p;
+  rs_outcome out = check_p2p(h, m, &p, why, msg, MSG_CAP);
+  if (out == RS_PASS) {
+    e->have = 1;
+    p2p_values(&p, e->mine);
+    int64_t lb;
+    if (rs_p2p_lower_bound(m, &lb) == RS_OK) {
+      e->lb_ok = 1;
+      e->lb = (double)lb;
+      e->traffic = (double)p.bytes_sent;
+    }
+  }
+  rs_p2p_plan_free(&p);
+  if (out != RS_FAIL) p2p_baselines(m, e);
+  return out;
+}
+
+/* ---- shrinking and saving ---- */
+
+typedef struct pf_pred {
+  rs_planner_host *h;
+  const rs_pf_opts *o;
+  rs_pf_fail want;
+  rs_case *c;
+  rs_p2p_model *m;
+  pf_eval *e;
+  char *msg;
+} pf_pred;
+
+static int still_fails(void *vctx, rs_choices *ch) {
+  pf_pred *x = vctx;
+  rs_pf_fail why = RS_PF_NFAIL;
+  rs_outcome out;
+  if (x->o->kind == RS_PF_P2P) {
+    rs_p2p_model_free(x->m);
+    memset(x->m, 0, sizeof *x->m);
+    out = p2p_case(x->h, x->o, ch, x->m, x->e, &why, x->msg);
+  } else {
+    out = redistribute_case(x->h, x->o, ch, x->c, x->e, &why, x->msg);
+  }
+  return out == RS_FAIL && why == x->want;
+}
+
+static void one_line(char *s) { s[strcspn(s, "\n")] = 0; }
+
+/* Write the shrunk case (with what failed and how) to the regress dir; path into r->fixture[f]. */
+static void save_failure(const rs_pf_opts *o, rs_pf_result *r, rs_pf_fail f, const rs_case *c, const rs_p2p_model *m,
+                         const char *msg) {
+  char line[1024];
+  snprintf(line, sizeof line, "%s", msg);
+  one_line(line);
+  char *text = NULL;
+  if (o->kind == RS_PF_P2P) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "property", "fuzz_planner");
+    cJSON_AddStringToObject(x, "failure", rs_pf_fail_name(f));
+    cJSON_AddStringToObject(x, "message", line);
+    char *extra = x ? cJSON_PrintUnformatted(x) : NULL;
+    cJSON_Delete(x);
+    if (extra && rs_p2p_model_to_json(m, extra, &text) != RS_OK) text = NULL;
+    free(extra);
+  } else {
+    cJSON *root = rs__case_to_cjson(c);
+    if (root) {
+      cJSON_AddStringToObject(root, "property", "fuzz_planner");
+      cJSON_AddStringToObject(root, "failure", rs_pf_fail_name(f));
+      cJSON_AddStringToObject(root, "message", line);
+      text = cJSON_Print(root);
+      cJSON_Delete(root);
+    }
+  }
+  if (!text) {
+    snprintf(r->fixture[f], sizeof r->fixture[f], "(not written: out of memory)");
+    return;
+  }
+  uint64_t hash = XXH3_64bits(text, strlen(text));
+  snprintf(r->fixture[f], sizeof r->fixture[f], "%s/planner-%s-%s-%012llx.json", o->regress_dir,
+           o->kind == RS_PF_P2P ? "p2p" : "redistribute", rs_pf_fail_name(f),
+           (unsigned long long)(hash & 0xFFFFFFFFFFFFull));
+  FILE *fp = NULL;
+  if (rs__make_dirs(o->regress_dir) != RS_OK || !(fp = fopen(r->fixture[f], "w"))) {
+    snprintf(r->fixture[f], sizeof r->fixture[f], "(not written: %s)", rs_last_error()[0] ? rs_last_error() : strerror(errno));
+  } else {
+    fputs(text, fp);
+    fputc('\n', fp);
+    if (fclose(fp) != 0) snprintf(r->fixture[f], sizeof r->fixture[f], "(not written: %s)", strerror(errno));
+  }
+  free(text);
+}
+
+void rs__pf_replay_args(const rs_pf_opts *o, const char *fixture, char *buf, size_t cap) {
+  snprintf(buf, cap, "--planner '%s'%s%s --case %s", o->planner, o->kind == RS_PF_P2P ? " --kind p2p" : "",
+           o->enumeration == RS_ENUM_PYTORCH ? " --enumeration pytorch" : "", fixture);
+}
+
+static void record_failure(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r, rs_pf_fail f,
+                           const rs_choices *ch, const char *first_msg) {
+  rs_case *c = calloc(1, sizeof *c);
+  rs_p2p_model m;
+  memset(&m, 0, sizeof m);
+  pf_eval *e = malloc(sizeof *e);
+  char *msg = malloc(MSG_CAP);
+  size_t n = ch->pos;
+  uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+  if (!c || !e || !msg || !v) {
+    snprintf(r->message[f], sizeof r->message[f], "%s", first_msg);
+    one_line(r->message[f]);
+    snprintf(r->fixture[f], sizeof r->fixture[f], "(not shrunk: out of memory)");
+    goto done;
+  }
+  memcpy(v, ch->v, n * sizeof *v);
+  pf_pred x = {h, o, f, c, &m, e, msg};
+  int runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs);
+  rs_choices rc;
+  int ok = rs_choices_replay(&rc, v, n) == RS_OK;
+  if (ok) {
+    ok = still_fails(&x, &rc);
+    rs_choices_free(&rc);
+  }
+  if (!ok) {
+    r->shrink_lost[f] = 1;
+    snprintf(msg, MSG_CAP, "%s (shrinking lost the failure: the saved case may pass)", first_msg);
+  }
+  snprintf(r->message[f], sizeof r->message[f], "%s", msg);
+  one_line(r->message[f]);
+  save_failure(o, r, f, c, &m, msg);
+  {
+    char layout[320];
+    if (o->kind == RS_PF_P2P) describe_model(&m, layout, sizeof layout);
+    else describe_case(c, layout, sizeof layout);
+    printf("FAIL %s plan (shrunk in %d runs to %zu draws): %s\n  %s\n", rs_pf_fail_name(f), runs, n, layout, msg);
+    char args[1024];
+    rs__pf_replay_args(o, r->fixture[f], args, sizeof args);
+    printf("  replay: reshard fuzz-planner %s\n", args);
+    fflush(stdout);
+  }
+done:
+  rs_p2p_model_free(&m);
+  free(c);
+  free(e);
+  free(msg);
+  free(v);
+}
+
+rs_status rs_pf_run(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r) {
+  memset(r, 0, sizeof *r);
+  int need = o->kind == RS_PF_P2P ? RS_PLANNER_CAP_P2P : RS_PLANNER_CAP_PLAN;
+  if (!(rs_planner_host_caps(h) & need))
+    return rs_fail(RS_ERR_INVALID, "--planner %s: no %s capability (--kind %s)", o->planner,
+                   o->kind == RS_PF_P2P ? "p2p_plan" : "plan", o->kind == RS_PF_P2P ? "p2p" : "redistribute");
+  rs_case *c = malloc(sizeof *c);
+  pf_eval *e = malloc(sizeof *e);
+  char *msg = malloc(MSG_CAP);
+  if (!c || !e || !msg) {
+    free(c);
+    free(e);
+    free(msg);
+    return rs_fail(RS_ERR_NOMEM, "fuzz-planner: out of memory");
+  }
+  rs_progress prog;
+  rs_progress_init(&prog, !o->quiet);
+  double t0 = rs_now();
+  for (int64_t i = 0;; i++) {
+    double el = rs_now() - t0;
+    if (o->cases > 0 ? i >= o->cases : el >= o->seconds) break;
+    rs_progress_update(&prog, i, el, r->failed, 0);
+    rs_choices ch;
+    rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, 0));
+    rs_p2p_model m;
+    memset(&m, 0, sizeof m);
+    rs_pf_fail why = RS_PF_NFAIL;
+    char layout[320] = "";
+    rs_outcome out;
+    if (o->kind == RS_PF_P2P) {
+      out = p2p_case(h, o, &ch, &m, e, &why, msg);
+      describe_model(&m, layout, sizeof layout);
+    } else {
+      out = redistribute_case(h, o, &ch, c, e, &why, msg);
+      describe_case(c, layout, sizeof layout);
+    }
+    r->cases++;
+    if (out == RS_FAIL && why < RS_PF_NFAIL) {
+      r->failed_cases++;
+      if (!r->first_failure_case) r->first_failure_case = i + 1;
+      if (r->fail[why]++ == 0) {
+        r->failed++;
+        rs_progress_end(&prog);
+        char *first = strdup(msg);
+        record_failure(h, o, r, why, &ch, first ? first : msg);
+        free(first);
+      }
+    } else {
+      if (out == RS_PASS) r->passed++;
+      else if (e->have == 0 && strncmp(msg, "generator:", 10) == 0) r->skipped++;
+      else r->declined++;
+      score(o, r, e, i + 1, layout);
+    }
+    rs_p2p_model_free(&m);
+    rs_choices_free(&ch);
+  }
+  rs_progress_end(&prog);
+  r->seconds = rs_now() - t0;
+  free(c);
+  free(e);
+  free(msg);
+  return RS_OK;
+}
+
+rs_status rs_pf_replay(rs_planner_host *h, const rs_pf_opts *o, const char *path, int *failed, char *msg,
+                       size_t cap) {
+  *failed = 0;
+  rs_pf_fail why = RS_PF_NFAIL;
+  rs_outcome out;
+  if (o->kind == RS_PF_P2P) {
+    rs_p2p_model m;
+    rs_status st = rs_p2p_model_load(path, &m);
+    if (st) return st;
+    rs_p2p_plan p;
+    out = check_p2p(h, &m, &p, &why, msg, cap);
+    rs_p2p_plan_free(&p);
+    rs_p2p_model_free(&m);
+  } else {
+    rs_case c;
+    rs_status st = rs_case_from_file(path, &c);
+    if (st) return st;
+    if (o->enumeration == RS_ENUM_PYTORCH) c.enumeration = RS_ENUM_PYTORCH;
+    rs_plan p;
+    out = check_plan(h, &c, &p, &why, msg, cap);
+    if (out == RS_PASS) {
+      char tr[1024];
+      plan_trace(&c, &p, tr, sizeof tr);
+      snprintf(msg, cap, "plan %s", tr);
+    }
+  }
+  if (out == RS_SKIP) *failed = 2;
+  if (out == RS_FAIL) {
+    *failed = 1;
+    size_t n = strlen(msg);
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, " [%s plan]", rs_pf_fail_name(why));
+    if (n + strlen(tmp) < cap) memcpy(msg + n, tmp, strlen(tmp) + 1);
+  }
+  return RS_OK;
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# fuzz_planner.sh - `reshard fuzz-planner` against the example planner plug-ins of
+# tests/planner_plugin.c and the exec children of tests/planner_child.py:
+#   - ref's greedy and graph planners and opt's P2P planner, wrapped as plug-ins: pass, and score
+#     as they must (a planner ties with itself; greedy loses to graph on seed cost somewhere; opt's
+#     P2P plans sit on the lower bound);
+#   - the planted-bug planner (plug-in and Python child): caught as a wrong plan, shrunk to at most
+#     2 mesh dims, saved, and its replay command fails again; its P2P planner (one transfer sent
+#     twice) caught as illegal;
+#   - the illegal-plan planner: caught as illegal (never as wrong);
+#   - the Python child's P2P side (ref's plans through the protocol): passes; with --bug caught;
+#   - a child that crashes and answers garbage: those cases fail as errors, the campaign goes on;
+#   - bad usage: exit 2 naming the field.
+# Usage: fuzz_planner.sh path/to/reshard SOURCE_DIR
+set -u
+R=${1:?usage: fuzz_planner.sh path/to/reshard SOURCE_DIR}
+top=${2:?usage: fuzz_planner.sh path/to/reshard SOURCE_DIR}
+. "$(dirname "$0")/cli_lib.sh"
+lib=$(cd "$(dirname "$R")" && pwd)/tests
+N=${RS_FUZZ_PLANNER_CASES:-400}
+py=$(command -v python3 || true)
+
+# jq-free JSON checks: `json FILE EXPR` evaluates a Python expression over the document d
+json() {
+  [ -n "$py" ] || return 0
+  "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" ||
+    fail "$1: not true: $2"
+}
+
+# --- plug-ins that must pass ---
+for p in greedy graph; do
+  expect_rc 0 "$R" fuzz-planner --planner "$lib/libplanner_$p.so" --seed 3 --cases "$N" --quiet \
+    --regress-dir "$T/reg" --json "$T/$p.json" --junit "$T/$p.xml"
+  expect_out "passed"
+  json "$T/$p.json" "d['failed_cases'] == 0 and d['passed'] > 0"
+  grep -q '<testsuite' "$T/$p.xml" || fail "$p: no JUnit testsuite"
+done
+# a planner ties with itself on every objective
+for o in steps seed-cost pytorch-cost traffic; do
+  json "$T/greedy.json" "d['score']['$o']['greedy']['win'] == 0 and d['score']['$o']['greedy']['loss'] == 0 and d['score']['$o']['greedy']['tie'] > 0"
+  json "$T/graph.json" "d['score']['$o']['graph/seed']['win'] == 0 and d['score']['$o']['graph/seed']['loss'] == 0"
+done
+# the seed-cost graph planner minimises seed cost: greedy loses to it somewhere (greedy's wins are
+# cases where graph has no path: it makes Partial only as P(sum))
+json "$T/greedy.json" "d['score']['seed-cost']['graph/seed']['loss'] > 0"
+json "$T/greedy.json" "d['lower_bound']['cases'] > 0 and d['lower_bound']['max_ratio'] >= 1"
+
+expect_rc 0 "$R" fuzz-planner --planner "$lib/libplanner_opt_p2p.so" --kind p2p --seed 3 --cases "$N" --quiet \
+  --regress-dir "$T/reg" --json "$T/p2p.json"
+json "$T/p2p.json" "d['failed_cases'] == 0 and d['lower_bound']['at_bound'] == d['lower_bound']['cases'] > 0"
+json "$T/p2p.json" "d['score']['traffic']['opt']['loss'] == 0 and d['score']['traffic']['opt']['win'] == 0"
+
+# --- planted bugs: caught, shrunk, replayable ---
+caught() { # caught KIND FAILURE SPEC [more fuzz-planner flags]
+  local kind=$1 want=$2 spec=$3; shift 3
+  rm -rf "$T/reg"
+  expect_rc 1 "$R" fuzz-planner --planner "$spec" --kind "$kind" --seed 5 --cases "$N" --quiet \
+    --regress-dir "$T/reg" --json "$T/bug.json" "$@"
+  expect_out "FAIL $want plan"
+  expect_out "replay: reshard fuzz-planner --planner"
+  json "$T/bug.json" "[f['kind'] for f in d['failures']] == ['$want'] and not d['failures'][0]['shrink_lost']"
+  local fx
+  fx=$(ls "$T"/reg/*.json 2>/dev/null | head -1)
+  [ -n "$fx" ] || { fail "$spec: no saved case"; return; }
+  if [ "$kind" = redistribute ]; then json "$fx" "len(d['mesh']['shape']) <= 2"; fi
+  expect_rc 1 "$R" fuzz-planner --planner "$spec" --kind "$kind" "$@" --case "$fx"
+  expect_out "FAIL"
+}
+caught redistribute wrong "$lib/libplanner_bug.so"
+caught p2p illegal "$lib/libplanner_bug.so"
+caught redistribute illegal "$lib/libplanner_illegal.so"
+if [ -n "$py" ]; then
+  caught redistribute wrong "exec:$py $top/tests/planner_child.py --bug"
+  expect_rc 0 "$R" fuzz-planner --planner "exec:$py $top/tests/planner_child.py" --seed 3 --cases 100 --quiet \
+    --regress-dir "$T/reg"
+  # the protocol's P2P side: the child answers with ref's P2P plans (ties with ref), or with one
+  # transfer sent twice (--bug: illegal)
+  Rabs=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
+  expect_rc 0 "$R" fuzz-planner --planner "exec:$py $top/tests/planner_child.py --reshard $Rabs" --kind p2p \
+    --seed 3 --cases 40 --quiet --regress-dir "$T/reg" --json "$T/pyp2p.json"
+  json "$T/pyp2p.json" "d['passed'] == 40 and d['score']['traffic']['ref']['tie'] == 40"
+  caught p2p illegal "exec:$py $top/tests/planner_child.py --bug --reshard $Rabs"
+fi
+
+# --- a child that crashes on some requests and answers garbage on others: those cases fail as
+# `error`, the child is restarted, the campaign runs every case and exits 1
+if [ -n "$py" ]; then
+  cat >"$T/crashy.py" <<'PY'
+import json, os, sys
+n = 0
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"ok": True, "version": 1, "name": "crashy", "capabilities": ["plan"]}), flush=True)
+        continue
+    if r["op"] == "bye":
+        break
+    n += 1
+    if n % 5 == 2:
+        os._exit(3)
+    print("not json" if n % 5 == 4 else json.dumps({"id": r["id"], "ok": False, "unsupported": True, "message": "no"}), flush=True)
+PY
+  expect_rc 1 "$R" fuzz-planner --planner "exec:$py $T/crashy.py" --timeout 10 --seed 1 --cases 12 --quiet \
+    --regress-dir "$T/reg" --json "$T/crashy.json"
+  json "$T/crashy.json" "d['cases'] == 12 and d['failures'][0]['kind'] == 'error' and d['failed_cases'] >= 4"
+fi
+
+# --- the finding on PyTorch's graph planner (docs/conformance.md, "Planner fuzzing"), pinned: reshard's
+# own graph planner (pytorch cost and enumeration) makes PyTorch's zero-fill plan, and the -0.0 at
+# [0,1,32] comes back +0.0 (SPEC 7 says a zero-fill changes no value). When the contract settles
+# this, this check fails on purpose: update the fixture and the doc with it.
+expect_rc 1 "$R" run "$top/fixtures/planner/zero-fill-negative-zero.json"
+expect_out "expected 0x80000000 actual 0x00000000"
+
+# --- bad usage: exit 2, naming the field ---
+expect_rc 2 "$R" fuzz-planner --cases 3
+expect_err "--planner"
+expect_rc 2 "$R" fuzz-planner --planner "$T/missing.so" --cases 3
+expect_err "--planner"
+ln -s "$lib/libplanner_greedy.so" "$T/link.so"
+expect_rc 2 "$R" fuzz-planner --planner "$T/link.so" --cases 3
+expect_err "symbolic link"
+head -c 1000 "$lib/libplanner_greedy.so" >"$T/cut.so"
+expect_rc 2 "$R" fuzz-planner --planner "$T/cut.so" --cases 3
+expect_err "truncated"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --objective fastest
+expect_err "--objective"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --kind p2p --cases 3
+expect_err "p2p_plan"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_opt_p2p.so" --cases 3
+expect_err "capability"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --timeout 0
+expect_err "--timeout"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --cases 3 --seconds 1
+expect_err "--seconds"
+
+[ "$fails" -eq 0 ] && echo "fuzz_planner: all checks passed"
+exit $((fails > 0))
