@@ -85,7 +85,13 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
       if (failed_prop[p]) continue;
       rs_choices ch;
       rs_choices_seed(&ch, seed);
+      rs_clear_error();
       rs_outcome out = rs_ckpt_prop_run((rs_ckpt_prop)p, &ch, scratch, msg, sizeof msg);
+      if (rs_outcome_is_oom(out)) {
+        rs_choices_free(&ch);
+        if (!o->scratch) rs_ckpt_rmtree(scratch);
+        return rs_campaign_oom(rs_ckpt_prop_name((rs_ckpt_prop)p), (long long)i + 1, msg);
+      }
       if (out == RS_PASS) r->pass[p]++;
       else if (out == RS_SKIP) r->skip[p]++;
       else {

@@ -160,6 +160,7 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
   rs_status st = dev_load(x, &got, root, c->strict, &oo, &rep);
   if (devnull) fclose(devnull);
   const char *mode = read_once ? "read-once" : "direct";
+  rs_ckpt_world e1 = {0, NULL};
   if (check_status) {
     if ((st != RS_OK) != ref_failed) {
       snprintf(msg, cap, "opt load (%s, strict %s) %s where ref %s: %s", mode, rs_strict_name(c->strict),
@@ -181,7 +182,6 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
     goto done;
   }
   /* expected: the oracle on the load spec, keys the checkpoint lacks keep their initial bytes */
-  rs_ckpt_world e1 = {0, NULL};
   if (rs_oracle_ckpt_expected(&c->a, &c->b, &e1)) {
     snprintf(msg, cap, "oracle: %s", rs_last_error());
     out = RS_FAIL;
@@ -192,8 +192,7 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
     /* padded ranks hold nothing but get the checkpoint's common entries, like every rank */
     rs_state_dict *sd = realloc(exp.sd, sizeof *sd * (size_t)n);
     if (!sd) {
-      snprintf(msg, cap, "out of memory");
-      out = RS_FAIL;
+      out = rs_prop_oom(msg, cap, "expected state dicts");
       goto done;
     }
     exp.sd = sd;
@@ -450,8 +449,14 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     uint64_t seed = rs_hash3(o->seed, 0x636b7074, (uint64_t)i);
     rs_choices ch;
     rs_choices_seed(&ch, seed);
+    rs_clear_error();
     rs_outcome out = rs_ckpt_opt_prop_run(world, &ch, scratch, msg, sizeof msg);
     r->cases = i + 1;
+    if (rs_outcome_is_oom(out)) {
+      rs_choices_free(&ch);
+      if (!o->scratch && me == 0) rs_ckpt_rmtree(scratch);
+      return rs_campaign_oom("ckpt_opt", (long long)i + 1, msg);
+    }
     if (out == RS_PASS) r->pass++;
     else if (out == RS_SKIP) r->skip++;
     else {

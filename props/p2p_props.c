@@ -268,7 +268,13 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
     for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
       if (!applies(o, (rs_p2p_prop)p) || done[p]) continue;
       char msg[512];
+      rs_clear_error();
       rs_outcome out = rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &m, msg, sizeof msg);
+      if (rs_outcome_is_oom(out)) {
+        rs_p2p_model_free(&m);
+        rs_choices_free(&ch);
+        return rs_campaign_oom(rs_p2p_prop_name((rs_p2p_prop)p), (long long)i + 1, msg);
+      }
       if (out == RS_PASS) r->pass[p]++;
       else if (out == RS_SKIP) r->skip[p]++;
       else {

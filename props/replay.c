@@ -143,7 +143,13 @@ rs_status rs_saved_failure_replay(const rs_saved_failure *f, const rs_prop_env *
   char *m = malloc(8192);
   if (!m) return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
   m[0] = 0;
+  rs_clear_error();
   rs_outcome o = rs_prop_run(f->id, env, &f->c, m, 8192);
+  if (rs_outcome_is_oom(o)) { /* no verdict: exit 3, not "still fails" */
+    rs_status st = rs_fail(RS_ERR_NOMEM, "%s: %s", rs_prop_name(f->id), m);
+    free(m);
+    return st;
+  }
   *failed = o == RS_FAIL;
   snprintf(msg, cap, "%s (%s): %s%s%s", rs_prop_name(f->id), env->impl == RS_IMPL_OPT ? "opt" : "ref",
            o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS", m[0] ? ": " : "", m);

@@ -42,6 +42,13 @@ int cli_is_help(const char *a);
  * signs on unsigned, fractions), overflow refused; 0 on success. */
 int cli_u64(const char *s, unsigned long long *out);
 int cli_int(const char *s, long long lo, long long hi, long long *out);
+/* --seconds: digits with an optional fraction, 0 < T <= one week (no nan, inf, sign or exponent);
+ * 0 on success. All three are the one checked parser of core/numflag.h. */
+int cli_seconds(const char *s, double *out);
+#define CLI_SECONDS_EXPECTED "expected a number of seconds, 0 < T <= 604800 (one week)"
+/* A directory the command will write into (--scratch, ...): it must exist, be a directory and be
+ * writable. CLI_OK, or CLI_USAGE after a message naming flag and path. */
+int cli_dir_arg(const char *cmd, const char *flag, const char *path);
 
 /* The layout flags that describe a mesh and a tensor. */
 typedef struct cli_layout_args {

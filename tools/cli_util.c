@@ -1,13 +1,16 @@
 /* cli_util.c - flag scanning, layout-flag parsing and error printing shared by the subcommands.
  * Every error names the flag it came from and exits 2. */
-#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "cli.h"
 #include "core/checked.h"
 #include "core/box.h"
 #include "core/last_status.h"
+#include "core/numflag.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -49,41 +52,19 @@ int cli_flag(char **argv, int i, const char *name) { return strcmp(argv[i], name
 
 int cli_is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
-int cli_u64(const char *s, unsigned long long *out) {
-  if (!s || !*s) return -1;
-  int base = 10;
-  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s += 2;
-    if (!*s) return -1;
-  }
-  unsigned long long v = 0;
-  for (; *s; ++s) {
-    int d = isdigit((unsigned char)*s) ? *s - '0'
-          : base == 16 && isxdigit((unsigned char)*s) ? tolower((unsigned char)*s) - 'a' + 10 : -1;
-    if (d < 0) return -1;
-    if (__builtin_mul_overflow(v, (unsigned long long)base, &v) ||
-        __builtin_add_overflow(v, (unsigned long long)d, &v))
-      return -1;
-  }
-  *out = v;
-  return 0;
-}
+int cli_u64(const char *s, unsigned long long *out) { return rs__flag_u64(s, out); }
 
-int cli_int(const char *s, long long lo, long long hi, long long *out) {
-  if (!s || !*s) return -1;
-  int neg = *s == '-';
-  if (neg) ++s;
-  if (!*s) return -1;
-  long long v = 0;
-  for (; *s; ++s) {
-    if (!isdigit((unsigned char)*s)) return -1;
-    int d = *s - '0';
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -d : d, &v)) return -1;
-  }
-  if (v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
+int cli_int(const char *s, long long lo, long long hi, long long *out) { return rs__flag_int(s, lo, hi, out); }
+
+int cli_seconds(const char *s, double *out) { return rs__flag_seconds(s, out); }
+
+int cli_dir_arg(const char *cmd, const char *flag, const char *path) {
+  struct stat sb;
+  if (!*path) return cli_usage_error(cmd, "%s: empty path", flag);
+  if (stat(path, &sb) != 0) return cli_usage_error(cmd, "%s: '%s': %s", flag, path, strerror(errno));
+  if (!S_ISDIR(sb.st_mode)) return cli_usage_error(cmd, "%s: '%s': not a directory", flag, path);
+  if (access(path, W_OK | X_OK) != 0) return cli_usage_error(cmd, "%s: '%s': not writable", flag, path);
+  return CLI_OK;
 }
 
 int cli_layout_opt(const char *cmd, int argc, char **argv, int *i, cli_layout_args *a) {
@@ -135,10 +116,10 @@ int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaig
   } else if ((r = cli_opt(argc, argv, i, "--cases", &v)) != 0) {
     if (r < 0 || cli_int(v, 1, (long long)1 << 40, &a->cases)) return flag_error(cmd, "--cases: expected a positive integer");
   } else if (!a->no_seconds && (r = cli_opt(argc, argv, i, "--seconds", &v)) != 0) {
-    char *end;
-    double t = r < 0 ? 0 : strtod(v, &end);
-    if (r < 0 || *end || !(t > 0)) return flag_error(cmd, "--seconds: expected a positive number");
-    a->seconds = t;
+    if (r < 0 || cli_seconds(v, &a->seconds)) {
+      cli_usage_error(cmd, "--seconds: %s", CLI_SECONDS_EXPECTED);
+      return -1;
+    }
   } else if ((r = cli_opt(argc, argv, i, "--junit", &v)) != 0) {
     if (r < 0) return flag_error(cmd, "--junit: missing file");
     a->junit = v;

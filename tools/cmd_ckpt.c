@@ -264,11 +264,10 @@ int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **imp
     o->cases = n;
   }
   if (secv) {
-    char *e;
-    o->seconds = strtod(secv, &e);
-    if (*e || o->seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
+    if (cli_seconds(secv, &o->seconds)) return cli_usage_error(C, "--seconds: %s", CLI_SECONDS_EXPECTED);
     o->cases = 0;
   }
+  if (o->scratch && cli_dir_arg(C, "--scratch", o->scratch)) return CLI_USAGE;
   return -1;
 }
 
