@@ -225,7 +225,7 @@ static int cmd_run_(int argc, char **argv) {
     return cli_usage_error(C, "--impl opt: this build has no opt/ library");
 #endif
   }
-  if (bad == 3) cli_nomem(C, msg); /* out of memory is no verdict: exit 3, on every process */
+  if (bad == 3) fprintf(stderr, "reshard %s: %s\n", C, msg); /* out of memory: no verdict, exit 3 */
   else if (!quiet) {
     if (bad) printf("FAIL: %s\n", msg);
     else printf("ok: %lld parameters, every destination rank equals the oracle (%s)\n", (long long)m.nparams, impl);

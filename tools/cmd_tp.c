@@ -153,8 +153,9 @@ static int tp_run(int argc, char **argv) {
     char msg[4096];
     rs_clear_error();
     rs_outcome o = rs_tp_prop_run(c, impls, opt, NULL, msg, sizeof msg);
-    if (rs_outcome_is_oom(o)) {
-      rc = cli_nomem(C, msg);
+    if (rs_outcome_is_oom(o)) { /* no verdict: exit 3; the message says what ran out */
+      fprintf(stderr, "reshard %s: %s\n", C, msg);
+      rc = CLI_NOMEM;
     } else if (o != RS_PASS) {
       fprintf(stderr, "FAIL %s: %s\n", file, msg);
       rc = CLI_FAIL;
