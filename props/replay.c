@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 #include "props/props.h"
+#include "core/last_status.h"
 #include "core/case_json.h"
 #include "core/json.h"
 #include "core/mutant.h"
@@ -106,12 +107,15 @@ static rs_status read_meta(const cJSON *root, const char *path, rs_saved_failure
 
 rs_status rs_saved_failure_read(const char *path, rs_saved_failure *out) {
   memset(out, 0, sizeof *out);
+  /* every message names the file once (the reader's, read_meta's and these) */
+  char pre[600];
+  snprintf(pre, sizeof pre, "%.580s: ", path);
   char *text = rs_read_text(path);
-  if (!text) return rs_fail(RS_ERR_IO, "replay: cannot read %s", path);
+  if (!text) return rs__last_status();
   cJSON *root;
   rs_status st = rs_json_parse(text, &root);
   free(text);
-  if (st) return rs_fail_prefix(st, "replay: ");
+  if (st) return rs_fail_prefix(st, pre);
   if ((st = read_meta(root, path, out))) {
     cJSON_Delete(root);
     return st;
@@ -121,7 +125,7 @@ rs_status rs_saved_failure_read(const char *path, rs_saved_failure *out) {
   cJSON_Delete(root);
   if (st) {
     /* A bad case the parser refuses is a rejection; the bad-case property passes when it says why. */
-    if (!rs_prop_bad_cases(out->id)) return st;
+    if (!rs_prop_bad_cases(out->id)) return rs_fail_prefix(st, pre);
     snprintf(out->reject, sizeof out->reject, "%s", rs_last_error());
     out->case_ok = 0;
     return RS_OK;

@@ -169,6 +169,25 @@ expect_rc 2 "$R" bench traffic --cases 1e3
 printf '{"world":1,"tensors":[{"key":"w","dtype":"F64","shape":[2305843009213693952],"mesh":[1],"placements":"R"}]}\n' >"$T/spec.json"
 expect_rc 2 "$R" ckpt save "$T/spec.json" --root "$T/r" --step 1; expect_err "tensors\[0\].shape: byte count overflows int64"
 grep -q "shapeshape\|shape: tensor.shape" "$T/err" && fail "doubled field: $(cat "$T/err")"
+# the library's own name for a field is replaced by the user's flag, never printed after it
+verbatim() { [ "$(cat "$T/err")" = "$1" ] || fail "message: '$(cat "$T/err")', want '$1'"; }
+expect_rc 2 "$R" layout --mesh 2 --placements R --shape 4x; verbatim "reshard layout: --shape: '4x': expected sizes like 4x2 (each 0..2^63-1)"
+expect_rc 2 "$R" layout --mesh 4x --placements R; verbatim "reshard layout: --mesh: '4x': expected sizes like 4x2 (each 0..2^63-1)"
+expect_rc 2 "$R" layout --mesh 2 --placements R --ranks 0,0; verbatim "reshard layout: --ranks[1]: rank 0 appears twice"
+expect_rc 2 "$R" layout --mesh 2 --placements Q --shape 4; verbatim "reshard layout: --placements: 'Q': expected R, S<d>, S(<d>), P or P(<op>)"
+expect_rc 2 "$R" layout --mesh 2x2 --placements S0,S0 --shape 4 --order 0:9; verbatim "reshard layout: --order: '0:9': bad mesh dim"
+expect_rc 2 "$R" ckpt load x.json --root "$T" --strict bogus; expect_err "reshard ckpt load: --strict: 'bogus'"
+expect_rc 2 "$R" run "$T/none.json"; verbatim "reshard run: $T/none.json: cannot open (No such file or directory)"
+expect_rc 2 "$R" replay "$T/none.json"; verbatim "reshard replay: $T/none.json: cannot open (No such file or directory)"
+# every reader refuses a link and anything but a regular file (a FIFO used to block for ever)
+mk link_target.json '[2]' '[5]' '' ''
+ln -s "$T/link_target.json" "$T/link.json"
+expect_rc 2 "$R" run "$T/link.json"; verbatim "reshard run: $T/link.json: a symbolic link (give the file itself)"
+mkfifo "$T/fifo.json"
+expect_rc 2 timeout 20 "$R" run "$T/fifo.json"; verbatim "reshard run: $T/fifo.json: not a regular file"
+expect_rc 2 timeout 20 "$R" replay "$T/fifo.json"; expect_err "not a regular file"
+expect_rc 2 timeout 20 "$R" p2p run "$T/fifo.json"; expect_err "not a regular file"
+expect_rc 2 "$R" run "$T"; expect_err "not a regular file"
 
 # --- copy-service plug-ins: checked before dlopen, refused before any case runs (exit 2, nothing saved) ---
 P2P=$(dirname "$0")/../fixtures/p2p/dense_tp4pp2dp2_to_tp8pp1dp2.json

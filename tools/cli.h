@@ -10,6 +10,12 @@
  * out of memory (or another resource) has a code of its own. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOMEM = 3 };
 
+/* An rs_status failure whose message starts with the library's own name for the field (one of the
+ * '|'-separated names in lib: "shape '4x': ..." from the shape parser) printed under the user's
+ * flag instead, so the field is named once: "reshard layout: --mesh: '4x': ...". An index is kept
+ * ("mesh.ranks[1]: ..." as "--ranks[1]: ..."); another message gets the flag in front. Returns
+ * CLI_NOMEM for RS_ERR_NOMEM, else CLI_USAGE. */
+int cli_flag_error(const char *cmd, const char *flag, const char *lib);
 /* Prints "reshard <cmd>: out of memory (...)" and returns CLI_NOMEM. */
 int cli_nomem(const char *cmd, const char *what);
 

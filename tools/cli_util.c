@@ -29,6 +29,23 @@ int cli_status_error(const char *cmd, const char *what) {
   return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : CLI_USAGE;
 }
 
+int cli_flag_error(const char *cmd, const char *flag, const char *lib) {
+  const char *e = rs_last_error();
+  for (const char *n = lib; n && *n;) {
+    size_t len = strcspn(n, "|");
+    const char *rest = e + len;
+    if (len && strncmp(e, n, len) == 0 && (*rest == ' ' || *rest == ':' || *rest == '[' || *rest == 0)) {
+      if (*rest == ':') ++rest;
+      while (*rest == ' ') ++rest;
+      /* "mesh.ranks[1]: ..." keeps its index: "--ranks[1]: ..." */
+      fprintf(stderr, "reshard %s: %s%s%s\n", cmd, flag, *rest == '[' ? "" : ": ", *rest ? rest : "invalid");
+      return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : CLI_USAGE;
+    }
+    n += len + (n[len] == '|');
+  }
+  return cli_status_error(cmd, flag);
+}
+
 int cli_nomem(const char *cmd, const char *what) {
   fprintf(stderr, "reshard %s: out of memory (%s)\n", cmd, what);
   return CLI_NOMEM;
@@ -139,7 +156,7 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
   int64_t sizes[RS_MAX_MESH_DIMS];
   int nd = 0;
   if (!a->mesh) return cli_usage_error(cmd, "--mesh: required (e.g. --mesh 4x2)");
-  if (rs_parse_dims(a->mesh, RS_MAX_MESH_DIMS, sizes, &nd) != RS_OK) return cli_status_error(cmd, "--mesh");
+  if (rs_parse_dims(a->mesh, RS_MAX_MESH_DIMS, sizes, &nd) != RS_OK) return cli_flag_error(cmd, "--mesh", "shape");
   if (nd < 1) return cli_usage_error(cmd, "--mesh: at least one mesh dim");
   int32_t *ranks = NULL;
   int nr = 0;
@@ -148,7 +165,7 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
     if (!ranks) return cli_nomem(cmd, "--ranks");
     if (rs_parse_ranks(a->ranks, ranks, RS_MAX_RANKS, &nr) != RS_OK) {
       free(ranks);
-      return cli_status_error(cmd, "--ranks");
+      return cli_flag_error(cmd, "--ranks", "ranks");
     }
     int64_t prod;
     if (!rs__numel_ok(sizes, nd, &prod) || prod > RS_MAX_RANKS) {
@@ -162,12 +179,13 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
   }
   rs_status st = rs_mesh_init(&c->mesh, nd, sizes, ranks);
   free(ranks);
-  if (st) return cli_status_error(cmd, "--mesh/--ranks");
+  if (st) return strncmp(rs_last_error(), "mesh.ranks", 10) == 0 ? cli_flag_error(cmd, "--ranks", "mesh.ranks")
+                                                                : cli_flag_error(cmd, "--mesh", "mesh.shape|mesh");
   c->tensor.dtype = RS_F32;
-  if (a->dtype && rs_dtype_parse(a->dtype, &c->tensor.dtype) != RS_OK) return cli_status_error(cmd, "--dtype");
+  if (a->dtype && rs_dtype_parse(a->dtype, &c->tensor.dtype) != RS_OK) return cli_flag_error(cmd, "--dtype", "dtype");
   c->tensor.ndim = 0;
   if (a->shape && rs_parse_dims(a->shape, RS_MAX_DIMS, c->tensor.shape, &c->tensor.ndim) != RS_OK)
-    return cli_status_error(cmd, "--shape");
+    return cli_flag_error(cmd, "--shape", "shape");
   int64_t nb;
   if (rs__tensor_nbytes_at(&c->tensor, "--shape", &nb) != RS_OK) return cli_status_error(cmd, NULL);
   return CLI_OK;
@@ -176,13 +194,14 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
 int cli_build_sharding(const char *cmd, const char *flag_pl, const char *pl, const char *flag_order,
                        const char *order, const rs_case *c, rs_sharding *s) {
   if (!pl) return cli_usage_error(cmd, "%s: required (e.g. %s S0,R)", flag_pl, flag_pl);
-  if (rs_parse_placements(pl, s) != RS_OK) return cli_status_error(cmd, flag_pl);
+  static const char PL[] = "placements|placement", ORD[] = "shard_order|order";
+  if (rs_parse_placements(pl, s) != RS_OK) return cli_flag_error(cmd, flag_pl, PL);
   if (s->mesh_ndim != c->mesh.ndim)
     return cli_usage_error(cmd, "%s: %d placements for a %d-d mesh", flag_pl, s->mesh_ndim, c->mesh.ndim);
-  if (rs_sharding_set_default_order(s, c->tensor.ndim) != RS_OK) return cli_status_error(cmd, flag_pl);
-  if (order && rs_parse_order(order, s, c->tensor.ndim) != RS_OK) return cli_status_error(cmd, flag_order);
+  if (rs_sharding_set_default_order(s, c->tensor.ndim) != RS_OK) return cli_flag_error(cmd, flag_pl, PL);
+  if (order && rs_parse_order(order, s, c->tensor.ndim) != RS_OK) return cli_flag_error(cmd, flag_order, ORD);
   if (rs_sharding_validate(s, &c->mesh, &c->tensor) != RS_OK)
-    return cli_status_error(cmd, order ? flag_order : flag_pl);
+    return order ? cli_flag_error(cmd, flag_order, ORD) : cli_flag_error(cmd, flag_pl, PL);
   return CLI_OK;
 }
 

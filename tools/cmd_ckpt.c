@@ -141,7 +141,7 @@ static int cmd_load(int argc, char **argv) {
   const char *spec = a.spec, *root = a.root;
   long long step = a.step;
   rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
-  if (a.strict && rs_strict_parse(a.strict, &mode)) return cli_status_error(C, "--");
+  if (a.strict && rs_strict_parse(a.strict, &mode)) return cli_flag_error(C, "--strict", "strict");
   rs_state_spec s, saved;
   rs_status st;
   if ((st = rs_state_spec_from_file(spec, &s))) return input_fail(C, st);

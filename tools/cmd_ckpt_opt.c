@@ -116,7 +116,7 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
   int r, read_once = a->read_once;
   if ((r = check_impl(C, a->impl, 0))) return r;
   rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
-  if (a->strict && rs_strict_parse(a->strict, &mode)) return cli_status_error(C, "--");
+  if (a->strict && rs_strict_parse(a->strict, &mode)) return cli_flag_error(C, "--strict", "strict");
   rs_ckpt_opt_opts o;
   fill_opts(a, &o);
   o.log = stderr;

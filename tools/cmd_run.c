@@ -159,7 +159,7 @@ int cmd_run(int argc, char **argv) {
   if (use_opt) return cli_usage_error(C, "--impl opt: this build has no opt/ library");
 #endif
   char *text = rs_read_text(file);
-  if (!text) return cli_status_error(C, file);
+  if (!text) return cli_status_error(C, NULL); /* the reader named the file */
   rs_case *c = calloc(1, sizeof *c);
   rs_diff *diff = calloc(1, sizeof *diff);
   rs_plan *p = calloc(1, sizeof *p);
