@@ -1,7 +1,9 @@
 /* bench_flags.c - the benchmarks' numeric flags through the one checked parser (core/numflag.h):
  * `--cases 4294967297`, `--cases 1e3`, `--bytes nan` or `--ranks -1` are refused naming the flag,
  * never read by atoi/strtod into something else. */
+#include <stdlib.h>
 #include <string.h>
+#include "core/mutant.h"
 #include "bench.h"
 #include "core/numflag.h"
 
@@ -10,6 +12,10 @@ int rs_bench_int_flag(const char *who, int argc, char **argv, int *i, const char
   if (strcmp(argv[*i], name) != 0) return 0;
   long long v;
   if (*i + 1 >= argc) *st = rs_fail(RS_ERR_INVALID, "%s: %s: missing value", who, name);
+  else if (RS_MUTANT(702) && (v = atoi(argv[++*i])) >= lo && v <= hi) /* planted: read by atoi again */
+    *out = (int)v, *st = RS_OK;
+  else if (RS_MUTANT(702))
+    *st = rs_fail(RS_ERR_INVALID, "%s: %s: out of range", who, name);
   else if (rs__flag_int(argv[++*i], lo, hi, &v))
     *st = rs_fail(RS_ERR_INVALID, "%s: %s: '%s', expected an integer %lld..%lld", who, name, argv[*i], lo, hi);
   else {

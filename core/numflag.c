@@ -2,7 +2,6 @@
 #include "core/numflag.h"
 #include <ctype.h>
 #include <string.h>
-#include "core/mutant.h"
 
 int rs__flag_int(const char *s, long long lo, long long hi, long long *out) {
   if (!s) return -1;
@@ -13,10 +12,6 @@ int rs__flag_int(const char *s, long long lo, long long hi, long long *out) {
   for (; *s; ++s) {
     if (!isdigit((unsigned char)*s)) return -1;
     int d = *s - '0';
-    if (RS_MUTANT(702)) { /* planted: the value wraps like atoi's int (4294967297 reads as 1) */
-      v = (int)(unsigned)((unsigned)v * 10u + (unsigned)d);
-      continue;
-    }
     if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -d : d, &v)) return -1;
   }
   if (v < lo || v > hi) return -1;

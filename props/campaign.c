@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include "core/numflag.h"
 #include "props/props.h"
 #include "core/values.h"
 #include "core/last_status.h"
@@ -151,6 +152,8 @@ static void check_features(const rs_campaign_opts *o, rs_campaign_result *r) {
 
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   memset(r, 0, sizeof *r);
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   int en[RS_PROP_COUNT], want_bad = 0;
   enabled_props(o, en);
   for (int p = 0; p < RS_PROP_COUNT; p++) want_bad |= en[p] && rs_prop_bad_cases((rs_prop_id)p);

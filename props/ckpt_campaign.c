@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/numflag.h"
 #include "core/ckpt/internal.h"
 #include "core/json.h"
 #include "core/values.h"
@@ -68,6 +69,8 @@ rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, cha
 
 rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_result *r) {
   memset(r, 0, sizeof *r);
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   char scratch[4200];
   if (o->scratch) snprintf(scratch, sizeof scratch, "%s", o->scratch);
   else {

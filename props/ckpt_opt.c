@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/numflag.h"
 #include "core/ckpt/internal.h"
 #include "core/json.h"
 #include "core/values.h"
@@ -431,6 +432,8 @@ rs_status rs_ckpt_opt_replay(const uint64_t *v, size_t n, const char *scratch, i
 
 rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, rs_ckpt_opt_campaign_result *r) {
   memset(r, 0, sizeof *r);
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   int me = rs_world_rank(world);
   char scratch[4200];
   long tag = (long)getpid();

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <cjson/cJSON.h>
+#include "core/numflag.h"
 #include "props/p2p.h"
 #include "core/mutant.h"
 #ifdef RS_HAVE_OPT
@@ -270,6 +271,8 @@ static void save(const rs_p2p_campaign *o, rs_p2p_prop p, const rs_p2p_model *m,
 
 rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r) {
   memset(r, 0, sizeof *r);
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int done[RS_P2P_PROP_COUNT] = {0};

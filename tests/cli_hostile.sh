@@ -145,7 +145,7 @@ for row in "${numeric_flags[@]}"; do
   done
 done
 # atoi read these as 1 (4294967297 = 2^32 + 1) or 64 (4294967360): beyond each flag's range
-for row in "traffic|--cases" "local|--max-mib" "p2p plan|--max-ranks" "ckpt|--ranks" "ckpt|--threads" "pytorch|--reps"; do
+for row in "traffic|--cases" "local|--max-mib" "p2p plan|--max-ranks" "ckpt|--ranks" "pytorch|--reps"; do
   IFS='|' read -r verb flag <<<"$row"
   # shellcheck disable=SC2086
   expect_rc 2 timeout 20 "$R" bench $verb $flag 4294967297; names "$flag"
