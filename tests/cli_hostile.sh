@@ -161,6 +161,7 @@ for verb in check "ckpt check" "p2p check"; do
   done
 done
 
+verbatim() { [ "$(cat "$T/err")" = "$1" ] || fail "message: '$(cat "$T/err")', want '$1'"; }
 # --- one message per failure, naming the field once (no "shapeshape", no "--flag: --flag:") ---
 expect_rc 2 "$R" layout --mesh 1 --placements R --shape 2305843009213693952 --dtype F64
 [ "$(cat "$T/err")" = "reshard layout: --shape: byte count overflows int64" ] || fail "--shape message: $(cat "$T/err")"
@@ -169,8 +170,22 @@ expect_rc 2 "$R" bench traffic --cases 1e3
 printf '{"world":1,"tensors":[{"key":"w","dtype":"F64","shape":[2305843009213693952],"mesh":[1],"placements":"R"}]}\n' >"$T/spec.json"
 expect_rc 2 "$R" ckpt save "$T/spec.json" --root "$T/r" --step 1; expect_err "tensors\[0\].shape: byte count overflows int64"
 grep -q "shapeshape\|shape: tensor.shape" "$T/err" && fail "doubled field: $(cat "$T/err")"
+# ckpt import of a bad header: the whole message after the path (it was formatted into its own
+# buffer, and printed only the path)
+st_file() { # st_file PATH HEADER_JSON: a safetensors file with 16 data bytes
+  local n=${#2}
+  printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x\\x00\\x00\\x00\\x00' $((n & 255)) $((n >> 8 & 255)) $((n >> 16 & 255)) $((n >> 24)))" >"$1"
+  printf '%s' "$2" >>"$1"
+  head -c 16 /dev/zero >>"$1"
+}
+mkdir -p "$T/imp"
+st_file "$T/imp/model-00001-of-00001.safetensors" '{"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,16]}}'
+expect_rc 2 "$R" ckpt import "$T/imp" --root "$T/impout" --step 1
+verbatim "reshard ckpt import: $T/imp/model-00001-of-00001.safetensors: safetensors: tensor 'w': byte count overflows int64"
+st_file "$T/imp/model-00001-of-00001.safetensors" '{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,1600]}}'
+expect_rc 2 "$R" ckpt import "$T/imp" --root "$T/impout" --step 1
+verbatim "reshard ckpt import: $T/imp/model-00001-of-00001.safetensors: safetensors: tensor 'w': data_offsets [0, 1600) hold 1600 bytes, shape needs 16"
 # the library's own name for a field is replaced by the user's flag, never printed after it
-verbatim() { [ "$(cat "$T/err")" = "$1" ] || fail "message: '$(cat "$T/err")', want '$1'"; }
 expect_rc 2 "$R" layout --mesh 2 --placements R --shape 4x; verbatim "reshard layout: --shape: '4x': expected sizes like 4x2 (each 0..2^63-1)"
 expect_rc 2 "$R" layout --mesh 4x --placements R; verbatim "reshard layout: --mesh: '4x': expected sizes like 4x2 (each 0..2^63-1)"
 expect_rc 2 "$R" layout --mesh 2 --placements R --ranks 0,0; verbatim "reshard layout: --ranks[1]: rank 0 appears twice"
