@@ -52,8 +52,9 @@ int cli_int(const char *s, long long lo, long long hi, long long *out);
  * 0 on success. All three are the one checked parser of core/numflag.h. */
 int cli_seconds(const char *s, double *out);
 #define CLI_SECONDS_EXPECTED "expected a number of seconds, 0 < T <= 604800 (one week)"
-/* A directory the command will write into (--scratch, ...): it must exist, be a directory and be
- * writable. CLI_OK, or CLI_USAGE after a message naming flag and path. */
+/* A directory the command will write into (--scratch, ...): a writable directory, or a missing one
+ * whose parent is a writable directory (the command makes it). CLI_OK, or CLI_USAGE after a message
+ * naming flag and path. */
 int cli_dir_arg(const char *cmd, const char *flag, const char *path);
 
 /* The layout flags that describe a mesh and a tensor. */

@@ -78,9 +78,24 @@ int cli_seconds(const char *s, double *out) { return rs__flag_seconds(s, out); }
 int cli_dir_arg(const char *cmd, const char *flag, const char *path) {
   struct stat sb;
   if (!*path) return cli_usage_error(cmd, "%s: empty path", flag);
-  if (stat(path, &sb) != 0) return cli_usage_error(cmd, "%s: '%s': %s", flag, path, strerror(errno));
-  if (!S_ISDIR(sb.st_mode)) return cli_usage_error(cmd, "%s: '%s': not a directory", flag, path);
-  if (access(path, W_OK | X_OK) != 0) return cli_usage_error(cmd, "%s: '%s': not writable", flag, path);
+  if (stat(path, &sb) == 0) {
+    if (!S_ISDIR(sb.st_mode)) return cli_usage_error(cmd, "%s: '%s': not a directory", flag, path);
+    if (access(path, W_OK | X_OK) != 0) return cli_usage_error(cmd, "%s: '%s': not writable", flag, path);
+    return CLI_OK;
+  }
+  if (errno != ENOENT) return cli_usage_error(cmd, "%s: '%s': %s", flag, path, strerror(errno));
+  /* missing: the command creates it (one level), so its parent must be a writable directory */
+  char parent[4096];
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/') --n;
+  while (n > 0 && path[n - 1] != '/') --n;
+  while (n > 1 && path[n - 1] == '/') --n;
+  if (n >= sizeof parent) return cli_usage_error(cmd, "%s: path too long", flag);
+  snprintf(parent, sizeof parent, "%.*s", (int)n, n ? path : ".");
+  if (n == 0) snprintf(parent, sizeof parent, ".");
+  if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(parent, W_OK | X_OK) != 0)
+    return cli_usage_error(cmd, "%s: '%s': no such directory, and '%s' is no writable directory to make it in", flag,
+                           path, parent);
   return CLI_OK;
 }
 
