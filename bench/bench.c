@@ -301,7 +301,11 @@ static rs_status bench_local(const bopts *o) {
       rs_locals in = {0, NULL}, out = {0, NULL};
       if ((st = fill_source(&c, &in))) break;
       /* warm up: allocates and touches the outputs, compiles the schedule */
-      if ((st = rs_opt_redistribute(opt, NULL, &c, &in, &out, NULL))) break;
+      if ((st = rs_opt_redistribute(opt, NULL, &c, &in, &out, NULL))) {
+        rs_locals_free(&in);
+        rs_locals_free(&out);
+        break;
+      }
       int64_t wb = out_bytes(&out);
       char *a = malloc((size_t)wb), *b = malloc((size_t)wb);
       if (!a || !b) {
@@ -326,6 +330,13 @@ static rs_status bench_local(const bopts *o) {
         double t2 = now_s();
         to[r] = t1 - t0;
         tm[r] = t2 - t1;
+      }
+      if (st) { /* a failed run (out of memory) has no timing: no row, exit 3 */
+        free(a);
+        free(b);
+        rs_locals_free(&in);
+        rs_locals_free(&out);
+        break;
       }
       qsort(to, (size_t)reps, sizeof(double), cmp_d);
       qsort(tm, (size_t)reps, sizeof(double), cmp_d);
