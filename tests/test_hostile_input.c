@@ -20,6 +20,7 @@
 #include "reshard/ckpt.h"
 #include "reshard/p2p.h"
 #include <fcntl.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -337,7 +338,7 @@ static void test_numflags(void) {
       fprintf(stderr, "--seconds '%s' accepted as %g\n", bad_sec[i], t);
       rs_test_failures++;
     }
-  CHECK(!rs__seconds_ok(0.0 / 0.0) && !rs__seconds_ok(1.0 / 0.0) && rs__seconds_ok(1));
+  CHECK(!rs__seconds_ok(NAN) && !rs__seconds_ok(INFINITY) && rs__seconds_ok(1));
 }
 
 /* Out of memory is no verdict: a FAIL whose last error is RS_ERR_NOMEM. */
