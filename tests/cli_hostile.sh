@@ -6,6 +6,11 @@
 set -u
 R=${1:?usage: cli_hostile.sh path/to/reshard}
 . "$(dirname "$0")/cli_lib.sh"
+# absolute paths, then work in the scratch dir: benchmarks and campaigns write into the working
+# directory (CSV files, checkpoint scratch), which must never be the source tree
+R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+cd "$T" || exit 1
 names() { grep -q -- "$1" "$T/err" || fail "error does not name $1: $(head -c 300 "$T/err")"; }
 
 # --- CLI text syntax: overflow and garbage ---
@@ -205,7 +210,7 @@ expect_rc 2 timeout 20 "$R" p2p run "$T/fifo.json"; expect_err "not a regular fi
 expect_rc 2 "$R" run "$T"; expect_err "not a regular file"
 
 # --- copy-service plug-ins: checked before dlopen, refused before any case runs (exit 2, nothing saved) ---
-P2P=$(dirname "$0")/../fixtures/p2p/dense_tp4pp2dp2_to_tp8pp1dp2.json
+P2P=$SRC/fixtures/p2p/dense_tp4pp2dp2_to_tp8pp1dp2.json
 plugin=$B/tests/libp2p_copy_plugin.so
 if [ -f "$plugin" ] && "$R" p2p run "$P2P" --copy-service "$plugin" --quiet >/dev/null 2>&1; then
   size=$(stat -c %s "$plugin")
