@@ -301,7 +301,11 @@ static rs_status bench_local(const bopts *o) {
       rs_locals in = {0, NULL}, out = {0, NULL};
       if ((st = fill_source(&c, &in))) break;
       /* warm up: allocates and touches the outputs, compiles the schedule */
-      if ((st = rs_opt_redistribute(opt, NULL, &c, &in, &out, NULL))) break;
+      if ((st = rs_opt_redistribute(opt, NULL, &c, &in, &out, NULL))) {
+        rs_locals_free(&in);
+        rs_locals_free(&out);
+        break;
+      }
       int64_t wb = out_bytes(&out);
       char *a = malloc((size_t)wb), *b = malloc((size_t)wb);
       if (!a || !b) {
@@ -309,7 +313,7 @@ static rs_status bench_local(const bopts *o) {
         free(b);
         rs_locals_free(&in);
         rs_locals_free(&out);
-        st = rs_fail(RS_ERR_NOMEM, "bench: out of memory");
+        st = rs_fail(RS_ERR_NOMEM, "bench local: out of memory");
         break;
       }
       memset(a, 1, (size_t)wb);
@@ -326,6 +330,13 @@ static rs_status bench_local(const bopts *o) {
         double t2 = now_s();
         to[r] = t1 - t0;
         tm[r] = t2 - t1;
+      }
+      if (st) { /* a failed run (out of memory) has no timing: no row, exit 3 */
+        free(a);
+        free(b);
+        rs_locals_free(&in);
+        rs_locals_free(&out);
+        break;
       }
       qsort(to, (size_t)reps, sizeof(double), cmp_d);
       qsort(tm, (size_t)reps, sizeof(double), cmp_d);
@@ -438,15 +449,15 @@ rs_status rs_bench_main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "pytorch")) return rs_bench_pytorch(argc, argv);
   if (argc > 1 && !strcmp(argv[1], "p2p")) return rs_bench_p2p(argc, argv);
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--cases") && i + 1 < argc) o.cases = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc) o.max_mib = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--csv") && i + 1 < argc) o.csv = argv[++i];
+    rs_status fst;
+    if (rs_bench_int_flag("bench", argc, argv, &i, "--cases", 1, 10000000, &o.cases, &fst) ||
+        rs_bench_int_flag("bench", argc, argv, &i, "--max-mib", 1, 1 << 20, &o.max_mib, &fst) ||
+        rs_bench_int_flag("bench", argc, argv, &i, "--reps", 1, 1000, &o.reps, &fst)) {
+      if (fst) return fst;
+    } else if (!strcmp(argv[i], "--csv") && i + 1 < argc) o.csv = argv[++i];
     else if (argv[i][0] != '-') what = argv[i];
     else return rs_fail(RS_ERR_INVALID, "bench: unknown option %s", argv[i]);
   }
-  if (o.cases < 1 || o.max_mib < 1 || o.reps < 1)
-    return rs_fail(RS_ERR_INVALID, "bench: --cases, --max-mib and --reps must be positive");
   int all = !strcmp(what, "all");
   rs_status st = RS_OK;
   if (!st && (all || !strcmp(what, "traffic"))) st = bench_traffic(&o);

@@ -18,4 +18,13 @@ int rs_bench_ckpt_main(int argc, char **argv);
  * resharding planning time against rank count, and one move against MPI_Alltoallv (bench_p2p.c). */
 rs_status rs_bench_p2p(int argc, char **argv);
 
+/* The benchmarks' numeric flags (bench_flags.c), through core/numflag.h's checked parser. When
+ * argv[*i] is `name`: takes its value (advancing *i) into *out if it is an integer in [lo, hi], else
+ * *st is a usage error naming `who` and the flag; returns 1. Returns 0 for another argument. */
+int rs_bench_int_flag(const char *who, int argc, char **argv, int *i, const char *name, long long lo,
+                      long long hi, int *out, rs_status *st);
+/* "a,b,c" of integers in [lo, hi], at most max of them, into out[0..*n). */
+rs_status rs_bench_int_list(const char *who, const char *name, const char *v, long long lo, long long hi,
+                            int *out, int max, int *n);
+
 #endif

@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "bench.h"
+#include "core/last_status.h"
+#include "core/numflag.h"
 #include "reshard/ckpt_opt.h"
 
 static double mono(void) {
@@ -196,6 +198,19 @@ static rs_status sequential_into(const rs_ckpt_world *w, const char *path, int d
   return st;
 }
 
+static const char B[] = "bench ckpt";
+
+/* A run that failed: exit 3 when it ran out of memory (no verdict on the code), else 1. */
+static int fail_rc(const char *what, rs_status st) {
+  fprintf(stderr, "reshard bench ckpt: %s%s%s\n", what ? what : "", what ? ": " : "", rs_last_error());
+  return st == RS_ERR_NOMEM ? 3 : 1;
+}
+
+static int usage_fail(void) {
+  fprintf(stderr, "reshard %s\n", rs_last_error());
+  return 2;
+}
+
 int rs_bench_ckpt_main(int argc, char **argv) {
   int64_t bytes = (int64_t)2 << 30;
   const char *dir = NULL, *json = NULL, *transport = "local";
@@ -203,18 +218,16 @@ int rs_bench_ckpt_main(int argc, char **argv) {
   int64_t seg = (int64_t)8 << 20;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--direct")) direct = 1;
+    rs_status fst = RS_OK;
+    if (rs_bench_int_flag(B, argc, argv, &i, "--reps", 1, BENCH_MAX_REPS, &reps, &fst) ||
+        rs_bench_int_flag(B, argc, argv, &i, "--threads", 1, 64, &threads, &fst)) {
+      if (fst) return usage_fail();
+    } else if (!strcmp(a, "--direct")) direct = 1;
     else if (!strcmp(a, "--bytes") && v) {
-      char *e;
-      double x = strtod(v, &e);
-      if (*e == 'G' || *e == 'g') x *= 1 << 30;
-      else if (*e == 'M' || *e == 'm') x *= 1 << 20;
-      else if (*e == 'K' || *e == 'k') x *= 1 << 10;
-      if (x < 65536 || x > 1e12) {
-        fprintf(stderr, "reshard bench ckpt: --bytes: expected 64K .. 1000G\n");
+      if (rs__flag_bytes(v, 65536, (int64_t)1000 << 30, &bytes)) {
+        fprintf(stderr, "reshard bench ckpt: --bytes: '%s', expected 64K .. 1000G (digits, optional K/M/G/T)\n", v);
         return 2;
       }
-      bytes = (int64_t)x;
       i++;
     } else if (!strcmp(a, "--dir") && v) {
       dir = v;
@@ -222,36 +235,11 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     } else if (!strcmp(a, "--transport") && v) {
       transport = v;
       i++;
-    } else if (!strcmp(a, "--reps") && v) {
-      reps = atoi(v);
-      if (reps < 1 || reps > BENCH_MAX_REPS) {
-        fprintf(stderr, "reshard bench ckpt: --reps: expected 1..%d\n", BENCH_MAX_REPS);
-        return 2;
-      }
-      i++;
     } else if (!strcmp(a, "--json") && v) {
       json = v;
       i++;
-    } else if (!strcmp(a, "--threads") && v) {
-      threads = atoi(v);
-      if (threads < 1 || threads > 64) {
-        fprintf(stderr, "reshard bench ckpt: --threads: expected 1..64\n");
-        return 2;
-      }
-      i++;
     } else if (!strcmp(a, "--ranks") && v) {
-      nr = 0;
-      for (const char *p = v; *p && nr < 8;) {
-        ranks[nr] = atoi(p);
-        if (ranks[nr] < 1 || ranks[nr] > 64) {
-          fprintf(stderr, "reshard bench ckpt: --ranks: a comma list of 1..64\n");
-          return 2;
-        }
-        nr++;
-        p = strchr(p, ',');
-        if (!p) break;
-        p++;
-      }
+      if (rs_bench_int_list(B, "--ranks", v, 1, 64, ranks, 8, &nr)) return usage_fail();
       i++;
     } else {
       fprintf(stderr,
@@ -297,16 +285,15 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     rs_state_spec s;
     rs_ckpt_world w;
     if (!spec || rs_state_spec_from_json(spec, &s)) {
-      fprintf(stderr, "reshard bench ckpt: spec: %s\n", rs_last_error());
+      rc = !spec ? fail_rc("spec", rs_fail(RS_ERR_NOMEM, "out of memory")) : fail_rc("spec", rs__last_status());
       free(spec);
-      rc = 1;
       break;
     }
     free(spec);
-    if (rs_state_spec_build(&s, RS_FILL_VALUES, &w)) {
-      fprintf(stderr, "reshard bench ckpt: build: %s\n", rs_last_error());
+    rs_status bst = rs_state_spec_build(&s, RS_FILL_VALUES, &w);
+    if (bst) {
+      rc = fail_rc("build", bst);
       rs_state_spec_free(&s);
-      rc = 1;
       break;
     }
     uint64_t d0;
@@ -365,8 +352,7 @@ int rs_bench_ckpt_main(int argc, char **argv) {
                 k || rep ? "," : "", ranks[k], rep, (long long)b, x[0], x[1], x[2], x[3], x[4], x[5]);
     }
     if (st) {
-      fprintf(stderr, "reshard bench ckpt: %s\n", rs_last_error());
-      rc = 1;
+      rc = fail_rc(NULL, st);
     } else {
       /* per rep: MB/s of the six, then the ratios; each column's median over the reps */
       double mb = (double)b / 1e6, col[11][BENCH_MAX_REPS], med[11];

@@ -231,15 +231,15 @@ rs_status rs_bench_p2p(int argc, char **argv) {
   const char *what = "plan", *csv = ".";
   int max_ranks = 32768, reps = 3, layers = 100;
   for (int i = 2; i < argc; ++i) {
-    if (!strcmp(argv[i], "--max-ranks") && i + 1 < argc) max_ranks = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--layers") && i + 1 < argc) layers = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    rs_status fst;
+    if (rs_bench_int_flag("bench p2p", argc, argv, &i, "--max-ranks", 64, 1 << 20, &max_ranks, &fst) ||
+        rs_bench_int_flag("bench p2p", argc, argv, &i, "--reps", 1, 1000, &reps, &fst) ||
+        rs_bench_int_flag("bench p2p", argc, argv, &i, "--layers", 1, 10000, &layers, &fst)) {
+      if (fst) return fst;
+    } else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
     else if (argv[i][0] != '-') what = argv[i];
     else return rs_fail(RS_ERR_INVALID, "bench p2p: unknown option %s", argv[i]);
   }
-  if (max_ranks < 64 || reps < 1 || layers < 1)
-    return rs_fail(RS_ERR_INVALID, "bench p2p: --max-ranks >= 64, --reps and --layers >= 1");
   rs_status st = RS_OK;
   if (!strcmp(what, "plan") || !strcmp(what, "all")) st = bench_plan(max_ranks, reps, layers, csv);
   if (!st && (!strcmp(what, "move") || !strcmp(what, "all"))) {

@@ -111,10 +111,13 @@ rs_status rs_bench_pytorch(int argc, char **argv) {
     if (!strcmp(argv[i], "pytorch")) continue;
     if (!strcmp(argv[i], "--fixtures") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csvdir = argv[++i];
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-    else return rs_fail(RS_ERR_INVALID, "bench pytorch: unknown option %s", argv[i]);
+    else {
+      rs_status fst;
+      if (!rs_bench_int_flag("bench pytorch", argc, argv, &i, "--reps", 1, 1000, &reps, &fst))
+        return rs_fail(RS_ERR_INVALID, "bench pytorch: unknown option %s", argv[i]);
+      if (fst) return fst;
+    }
   }
-  if (reps < 1) return rs_fail(RS_ERR_INVALID, "bench pytorch: --reps must be positive");
   DIR *d = opendir(dir);
   if (!d) return rs_fail(RS_ERR_IO, "bench pytorch: cannot open %s (--fixtures DIR)", dir);
   char path[4096];

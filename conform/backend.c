@@ -333,8 +333,10 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
     goto out;
   }
   /* a plug-in gets buffers as big as the global output, shaped like it: it writes its local shape */
-  int64_t gshape[3] = {c->batch, c->seq, c->mod[c->nmod - 1].out};
-  rs_backend_buf *bo = calloc((size_t)n, sizeof *bo);
+  int64_t gshape[3];
+  gshape[0] = c->batch, gshape[1] = c->seq, gshape[2] = c->mod[c->nmod - 1].out;
+  rs_backend_buf *bo;
+  bo = calloc((size_t)n, sizeof *bo);
   if (!bo || rs_locals_alloc(out, n)) {
     free(bo);
     rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", "out of memory");

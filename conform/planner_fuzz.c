@@ -434,8 +434,7 @@ static void record_failure(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result
     snprintf(r->message[f], sizeof r->message[f], "%s", first_msg);
     one_line(r->message[f]);
     snprintf(r->fixture[f], sizeof r->fixture[f], "(not shrunk: out of memory)");
-    goto done;
-  }
+  } else {
   memcpy(v, ch->v, n * sizeof *v);
   pf_pred x = {h, o, f, c, &m, e, msg};
   int runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs);
@@ -462,7 +461,7 @@ static void record_failure(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result
     printf("  replay: reshard fuzz-planner %s\n", args);
     fflush(stdout);
   }
-done:
+  }
   rs_p2p_model_free(&m);
   free(c);
   free(e);

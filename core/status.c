@@ -4,6 +4,7 @@
 #include <string.h>
 #include "reshard/status.h"
 #include "core/last_status.h"
+#include "core/mutant.h"
 
 static _Thread_local char rs_err_buf[512];
 static _Thread_local rs_status rs_err_code;
@@ -24,9 +25,9 @@ rs_status rs_fail(rs_status code, const char *fmt, ...) {
   /* formatted apart, then copied: an argument may be rs_last_error() itself (re-coding or
    * prefixing the current message), and vsnprintf into its own source is undefined behaviour */
   va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  vsnprintf(RS_MUTANT(701) ? rs_err_buf : tmp, sizeof tmp, fmt, ap); /* 701 planted: formats into its own argument */
   va_end(ap);
-  memcpy(rs_err_buf, tmp, sizeof tmp);
+  if (!RS_MUTANT(701)) memcpy(rs_err_buf, tmp, sizeof tmp);
   /* one line: control characters (a hostile key name may hold a newline) become '?', so the
    * message never ends early and never spans lines */
   for (char *p = rs_err_buf; *p; ++p)

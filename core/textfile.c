@@ -1,12 +1,36 @@
-/* textfile.c - reading a whole text file (case JSON, fixtures, regressions). */
+/* textfile.c - reading a whole text file (case JSON, fixtures, regressions, state specs, models).
+ * Like every reader: a symbolic link or anything but a regular file (a FIFO would block the read
+ * for ever, a directory reads as garbage) is refused, with the path named once. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "reshard/case.h"
 
 char *rs_read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0) {
+    if (errno == ELOOP) rs_fail(RS_ERR_INVALID, "%s: a symbolic link (give the file itself)", path);
+    else rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+    return NULL;
+  }
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    rs_fail(RS_ERR_INVALID, "%s: not a regular file", path);
+    return NULL;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "rb");
   if (!f) {
-    rs_fail(RS_ERR_IO, "%s: cannot open", path);
+    close(fd);
+    rs_fail(RS_ERR_NOMEM, "%s: out of memory", path);
     return NULL;
   }
   size_t cap = 1 << 16, n = 0;

@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include "core/numflag.h"
 #include "props/props.h"
 #include "core/values.h"
+#include "core/last_status.h"
+#include "core/mutant.h"
 #include "report.h"
 #include "features.h"
 #ifdef RS_HAVE_OPT
@@ -25,6 +28,22 @@ void rs_campaign_opts_default(rs_campaign_opts *o) {
   o->regress_dir = "fixtures/regressions";
   o->shrink_runs = 2000;
   o->print = 1;
+}
+
+int rs_outcome_is_oom(rs_outcome out) {
+  if (RS_MUTANT(703)) return 0; /* planted: out of memory counts as a property failure (shrunk, saved) */
+  return out == RS_FAIL && rs__last_status() == RS_ERR_NOMEM;
+}
+
+rs_outcome rs_prop_oom(char *msg, size_t cap, const char *what) {
+  rs_fail(RS_ERR_NOMEM, "%s: out of memory", what);
+  snprintf(msg, cap, "%s", rs_last_error());
+  return RS_FAIL;
+}
+
+rs_status rs_campaign_oom(const char *prop, long long case_no, const char *msg) {
+  return rs_fail(RS_ERR_NOMEM, "out of memory in property %s at case %lld (no verdict: not shrunk, nothing saved): %s",
+                 prop, case_no, msg);
 }
 
 /* Under MPI every process must see the same outcome, or the campaigns drift apart. */
@@ -136,6 +155,8 @@ static void check_features(const rs_campaign_opts *o, rs_campaign_result *r) {
 
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   memset(r, 0, sizeof *r);
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   int en[RS_PROP_COUNT], want_bad = 0;
   enabled_props(o, en);
   for (int p = 0; p < RS_PROP_COUNT; p++) want_bad |= en[p] && rs_prop_bad_cases((rs_prop_id)p);
@@ -154,6 +175,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   }
   rs_progress prog;
   rs_progress_init(&prog, o->print && !o->quiet);
+  rs_status oom_st = RS_OK, st = RS_OK;
   double t0 = rs_now(), el = 0;
   clock_t c0 = clock();
   int64_t i = 0;
@@ -179,13 +201,22 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
         if (!en[p] || rs_prop_bad_cases(id) != pass) continue;
         rs_prop_stats *s = &r->prop[p];
         rs_outcome out;
+        rs_clear_error();
         if (gst != RS_OK) {
           snprintf(msg, MSG_CAP, "generator: %s: %s", rs_status_name(gst), rs_last_error());
+          if (gst == RS_ERR_NOMEM) rs_fail(RS_ERR_NOMEM, "%s", msg);
           out = RS_FAIL;
         } else {
           out = rs_prop_run(id, &env, c, msg, MSG_CAP);
         }
+        int oom = rs_outcome_is_oom(out);
         if (agree(&env, out == RS_FAIL)) out = RS_FAIL;
+        /* out of memory is no verdict on the code under test: stop, never shrink or save it */
+        if (out == RS_FAIL && agree(&env, oom)) {
+          rs_choices_free(&ch);
+          oom_st = rs_campaign_oom(rs_prop_name(id), (long long)i + 1, msg);
+          goto stopped;
+        }
         if (out == RS_PASS) s->pass++;
         else if (out == RS_SKIP) s->skip++;
         else if (s->fail++) {
@@ -215,6 +246,13 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
       break;
     }
   }
+stopped:
+  if (oom_st) {
+    rs_progress_end(&prog);
+    st = oom_st;
+    r->cases = i;
+    goto out;
+  }
   r->cases = i;
   /* SPEC 5 is only tested by order values: a generator that stops drawing them must fail the run */
   if (r->partial_cases >= RS_ORDER_MIN_PARTIAL && r->order_cases * 500 < r->partial_cases * 3 * o->gen.order_share) {
@@ -227,7 +265,6 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   r->cpu_seconds = (double)(clock() - c0) / CLOCKS_PER_SEC;
   if (o->print && !o->quiet) rs_progress_update(&prog, r->cases, r->seconds, r->failed, 1);
   rs_progress_end(&prog);
-  rs_status st = RS_OK;
   if (o->print) {
     rs_report_summary(stdout, o, r, en);
     if (o->junit && (st = rs_report_junit(o->junit, r, en)) != RS_OK) goto out;

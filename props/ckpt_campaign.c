@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/numflag.h"
 #include "core/ckpt/internal.h"
 #include "core/json.h"
 #include "core/values.h"
@@ -68,6 +69,8 @@ rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, cha
 
 rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_result *r) {
   memset(r, 0, sizeof *r);
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   char scratch[4200];
   if (o->scratch) snprintf(scratch, sizeof scratch, "%s", o->scratch);
   else {
@@ -85,7 +88,13 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
       if (failed_prop[p]) continue;
       rs_choices ch;
       rs_choices_seed(&ch, seed);
+      rs_clear_error();
       rs_outcome out = rs_ckpt_prop_run((rs_ckpt_prop)p, &ch, scratch, msg, sizeof msg);
+      if (rs_outcome_is_oom(out)) {
+        rs_choices_free(&ch);
+        if (!o->scratch) rs_ckpt_rmtree(scratch);
+        return rs_campaign_oom(rs_ckpt_prop_name((rs_ckpt_prop)p), (long long)i + 1, msg);
+      }
       if (out == RS_PASS) r->pass[p]++;
       else if (out == RS_SKIP) r->skip[p]++;
       else {

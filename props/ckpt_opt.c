@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/numflag.h"
 #include "core/ckpt/internal.h"
 #include "core/json.h"
 #include "core/values.h"
@@ -178,6 +179,7 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
   rs_status st = dev_load(x, &got, root, c->strict, &oo, &rep);
   if (devnull) fclose(devnull);
   const char *mode = read_once ? "read-once" : "direct";
+  rs_ckpt_world e1 = {0, NULL};
   if (check_status) {
     if ((st != RS_OK) != ref_failed) {
       snprintf(msg, cap, "opt load (%s, strict %s) %s where ref %s: %s", mode, rs_strict_name(c->strict),
@@ -199,7 +201,6 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
     goto done;
   }
   /* expected: the oracle on the load spec, keys the checkpoint lacks keep their initial bytes */
-  rs_ckpt_world e1 = {0, NULL};
   if (rs_oracle_ckpt_expected(&c->a, &c->b, &e1)) {
     snprintf(msg, cap, "oracle: %s", rs_last_error());
     out = RS_FAIL;
@@ -210,8 +211,7 @@ static rs_outcome opt_load_check(ctx *x, rs_ckpt_case *c, const char *root, int 
     /* padded ranks hold nothing but get the checkpoint's common entries, like every rank */
     rs_state_dict *sd = realloc(exp.sd, sizeof *sd * (size_t)n);
     if (!sd) {
-      snprintf(msg, cap, "out of memory");
-      out = RS_FAIL;
+      out = rs_prop_oom(msg, cap, "expected state dicts");
       goto done;
     }
     exp.sd = sd;
@@ -549,6 +549,8 @@ rs_status rs_ckpt_opt_replay(const uint64_t *v, size_t n, const char *scratch, i
 
 rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, rs_ckpt_opt_campaign_result *r) {
   memset(r, 0, sizeof *r);
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   int me = rs_world_rank(world);
   char scratch[4200];
   long tag = (long)getpid();
@@ -567,8 +569,14 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     uint64_t seed = rs_hash3(o->seed, 0x636b7074, (uint64_t)i);
     rs_choices ch;
     rs_choices_seed(&ch, seed);
+    rs_clear_error();
     rs_outcome out = rs_ckpt_opt_prop_run(world, &ch, scratch, msg, sizeof msg);
     r->cases = i + 1;
+    if (rs_outcome_is_oom(out)) {
+      rs_choices_free(&ch);
+      if (!o->scratch && me == 0) rs_ckpt_rmtree(scratch);
+      return rs_campaign_oom("ckpt_opt", (long long)i + 1, msg);
+    }
     if (out == RS_PASS) r->pass++;
     else if (out == RS_SKIP) r->skip++;
     else {

@@ -225,18 +225,22 @@ static rs_outcome prop_reject(rs_ckpt_case *c, rs_choices *ch, char *msg, size_t
   if (n == 0) {
     snprintf(msg, cap, "no entry to plant invalidity kind %d on", kind);
     out = RS_SKIP;
-    goto done;
+    rs_ckpt_world_free(&w);
+    return out;
   }
+  /* no goto above here: nothing below is skipped on the way to done: (-Wjump-misses-init) */
   int pick = (int)rs_draw(ch, (uint64_t)n), r = cand[pick][0], i = cand[pick][1];
   rs_state_dict *sd = &w.sd[r];
   int other = (r + 1 + (int)rs_draw(ch, (uint64_t)w.n)) % w.n;
+  rs_status st;
+  const char *e;
   switch (kind) {
     case 0: /* overlap: a second main replica of the same box on another rank */
       snprintf(key, sizeof key, "key '%s'", sd->t[i].key);
       want = "overlap";
       {
         rs_sh_tensor copy = sd->t[i]; /* the add may move sd->t */
-        if (rs_sd_add_tensor(&w.sd[other], &copy)) FAIL("out of memory");
+        if (rs_sd_add_tensor(&w.sd[other], &copy)) FAIL("%s", rs_last_error());
       }
       break;
     case 1: /* gap: a main replica disappears */
@@ -262,7 +266,7 @@ static rs_outcome prop_reject(rs_ckpt_case *c, rs_choices *ch, char *msg, size_t
       want = "overlap";
       {
         rs_sh_object copy = sd->o[i];
-        if (rs_sd_add_object(&w.sd[other], &copy)) FAIL("out of memory");
+        if (rs_sd_add_object(&w.sd[other], &copy)) FAIL("%s", rs_last_error());
       }
       break;
     default:
@@ -274,8 +278,8 @@ static rs_outcome prop_reject(rs_ckpt_case *c, rs_choices *ch, char *msg, size_t
       sd->no--;
       break;
   }
-  rs_status st = rs_ckpt_validate(&w);
-  const char *e = rs_last_error();
+  st = rs_ckpt_validate(&w);
+  e = rs_last_error();
   if (st == RS_OK) FAIL("planted %s (%s) was accepted by validation", want, key);
   /* the message names the kind, the key, and where: the region (tensors), the ranks, the shard */
   static const char *WHERE[6] = {"region", "region", "rank", "rank", "ranks", "shard"};
@@ -297,7 +301,10 @@ static rs_outcome prop_load(rs_ckpt_case *c, rs_choices *ch, const char *dir, ch
   rs_ckpt_report rep;
   memset(&rep, 0, sizeof rep);
   char **ka = NULL, **kb = NULL, **un = NULL, **mi = NULL;
-  int na = 0, nb = 0;
+  int na = 0, nb = 0, nun, nmi, expect_err, rep_un, rep_mi;
+  rs_strict m = c->strict;
+  FILE *devnull;
+  rs_status st;
   if (save_spec(&c->a, dir, 1, block, 0)) FAIL("save A: %s", rs_last_error());
   if (build_applied(&c->a, RS_FILL_VALUES, &aw) || build_applied(&c->b, RS_FILL_VALUES, &bw))
     FAIL("build: %s", rs_last_error());
@@ -305,18 +312,20 @@ static rs_outcome prop_load(rs_ckpt_case *c, rs_choices *ch, const char *dir, ch
   nb = world_keys(&bw, &kb);
   un = calloc((size_t)nb + 1, sizeof *un);
   mi = calloc((size_t)na + 1, sizeof *mi);
-  if (!un || !mi) FAIL("out of memory");
-  int nun = minus(kb, nb, ka, na, un), nmi = minus(ka, na, kb, nb, mi);
-  rs_strict m = c->strict;
-  int expect_err = (m == RS_STRICT_ASSUME_OK_UNEXPECTED && nun) ||
+  if (!un || !mi) {
+    out = rs_prop_oom(msg, cap, "key lists");
+    goto done;
+  }
+  nun = minus(kb, nb, ka, na, un);
+  nmi = minus(ka, na, kb, nb, mi);
+  expect_err = (m == RS_STRICT_ASSUME_OK_UNEXPECTED && nun) ||
                    ((m == RS_STRICT_RAISE_UNEXPECTED || m == RS_STRICT_RAISE_ALL) && nun) ||
                    (m == RS_STRICT_RAISE_ALL && nmi);
-  int rep_un = m != RS_STRICT_ASSUME_OK_UNEXPECTED && m != RS_STRICT_IGNORE_ALL;
-  int rep_mi = m == RS_STRICT_LOG_ALL || m == RS_STRICT_RAISE_ALL || m == RS_STRICT_RETURN_ALL;
+  rep_un = m != RS_STRICT_ASSUME_OK_UNEXPECTED && m != RS_STRICT_IGNORE_ALL;
+  rep_mi = m == RS_STRICT_LOG_ALL || m == RS_STRICT_RAISE_ALL || m == RS_STRICT_RETURN_ALL;
   if (rs_state_spec_build(&c->b, RS_FILL_INITIAL, &got)) FAIL("build B: %s", rs_last_error());
-  FILE *devnull = fopen("/dev/null", "w");
-  rs_ckpt_io_opts io = {0, 0, devnull, 0};
-  rs_status st = rs_ref_ckpt_load(&got, dir, -1, m, &io, &rep);
+  devnull = fopen("/dev/null", "w");
+  st = rs_ref_ckpt_load(&got, dir, -1, m, &(rs_ckpt_io_opts){0, 0, devnull, 0}, &rep);
   if (devnull) fclose(devnull);
   char l1[512], l2[512];
   if (!same_list(rep.unexpected, rep.nunexpected, un, rep_un ? nun : 0)) {

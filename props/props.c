@@ -149,7 +149,7 @@ static rs_outcome compare(const rs_case *c, const rs_sharding *layout, const rs_
                           const rs_locals *act, const char *what, const char *trace, char *msg,
                           size_t cap) {
   rs_diff *d = calloc(1, sizeof *d);
-  if (!d) return say(RS_FAIL, msg, cap, "%s: out of memory", what);
+  if (!d) return rs_prop_oom(msg, cap, what);
   int bad = rs_oracle_compare(c, layout, exp, act, d);
   rs_outcome o = RS_PASS;
   if (bad) {
@@ -165,7 +165,7 @@ static rs_outcome compare(const rs_case *c, const rs_sharding *layout, const rs_
  * sums are held to the oracle's tensor before partition (oracle/partial_sum.h). */
 static rs_outcome compare_zero_fill(const rs_case *c, const rs_plan *p, rs_locals *act, char *msg, size_t cap) {
   rs_diff *d = calloc(1, sizeof *d);
-  if (!d) return say(RS_FAIL, msg, cap, "zero-fill compare: out of memory");
+  if (!d) return rs_prop_oom(msg, cap, "zero-fill compare");
   rs_status st;
   char tr[1024];
   trace_of(c, p, tr, sizeof tr);
@@ -561,7 +561,7 @@ static rs_outcome prop_compare_sees(const rs_prop_env *env, const rs_case *c, ch
   rs_local *r = n > 0 ? calloc((size_t)n, sizeof *r) : NULL;
   char *buf = pos >= 0 ? malloc((size_t)exp->r[pos].nbytes) : NULL;
   if (!d || !r || (pos >= 0 && !buf)) { /* n >= 1 for every valid mesh */
-    o = say(RS_FAIL, msg, cap, "compare_sees: out of memory");
+    o = rs_prop_oom(msg, cap, "compare_sees");
   } else if (rs_oracle_compare(c, &c->dst, exp, exp, d) != 0) {
     o = say(RS_FAIL, msg, cap, "compare_sees: identical locals reported as differing\n%s", d->text);
   } else if (pos >= 0) {

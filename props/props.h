@@ -131,6 +131,17 @@ typedef struct rs_prop_env {
   void *backend_ctx;
 } rs_prop_env;
 
+/* 1 when RS_FAIL came from running out of memory (the last rs_fail on this thread, cleared with
+ * rs_clear_error() before the run, was RS_ERR_NOMEM): no verdict on the code under test. Every
+ * campaign stops on it with RS_ERR_NOMEM (exit 3) and never shrinks it or saves it as a
+ * regression; every single-case runner (run, replay) exits 3. */
+int rs_outcome_is_oom(rs_outcome out);
+/* A property's own allocation failed: sets RS_ERR_NOMEM ("<what>: out of memory"), copies that
+ * message into msg and returns RS_FAIL, which rs_outcome_is_oom then recognises. */
+rs_outcome rs_prop_oom(char *msg, size_t cap, const char *what);
+/* What a campaign returns when property `prop` ran out of memory on case number case_no (1-based):
+ * RS_ERR_NOMEM with one message saying so. */
+rs_status rs_campaign_oom(const char *prop, long long case_no, const char *msg);
 
 /* Run one property on one case. On RS_FAIL msg holds a one-line reason (plus diff lines); on
  * RS_SKIP a reason why the property does not apply. */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 #include "props/props.h"
+#include "core/last_status.h"
 #include "core/case_json.h"
 #include "core/json.h"
 #include "core/mutant.h"
@@ -107,12 +108,15 @@ static rs_status read_meta(const cJSON *root, const char *path, rs_saved_failure
 
 rs_status rs_saved_failure_read(const char *path, rs_saved_failure *out) {
   memset(out, 0, sizeof *out);
+  /* every message names the file once (the reader's, read_meta's and these) */
+  char pre[600];
+  snprintf(pre, sizeof pre, "%.580s: ", path);
   char *text = rs_read_text(path);
-  if (!text) return rs_fail(RS_ERR_IO, "replay: cannot read %s", path);
+  if (!text) return rs__last_status();
   cJSON *root;
   rs_status st = rs_json_parse(text, &root);
   free(text);
-  if (st) return rs_fail_prefix(st, "replay: ");
+  if (st) return rs_fail_prefix(st, pre);
   if ((st = read_meta(root, path, out))) {
     cJSON_Delete(root);
     return st;
@@ -122,7 +126,7 @@ rs_status rs_saved_failure_read(const char *path, rs_saved_failure *out) {
   cJSON_Delete(root);
   if (st) {
     /* A bad case the parser refuses is a rejection; the bad-case property passes when it says why. */
-    if (!rs_prop_bad_cases(out->id)) return st;
+    if (!rs_prop_bad_cases(out->id)) return rs_fail_prefix(st, pre);
     snprintf(out->reject, sizeof out->reject, "%s", rs_last_error());
     out->case_ok = 0;
     return RS_OK;
@@ -147,7 +151,13 @@ rs_status rs_saved_failure_replay(const rs_saved_failure *f, const rs_prop_env *
   char *m = malloc(8192);
   if (!m) return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
   m[0] = 0;
+  rs_clear_error();
   rs_outcome o = rs_prop_run(f->id, env, &f->c, m, 8192);
+  if (rs_outcome_is_oom(o)) { /* no verdict: exit 3, not "still fails" */
+    rs_status st = rs_fail(RS_ERR_NOMEM, "%s: %s", rs_prop_name(f->id), m);
+    free(m);
+    return st;
+  }
   *failed = o == RS_FAIL;
   snprintf(msg, cap, "%s (%s): %s%s%s", rs_prop_name(f->id), env->impl == RS_IMPL_OPT ? "opt" : "ref",
            o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS", m[0] ? ": " : "", m);

@@ -383,7 +383,7 @@ static rs_outcome check_result(const rs_tp_case *c, const char *impl, const floa
                                const rs_tp_result *r, const expect_mod *e, char *msg, size_t cap) {
   char a[32], b[32];
   char *diff = malloc(4096);
-  if (!diff) return say(RS_FAIL, msg, cap, "out of memory");
+  if (!diff) return rs_prop_oom(msg, cap, "tp compare");
   int bad = rs_tp_oracle_compare(c, g, r, diff, 4096);
   if (bad) {
     diff[strcspn(diff, "\n")] = 0;
@@ -443,7 +443,7 @@ rs_outcome rs_tp_prop_run(const rs_tp_case *c, int impls, void *opt, int64_t *co
   expect_mod *e = calloc(RS_TP_MAX_MODULES, sizeof *e);
   if (!e) {
     free(g);
-    return say(RS_FAIL, msg, cap, "out of memory");
+    return rs_prop_oom(msg, cap, "tp expectations");
   }
   char why[256];
   int defined = expect_chain(c, c->nmod, e, why, sizeof why);
@@ -631,14 +631,25 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
     rs_choices ch;
     rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, 0x7470));
     r->cases++;
-    if (rs_tp_gen_case(&ch, max_ranks, c) != RS_OK) {
-      r->skip++;
+    rs_status gst = rs_tp_gen_case(&ch, max_ranks, c);
+    if (gst != RS_OK) {
       rs_choices_free(&ch);
+      if (gst == RS_ERR_NOMEM) {
+        st = gst;
+        break;
+      }
+      r->skip++;
       continue;
     }
     count_features(c, r->feat);
     pred_ctx x = {max_ranks, o->impls, opt, c, msg, 4096, o};
+    rs_clear_error();
     rs_outcome out = run_case(&x, r->comm);
+    if (rs_outcome_is_oom(out)) {
+      rs_choices_free(&ch);
+      st = rs_campaign_oom("tp", (long long)i + 1, msg);
+      break;
+    }
     if (out == RS_PASS) {
       r->pass++;
     } else if (out == RS_SKIP) {

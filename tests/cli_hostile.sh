@@ -6,6 +6,11 @@
 set -u
 R=${1:?usage: cli_hostile.sh path/to/reshard}
 . "$(dirname "$0")/cli_lib.sh"
+# absolute paths, then work in the scratch dir: benchmarks and campaigns write into the working
+# directory (CSV files, checkpoint scratch), which must never be the source tree
+R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+cd "$T" || exit 1
 names() { grep -q -- "$1" "$T/err" || fail "error does not name $1: $(head -c 300 "$T/err")"; }
 
 # --- CLI text syntax: overflow and garbage ---
@@ -124,6 +129,146 @@ expect_rc 2 "$R" replay "$T/r4.json" --planner sideways; names --planner
 expect_rc 2 "$R" replay "$T/r4.json" --enumeration newest; names --enumeration
 printf '{"mesh":{"shape":[2]},"tensor":{"shape":[4],"dtype":"F32"},"src":{"placements":["S(0)"]},"dst":{"placements":["P(sum)"]},"enumeration":"pytorch","seed":7,"property":"graph_oracle","message":"x","impl":"ref"}\n' >"$T/r5.json"
 expect_rc 2 "$R" replay "$T/r5.json" --enumeration seed; names "Shard -> Partial"
+
+# --- every numeric flag of every verb: the one checked parser (core/numflag.h), never atoi/strtod ---
+# "verb words|--flag|extra args": each value below exits 2 naming the flag, at once (no run starts)
+B=$(dirname "$R")
+numeric_flags=(
+  "check|--cases|" "check|--max-failures|--cases 1" "check|--max-ranks|--cases 1" "check|--max-numel|--cases 1"
+  "gen|--cases|" "tp check|--cases|" "tp check|--max-ranks|--cases 1" "tp gen|--min-tp|--cases 1"
+  "p2p check|--cases|" "p2p check|--max-ranks|--cases 1" "ckpt check|--cases|" "ckpt check|--shrink-runs|--cases 1"
+  "ckpt torture|--kills|" "ckpt save|--step|x.json --root $T/r" "ckpt save|--block|x.json --root $T/r --step 1"
+  "ckpt load|--threads|x.json --root $T/r" "ckpt load|--segment|x.json --root $T/r"
+  "bench traffic|--cases|" "bench local|--max-mib|" "bench plan|--reps|" "bench p2p plan|--max-ranks|"
+  "bench p2p plan|--reps|" "bench p2p plan|--layers|" "bench pytorch|--reps|" "bench ckpt|--bytes|"
+  "bench ckpt|--ranks|" "bench ckpt|--reps|" "bench ckpt|--threads|")
+for row in "${numeric_flags[@]}"; do
+  IFS='|' read -r verb flag extra <<<"$row"
+  for val in 18446744073709551617 1e3 nan inf -1; do
+    # shellcheck disable=SC2086
+    expect_rc 2 timeout 20 "$R" $verb $flag "$val" $extra; names "$flag"
+  done
+done
+# atoi read these as 1 (4294967297 = 2^32 + 1) or 64 (4294967360): beyond each flag's range
+for row in "traffic|--cases" "local|--max-mib" "p2p plan|--max-ranks" "ckpt|--ranks" "pytorch|--reps"; do
+  IFS='|' read -r verb flag <<<"$row"
+  # shellcheck disable=SC2086
+  expect_rc 2 timeout 20 "$R" bench $verb $flag 4294967297; names "$flag"
+done
+expect_rc 2 timeout 20 "$R" bench p2p plan --max-ranks 4294967360; names --max-ranks
+expect_rc 2 "$R" bench ckpt --ranks 1,,2; names --ranks
+expect_rc 2 "$R" bench ckpt --ranks 1,2,3,4,5,6,7,8,9; names --ranks
+# --seconds: nan passed "seconds <= 0" and inf never ended; both refused, and so is more than a week
+for verb in check "ckpt check" "p2p check"; do
+  for val in inf nan 1e3 -1 0 604801; do
+    # shellcheck disable=SC2086
+    expect_rc 2 timeout 20 "$R" $verb --seconds "$val"; names --seconds
+  done
+done
+
+verbatim() { [ "$(cat "$T/err")" = "$1" ] || fail "message: '$(cat "$T/err")', want '$1'"; }
+# --- one message per failure, naming the field once (no "shapeshape", no "--flag: --flag:") ---
+expect_rc 2 "$R" layout --mesh 1 --placements R --shape 2305843009213693952 --dtype F64
+[ "$(cat "$T/err")" = "reshard layout: --shape: byte count overflows int64" ] || fail "--shape message: $(cat "$T/err")"
+expect_rc 2 "$R" bench traffic --cases 1e3
+[ "$(cat "$T/err")" = "reshard bench: --cases: '1e3', expected an integer 1..10000000" ] || fail "bench message: $(cat "$T/err")"
+printf '{"world":1,"tensors":[{"key":"w","dtype":"F64","shape":[2305843009213693952],"mesh":[1],"placements":"R"}]}\n' >"$T/spec.json"
+expect_rc 2 "$R" ckpt save "$T/spec.json" --root "$T/r" --step 1; expect_err "tensors\[0\].shape: byte count overflows int64"
+grep -q "shapeshape\|shape: tensor.shape" "$T/err" && fail "doubled field: $(cat "$T/err")"
+# ckpt import of a bad header: the whole message after the path (it was formatted into its own
+# buffer, and printed only the path)
+st_file() { # st_file PATH HEADER_JSON: a safetensors file with 16 data bytes
+  local n=${#2}
+  printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x\\x00\\x00\\x00\\x00' $((n & 255)) $((n >> 8 & 255)) $((n >> 16 & 255)) $((n >> 24)))" >"$1"
+  printf '%s' "$2" >>"$1"
+  head -c 16 /dev/zero >>"$1"
+}
+mkdir -p "$T/imp"
+st_file "$T/imp/model-00001-of-00001.safetensors" '{"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,16]}}'
+expect_rc 2 "$R" ckpt import "$T/imp" --root "$T/impout" --step 1
+verbatim "reshard ckpt import: $T/imp/model-00001-of-00001.safetensors: safetensors: tensor 'w': byte count overflows int64"
+st_file "$T/imp/model-00001-of-00001.safetensors" '{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,1600]}}'
+expect_rc 2 "$R" ckpt import "$T/imp" --root "$T/impout" --step 1
+verbatim "reshard ckpt import: $T/imp/model-00001-of-00001.safetensors: safetensors: tensor 'w': data_offsets [0, 1600) hold 1600 bytes, shape needs 16"
+# the library's own name for a field is replaced by the user's flag, never printed after it
+expect_rc 2 "$R" layout --mesh 2 --placements R --shape 4x; verbatim "reshard layout: --shape: '4x': expected sizes like 4x2 (each 0..2^63-1)"
+expect_rc 2 "$R" layout --mesh 4x --placements R; verbatim "reshard layout: --mesh: '4x': expected sizes like 4x2 (each 0..2^63-1)"
+expect_rc 2 "$R" layout --mesh 2 --placements R --ranks 0,0; verbatim "reshard layout: --ranks[1]: rank 0 appears twice"
+expect_rc 2 "$R" layout --mesh 2 --placements Q --shape 4; verbatim "reshard layout: --placements: 'Q': expected R, S<d>, S(<d>), P or P(<op>)"
+expect_rc 2 "$R" layout --mesh 2x2 --placements S0,S0 --shape 4 --order 0:9; verbatim "reshard layout: --order: '0:9': bad mesh dim"
+expect_rc 2 "$R" ckpt load x.json --root "$T" --strict bogus; expect_err "reshard ckpt load: --strict: 'bogus'"
+expect_rc 2 "$R" run "$T/none.json"; verbatim "reshard run: $T/none.json: cannot open (No such file or directory)"
+expect_rc 2 "$R" replay "$T/none.json"; verbatim "reshard replay: $T/none.json: cannot open (No such file or directory)"
+# every reader refuses a link and anything but a regular file (a FIFO used to block for ever)
+mk link_target.json '[2]' '[5]' '' ''
+ln -s "$T/link_target.json" "$T/link.json"
+expect_rc 2 "$R" run "$T/link.json"; verbatim "reshard run: $T/link.json: a symbolic link (give the file itself)"
+mkfifo "$T/fifo.json"
+expect_rc 2 timeout 20 "$R" run "$T/fifo.json"; verbatim "reshard run: $T/fifo.json: not a regular file"
+expect_rc 2 timeout 20 "$R" replay "$T/fifo.json"; expect_err "not a regular file"
+expect_rc 2 timeout 20 "$R" p2p run "$T/fifo.json"; expect_err "not a regular file"
+expect_rc 2 "$R" run "$T"; expect_err "not a regular file"
+
+# --- copy-service plug-ins: checked before dlopen, refused before any case runs (exit 2, nothing saved) ---
+P2P=$SRC/fixtures/p2p/dense_tp4pp2dp2_to_tp8pp1dp2.json
+plugin=$B/tests/libp2p_copy_plugin.so
+if [ -f "$plugin" ] && "$R" p2p run "$P2P" --copy-service "$plugin" --quiet >/dev/null 2>&1; then
+  size=$(stat -c %s "$plugin")
+  for cut in 16 100 1000 $((size / 2)) $((size - 64)); do
+    head -c "$cut" "$plugin" >"$T/cut.so"   # a copy that stopped: dlopen of it died of SIGBUS
+    expect_rc 2 "$R" p2p run "$P2P" --copy-service "$T/cut.so"
+    case "$(cat "$T/err")" in "reshard p2p: --copy-service: '$T/cut.so': "*) ;; *) fail "cut plug-in: $(cat "$T/err")" ;; esac
+  done
+  ln -s "$plugin" "$T/link.so"
+  expect_rc 2 "$R" p2p run "$P2P" --copy-service "$T/link.so"; expect_err "symbolic link"
+  mkfifo "$T/fifo.so"
+  expect_rc 2 timeout 20 "$R" p2p run "$P2P" --copy-service "$T/fifo.so"; expect_err "not a regular file"
+  for lib in /nonexistent/lib.so "$T/cut.so" "$B/tests/libp2p_plugin_wrong_abi.so"; do
+    rm -rf "$T/reg"
+    expect_rc 2 timeout 20 "$R" p2p check --cases 50 --copy-service "$lib" --regress-dir "$T/reg"
+    [ "$(grep -o -- '--copy-service' "$T/err" | wc -l)" = 1 ] || fail "names --copy-service once: $(cat "$T/err")"
+    [ -e "$T/reg" ] && fail "p2p check --copy-service $lib saved regression files"
+  done
+  expect_rc 2 "$R" p2p run "$P2P" --copy-service "$B/tests/libp2p_plugin_wrong_abi.so"
+  [ "$(cat "$T/err")" = "reshard p2p: --copy-service: '$B/tests/libp2p_plugin_wrong_abi.so': speaks copy-service ABI 99, reshard speaks 1" ] ||
+    fail "wrong ABI message: $(cat "$T/err")"
+fi
+rm -rf "$T/reg"
+expect_rc 2 timeout 20 "$R" ckpt check --cases 5 --scratch "$T/no/such/dir" --regress-dir "$T/reg"; names --scratch
+[ -e "$T/reg" ] && fail "ckpt check --scratch of a missing directory saved regression files"
+
+# --- out of memory is exit 3 everywhere: never a failed check, never shrunk, never saved ---
+# expect_oom KB CMD...: CMD under a virtual-memory limit must exit 3 (a sanitizer's runtime cannot
+# start under one: then nothing is checked)
+expect_oom() {
+  local kb=$1; shift
+  ( ulimit -v "$kb" 2>/dev/null; timeout 60 "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc" )
+  grep -q Sanitizer "$T/err" && return 1
+  [ "$(cat "$T/rc")" = 3 ] || fail "out of memory: exit $(cat "$T/rc") (want 3): $* :: $(head -c 300 "$T/err")"
+}
+rm -rf "$T/reg"
+if expect_oom 400000 "$R" check --cases 300 --max-numel 67108864 --max-dim 65536 --max-work 268435456 --regress-dir "$T/reg" --quiet; then
+  [ -e "$T/reg" ] && fail "a campaign saved an out-of-memory case as a regression: $(ls "$T/reg")"
+  grep -q "no verdict" "$T/err" || fail "campaign out of memory: $(head -c 300 "$T/err")"
+  printf '{"seed":1,"model":{"params":[{"name":"w","shape":[1073741824],"dtype":"F32"}]},"src":{"meshes":[{"shape":[2],"ranks":[0,1]}],"params":{"w":{"mesh":0,"placements":["S(0)"]}}},"dst":{"meshes":[{"shape":[2],"ranks":[0,1]}],"params":{"w":{"mesh":0,"placements":["R"]}}}}\n' >"$T/big_p2p.json"
+  expect_oom 1000000 "$R" p2p run "$T/big_p2p.json" --impl ref
+  expect_oom 1000000 "$R" p2p run "$T/big_p2p.json" --impl opt
+  printf '{"name":"big","mesh":{"shape":[2]},"tp_dim":0,"batch":4000,"seq":4000,"seed":7,"vmax":1,"block":{"kind":"tp","vocab":11,"hidden":4,"ffn":4,"bias":false}}\n' >"$T/big_tp.json"
+  expect_oom 1000000 "$R" tp run "$T/big_tp.json"
+  mk bigr.json '[1]' '[3000000000]' '' ',"seed":7,"property":"greedy_oracle","message":"x","impl":"ref"'
+  sed -i 's/"S(0)"/"R"/' "$T/bigr.json"
+  expect_oom 1500000 "$R" replay "$T/bigr.json"
+  expect_oom 400000 "$R" bench ckpt --bytes 4G --ranks 1 --reps 1 --dir "$T/bc"
+  expect_oom 400000 "$R" bench local --max-mib 2048 --reps 1 --csv "$T"   # was a use-after-free in opt
+fi
+
+# --- per-rank planning stays linear in the whole: 65,536 source ranks, one 4-element parameter ---
+{
+  printf '{"seed":1,"model":{"params":[{"name":"w","shape":[4],"dtype":"F32"}]},"src":{"meshes":[{"shape":[65536],"ranks":['
+  seq -s, 0 65535 | tr -d '\n'
+  printf ']}],"params":{"w":{"mesh":0,"placements":["S(0)"]}}},"dst":{"meshes":[{"shape":[2],"ranks":[0,1]}],"params":{"w":{"mesh":0,"placements":["S(0)"]}}}}\n'
+} >"$T/wide.json"
+expect_rc 0 timeout 30 "$R" p2p run "$T/wide.json"   # minutes before: every rank re-planned the whole
 
 if [ "$fails" -ne 0 ]; then
   echo "$fails check(s) failed" >&2

@@ -51,6 +51,8 @@ endif()
 # ---- cross-config resharding (reshard p2p) ----
 # The example copy-service plug-in (plain C ABI of reshard/copy_service.h), loaded with dlopen.
 add_library(p2p_copy_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/p2p_copy_plugin.c)
+# one of another ABI version, which every verb refuses before it runs anything (cli_hostile.sh)
+add_library(p2p_plugin_wrong_abi MODULE ${CMAKE_SOURCE_DIR}/tests/p2p_plugin_wrong_abi.c)
 if(TARGET reshard)
   # hand-made models (Megatron templates, explicit layouts) with ref, opt and the example plug-in,
   # the saved shrunk failures, and the CLI's stable forms and exit codes

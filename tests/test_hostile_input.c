@@ -12,8 +12,16 @@
 #include "core/expected.h"
 #include "core/fmt.h"
 #include "core/json.h"
+#include "core/box.h"
+#include "core/elf_check.h"
 #include "core/last_status.h"
+#include "core/numflag.h"
 #include "props/props.h"
+#include "reshard/ckpt.h"
+#include "reshard/p2p.h"
+#include <fcntl.h>
+#include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BASE_MESH "\"mesh\":{\"shape\":[2]}"
@@ -249,7 +257,180 @@ static void test_saved_failure(void) {
   free(f);
 }
 
+/* want == rs_last_error() verbatim: one message per failure, naming its field once */
+static void says(const char *what, const char *want) {
+  if (strcmp(rs_last_error(), want) != 0) {
+    fprintf(stderr, "%s: message\n  '%s'\nwant\n  '%s'\n", what, rs_last_error(), want);
+    rs_test_failures++;
+  }
+}
+
+/* rs_fail may be given rs_last_error() itself (re-coding or prefixing the current message): it
+ * formats apart, never into its own argument; and the size checks name the caller's field once. */
+static void test_messages(void) {
+  rs_fail(RS_ERR_INVALID, "shard_0_3': offsets past the end");
+  rs_fail(RS_ERR_IO, "file rank_0.safetensors: %s", rs_last_error());
+  says("rs_fail of its own message", "file rank_0.safetensors: shard_0_3': offsets past the end");
+  CHECK(rs__last_status() == RS_ERR_IO);
+  rs_fail(RS_ERR_INVALID, "%s", rs_last_error());
+  says("rs_fail re-coding", "file rank_0.safetensors: shard_0_3': offsets past the end");
+  rs_fail(RS_ERR_INVALID, "x");
+  rs_fail_prefix(RS_ERR_INVALID, "src.");
+  says("rs_fail_prefix", "src.x");
+  rs_tensor t = {RS_F32, 2, {4611686018427387904ll, 3}};
+  int64_t nb;
+  CHECK(rs__tensor_nbytes_at(&t, "--shape", &nb) == RS_ERR_OVERFLOW);
+  says("element count", "--shape: element count overflows int64");
+  rs_tensor t2 = {RS_F64, 1, {2305843009213693952ll}};
+  CHECK(rs__tensor_nbytes_at(&t2, "tensors[0].shape", &nb) == RS_ERR_OVERFLOW);
+  says("byte count", "tensors[0].shape: byte count overflows int64");
+  CHECK(rs_tensor_nbytes(&t2, &nb) == RS_ERR_OVERFLOW);
+  says("case field", "tensor.shape: byte count overflows int64");
+  /* through the readers: the state spec (was "tensors[0].shapetensor.shape: ...") and a P2P model */
+  rs_state_spec s;
+  CHECK(rs_state_spec_from_json("{\"world\":1,\"tensors\":[{\"key\":\"w\",\"dtype\":\"F64\",\"shape\":"
+                                "[2305843009213693952],\"mesh\":[1],\"placements\":\"R\"}]}",
+                                &s) != RS_OK);
+  says("state spec", "tensors[0].shape: byte count overflows int64");
+  rs_p2p_model m;
+  CHECK(rs_p2p_model_parse("{\"model\":{\"params\":[{\"name\":\"w\",\"shape\":[2305843009213693952],"
+                           "\"dtype\":\"F64\"}]},\"src\":{\"meshes\":[{\"shape\":[1],\"ranks\":[0]}],"
+                           "\"params\":{\"w\":{\"mesh\":0,\"placements\":[\"R\"]}}},\"dst\":{\"meshes\":"
+                           "[{\"shape\":[1],\"ranks\":[0]}],\"params\":{\"w\":{\"mesh\":0,\"placements\":[\"R\"]}}}}",
+                           &m) != RS_OK);
+  says("p2p model", "model.params.w.shape: byte count overflows int64");
+}
+
+/* The one checked parser of numeric flags: exact, bounded, never atoi/strtod. */
+static void test_numflags(void) {
+  long long v;
+  unsigned long long u;
+  int64_t b;
+  double t;
+  CHECK(rs__flag_int("4096", 1, 1 << 20, &v) == 0 && v == 4096);
+  CHECK(rs__flag_int("-5", -10, 10, &v) == 0 && v == -5);
+  const char *bad_int[] = {"4294967297", "1e3", "nan", "inf", "-1", "", " 1", "+1", "1.0", "0x10", "1 ", "9223372036854775808", "0"};
+  for (size_t i = 0; i < sizeof bad_int / sizeof *bad_int; i++)
+    if (rs__flag_int(bad_int[i], 1, 1 << 20, &v) == 0) {
+      fprintf(stderr, "int flag '%s' accepted as %lld\n", bad_int[i], v);
+      rs_test_failures++;
+    }
+  CHECK(rs__flag_u64("18446744073709551615", &u) == 0 && u == UINT64_MAX);
+  CHECK(rs__flag_u64("0xdeadBEEF", &u) == 0 && u == 0xdeadbeefull);
+  CHECK(rs__flag_u64("18446744073709551616", &u) != 0 && rs__flag_u64("-1", &u) != 0 && rs__flag_u64("0x", &u) != 0);
+  CHECK(rs__flag_bytes("2G", 1, INT64_MAX, &b) == 0 && b == (int64_t)2 << 30);
+  CHECK(rs__flag_bytes("512MiB", 1, INT64_MAX, &b) == 0 && b == (int64_t)512 << 20);
+  CHECK(rs__flag_bytes("65536", 1, INT64_MAX, &b) == 0 && b == 65536);
+  CHECK(rs__flag_bytes("64kb", 1, INT64_MAX, &b) == 0 && b == 65536);
+  const char *bad_bytes[] = {"nan", "inf", "-1G", "1.5G", "1e9", "2X", "2Gi", "4294967297T", "9223372036854775807K", "", "G"};
+  for (size_t i = 0; i < sizeof bad_bytes / sizeof *bad_bytes; i++)
+    if (rs__flag_bytes(bad_bytes[i], 1, INT64_MAX, &b) == 0) {
+      fprintf(stderr, "byte flag '%s' accepted as %lld\n", bad_bytes[i], (long long)b);
+      rs_test_failures++;
+    }
+  CHECK(rs__flag_seconds("0.5", &t) == 0 && t == 0.5);
+  CHECK(rs__flag_seconds("600", &t) == 0 && t == 600);
+  CHECK(rs__flag_seconds("604800", &t) == 0);
+  const char *bad_sec[] = {"inf", "nan", "NaN", "-1", "0", "0.0", "1e3", "604801", "1e999", "", ".", "1..2", " 1", "+1",
+                           "99999999999999999999999999999999999999"};
+  for (size_t i = 0; i < sizeof bad_sec / sizeof *bad_sec; i++)
+    if (rs__flag_seconds(bad_sec[i], &t) == 0) {
+      fprintf(stderr, "--seconds '%s' accepted as %g\n", bad_sec[i], t);
+      rs_test_failures++;
+    }
+  CHECK(!rs__seconds_ok(NAN) && !rs__seconds_ok(INFINITY) && rs__seconds_ok(1));
+}
+
+/* Out of memory is no verdict: a FAIL whose last error is RS_ERR_NOMEM. */
+static void test_oom_outcome(void) {
+  char msg[128];
+  rs_clear_error();
+  CHECK(!rs_outcome_is_oom(RS_FAIL));
+  CHECK(rs_prop_oom(msg, sizeof msg, "compare") == RS_FAIL && rs_outcome_is_oom(RS_FAIL));
+  CHECK(strcmp(msg, "compare: out of memory") == 0);
+  CHECK(!rs_outcome_is_oom(RS_PASS) && !rs_outcome_is_oom(RS_SKIP));
+  rs_fail(RS_ERR_INVALID, "bad");
+  CHECK(!rs_outcome_is_oom(RS_FAIL));
+}
+
+/* A plug-in must be a complete ELF shared object before dlopen maps it (a cut one raised SIGBUS):
+ * this test's own executable (a PIE: ET_DYN) is whole, its truncations are not. */
+static void test_elf_check(void) {
+  char dir[] = "/tmp/rs_elf_XXXXXX", p[600];
+  if (!mkdtemp(dir)) {
+    CHECK(0);
+    return;
+  }
+  FILE *f = fopen("/proc/self/exe", "rb");
+  char *img = malloc(64 << 20);
+  size_t n = f && img ? fread(img, 1, 64 << 20, f) : 0;
+  if (f) fclose(f);
+  CHECK(n > 4096);
+  snprintf(p, sizeof p, "%s/whole.so", dir);
+  FILE *o = fopen(p, "wb");
+  if (o) {
+    fwrite(img, 1, n, o);
+    fclose(o);
+  }
+  CHECK(rs_elf_check_file("--copy-service", p) == RS_OK);
+  /* cut anywhere: inside the ELF header, the program headers, a loaded segment, the section table */
+  const size_t cuts[] = {0, 10, 63, 64, 100, 1000, 4096, n / 2, n - 1};
+  for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+    snprintf(p, sizeof p, "%s/cut%zu.so", dir, i);
+    o = fopen(p, "wb");
+    if (o) {
+      fwrite(img, 1, cuts[i], o);
+      fclose(o);
+    }
+    if (rs_elf_check_file("--copy-service", p) == RS_OK) {
+      fprintf(stderr, "ELF cut to %zu of %zu bytes accepted\n", cuts[i], n);
+      rs_test_failures++;
+    } else if (strncmp(rs_last_error(), "--copy-service: '", 17) != 0 || !strstr(rs_last_error(), p)) {
+      fprintf(stderr, "ELF message does not name the flag and the path once: %s\n", rs_last_error());
+      rs_test_failures++;
+    }
+    remove(p);
+  }
+  snprintf(p, sizeof p, "%s/cut4.so", dir);
+  o = fopen(p, "wb");
+  if (o) {
+    fwrite(img, 1, 100, o);
+    fclose(o);
+  }
+  CHECK(rs_elf_check_file(NULL, p) != RS_OK);
+  char want[700];
+  snprintf(want, sizeof want, "'%s': truncated: the program header table lies past the end of the file", p);
+  says("truncated ELF", want);
+  remove(p);
+  char q[600];
+  snprintf(p, sizeof p, "%s/whole.so", dir);
+  snprintf(q, sizeof q, "%s/link.so", dir);
+  CHECK(symlink(p, q) == 0 && rs_elf_check_file(NULL, q) != RS_OK && strstr(rs_last_error(), "symbolic link"));
+  remove(q);
+  snprintf(q, sizeof q, "%s/fifo.so", dir);
+  CHECK(mkfifo(q, 0600) == 0 && rs_elf_check_file(NULL, q) != RS_OK && strstr(rs_last_error(), "not a regular file"));
+  remove(q);
+  CHECK(rs_elf_check_file(NULL, dir) != RS_OK && strstr(rs_last_error(), "not a regular file"));
+  snprintf(q, sizeof q, "%s/text.so", dir);
+  o = fopen(q, "wb");
+  if (o) {
+    fputs("/* GNU ld script: the real library lies elsewhere */\nGROUP ( /usr/lib/libfoo.so.1 )\n", o);
+    fclose(o);
+  }
+  CHECK(rs_elf_check_file(NULL, q) != RS_OK && strstr(rs_last_error(), "no ELF magic"));
+  remove(q);
+  snprintf(q, sizeof q, "%s/missing.so", dir);
+  CHECK(rs_elf_check_file(NULL, q) == RS_ERR_IO);
+  remove(p);
+  rmdir(dir);
+  free(img);
+}
+
 int main(void) {
+  test_messages();
+  test_numflags();
+  test_oom_outcome();
+  test_elf_check();
   test_saved_failure();
   test_case_codec();
   test_text_syntax();

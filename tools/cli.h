@@ -10,6 +10,12 @@
  * out of memory (or another resource) has a code of its own. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOMEM = 3 };
 
+/* An rs_status failure whose message starts with the library's own name for the field (one of the
+ * '|'-separated names in lib: "shape '4x': ..." from the shape parser) printed under the user's
+ * flag instead, so the field is named once: "reshard layout: --mesh: '4x': ...". An index is kept
+ * ("mesh.ranks[1]: ..." as "--ranks[1]: ..."); another message gets the flag in front. Returns
+ * CLI_NOMEM for RS_ERR_NOMEM, else CLI_USAGE. */
+int cli_flag_error(const char *cmd, const char *flag, const char *lib);
 /* Prints "reshard <cmd>: out of memory (...)" and returns CLI_NOMEM. */
 int cli_nomem(const char *cmd, const char *what);
 
@@ -42,6 +48,14 @@ int cli_is_help(const char *a);
  * signs on unsigned, fractions), overflow refused; 0 on success. */
 int cli_u64(const char *s, unsigned long long *out);
 int cli_int(const char *s, long long lo, long long hi, long long *out);
+/* --seconds: digits with an optional fraction, 0 < T <= one week (no nan, inf, sign or exponent);
+ * 0 on success. All three are the one checked parser of core/numflag.h. */
+int cli_seconds(const char *s, double *out);
+#define CLI_SECONDS_EXPECTED "expected a number of seconds, 0 < T <= 604800 (one week)"
+/* A directory the command will write into (--scratch, ...): a writable directory, or a missing one
+ * whose parent is a writable directory (the command makes it). CLI_OK, or CLI_USAGE after a message
+ * naming flag and path. */
+int cli_dir_arg(const char *cmd, const char *flag, const char *path);
 
 /* The layout flags that describe a mesh and a tensor. */
 typedef struct cli_layout_args {

@@ -1,13 +1,16 @@
 /* cli_util.c - flag scanning, layout-flag parsing and error printing shared by the subcommands.
  * Every error names the flag it came from and exits 2. */
-#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "cli.h"
 #include "core/checked.h"
 #include "core/box.h"
 #include "core/last_status.h"
+#include "core/numflag.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
@@ -24,6 +27,23 @@ int cli_status_error(const char *cmd, const char *what) {
   fprintf(stderr, "reshard %s: %s%s%s\n", cmd, what ? what : "", what && *what ? ": " : "",
           e[0] ? e : "error");
   return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : CLI_USAGE;
+}
+
+int cli_flag_error(const char *cmd, const char *flag, const char *lib) {
+  const char *e = rs_last_error();
+  for (const char *n = lib; n && *n;) {
+    size_t len = strcspn(n, "|");
+    const char *rest = e + len;
+    if (len && strncmp(e, n, len) == 0 && (*rest == ' ' || *rest == ':' || *rest == '[' || *rest == 0)) {
+      if (*rest == ':') ++rest;
+      while (*rest == ' ') ++rest;
+      /* "mesh.ranks[1]: ..." keeps its index: "--ranks[1]: ..." */
+      fprintf(stderr, "reshard %s: %s%s%s\n", cmd, flag, *rest == '[' ? "" : ": ", *rest ? rest : "invalid");
+      return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : CLI_USAGE;
+    }
+    n += len + (n[len] == '|');
+  }
+  return cli_status_error(cmd, flag);
 }
 
 int cli_nomem(const char *cmd, const char *what) {
@@ -49,41 +69,34 @@ int cli_flag(char **argv, int i, const char *name) { return strcmp(argv[i], name
 
 int cli_is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
-int cli_u64(const char *s, unsigned long long *out) {
-  if (!s || !*s) return -1;
-  int base = 10;
-  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s += 2;
-    if (!*s) return -1;
-  }
-  unsigned long long v = 0;
-  for (; *s; ++s) {
-    int d = isdigit((unsigned char)*s) ? *s - '0'
-          : base == 16 && isxdigit((unsigned char)*s) ? tolower((unsigned char)*s) - 'a' + 10 : -1;
-    if (d < 0) return -1;
-    if (__builtin_mul_overflow(v, (unsigned long long)base, &v) ||
-        __builtin_add_overflow(v, (unsigned long long)d, &v))
-      return -1;
-  }
-  *out = v;
-  return 0;
-}
+int cli_u64(const char *s, unsigned long long *out) { return rs__flag_u64(s, out); }
 
-int cli_int(const char *s, long long lo, long long hi, long long *out) {
-  if (!s || !*s) return -1;
-  int neg = *s == '-';
-  if (neg) ++s;
-  if (!*s) return -1;
-  long long v = 0;
-  for (; *s; ++s) {
-    if (!isdigit((unsigned char)*s)) return -1;
-    int d = *s - '0';
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -d : d, &v)) return -1;
+int cli_int(const char *s, long long lo, long long hi, long long *out) { return rs__flag_int(s, lo, hi, out); }
+
+int cli_seconds(const char *s, double *out) { return rs__flag_seconds(s, out); }
+
+int cli_dir_arg(const char *cmd, const char *flag, const char *path) {
+  struct stat sb;
+  if (!*path) return cli_usage_error(cmd, "%s: empty path", flag);
+  if (stat(path, &sb) == 0) {
+    if (!S_ISDIR(sb.st_mode)) return cli_usage_error(cmd, "%s: '%s': not a directory", flag, path);
+    if (access(path, W_OK | X_OK) != 0) return cli_usage_error(cmd, "%s: '%s': not writable", flag, path);
+    return CLI_OK;
   }
-  if (v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
+  if (errno != ENOENT) return cli_usage_error(cmd, "%s: '%s': %s", flag, path, strerror(errno));
+  /* missing: the command creates it (one level), so its parent must be a writable directory */
+  char parent[4096];
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/') --n;
+  while (n > 0 && path[n - 1] != '/') --n;
+  while (n > 1 && path[n - 1] == '/') --n;
+  if (n >= sizeof parent) return cli_usage_error(cmd, "%s: path too long", flag);
+  snprintf(parent, sizeof parent, "%.*s", (int)n, n ? path : ".");
+  if (n == 0) snprintf(parent, sizeof parent, ".");
+  if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(parent, W_OK | X_OK) != 0)
+    return cli_usage_error(cmd, "%s: '%s': no such directory, and '%s' is no writable directory to make it in", flag,
+                           path, parent);
+  return CLI_OK;
 }
 
 int cli_layout_opt(const char *cmd, int argc, char **argv, int *i, cli_layout_args *a) {
@@ -135,10 +148,10 @@ int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaig
   } else if ((r = cli_opt(argc, argv, i, "--cases", &v)) != 0) {
     if (r < 0 || cli_int(v, 1, (long long)1 << 40, &a->cases)) return flag_error(cmd, "--cases: expected a positive integer");
   } else if (!a->no_seconds && (r = cli_opt(argc, argv, i, "--seconds", &v)) != 0) {
-    char *end;
-    double t = r < 0 ? 0 : strtod(v, &end);
-    if (r < 0 || *end || !(t > 0)) return flag_error(cmd, "--seconds: expected a positive number");
-    a->seconds = t;
+    if (r < 0 || cli_seconds(v, &a->seconds)) {
+      cli_usage_error(cmd, "--seconds: %s", CLI_SECONDS_EXPECTED);
+      return -1;
+    }
   } else if ((r = cli_opt(argc, argv, i, "--junit", &v)) != 0) {
     if (r < 0) return flag_error(cmd, "--junit: missing file");
     a->junit = v;
@@ -158,7 +171,7 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
   int64_t sizes[RS_MAX_MESH_DIMS];
   int nd = 0;
   if (!a->mesh) return cli_usage_error(cmd, "--mesh: required (e.g. --mesh 4x2)");
-  if (rs_parse_dims(a->mesh, RS_MAX_MESH_DIMS, sizes, &nd) != RS_OK) return cli_status_error(cmd, "--mesh");
+  if (rs_parse_dims(a->mesh, RS_MAX_MESH_DIMS, sizes, &nd) != RS_OK) return cli_flag_error(cmd, "--mesh", "shape");
   if (nd < 1) return cli_usage_error(cmd, "--mesh: at least one mesh dim");
   int32_t *ranks = NULL;
   int nr = 0;
@@ -167,7 +180,7 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
     if (!ranks) return cli_nomem(cmd, "--ranks");
     if (rs_parse_ranks(a->ranks, ranks, RS_MAX_RANKS, &nr) != RS_OK) {
       free(ranks);
-      return cli_status_error(cmd, "--ranks");
+      return cli_flag_error(cmd, "--ranks", "ranks");
     }
     int64_t prod;
     if (!rs__numel_ok(sizes, nd, &prod) || prod > RS_MAX_RANKS) {
@@ -181,12 +194,13 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
   }
   rs_status st = rs_mesh_init(&c->mesh, nd, sizes, ranks);
   free(ranks);
-  if (st) return cli_status_error(cmd, "--mesh/--ranks");
+  if (st) return strncmp(rs_last_error(), "mesh.ranks", 10) == 0 ? cli_flag_error(cmd, "--ranks", "mesh.ranks")
+                                                                : cli_flag_error(cmd, "--mesh", "mesh.shape|mesh");
   c->tensor.dtype = RS_F32;
-  if (a->dtype && rs_dtype_parse(a->dtype, &c->tensor.dtype) != RS_OK) return cli_status_error(cmd, "--dtype");
+  if (a->dtype && rs_dtype_parse(a->dtype, &c->tensor.dtype) != RS_OK) return cli_flag_error(cmd, "--dtype", "dtype");
   c->tensor.ndim = 0;
   if (a->shape && rs_parse_dims(a->shape, RS_MAX_DIMS, c->tensor.shape, &c->tensor.ndim) != RS_OK)
-    return cli_status_error(cmd, "--shape");
+    return cli_flag_error(cmd, "--shape", "shape");
   int64_t nb;
   if (rs__tensor_nbytes_at(&c->tensor, "--shape", &nb) != RS_OK) return cli_status_error(cmd, NULL);
   return CLI_OK;
@@ -195,13 +209,14 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
 int cli_build_sharding(const char *cmd, const char *flag_pl, const char *pl, const char *flag_order,
                        const char *order, const rs_case *c, rs_sharding *s) {
   if (!pl) return cli_usage_error(cmd, "%s: required (e.g. %s S0,R)", flag_pl, flag_pl);
-  if (rs_parse_placements(pl, s) != RS_OK) return cli_status_error(cmd, flag_pl);
+  static const char PL[] = "placements|placement", ORD[] = "shard_order|order";
+  if (rs_parse_placements(pl, s) != RS_OK) return cli_flag_error(cmd, flag_pl, PL);
   if (s->mesh_ndim != c->mesh.ndim)
     return cli_usage_error(cmd, "%s: %d placements for a %d-d mesh", flag_pl, s->mesh_ndim, c->mesh.ndim);
-  if (rs_sharding_set_default_order(s, c->tensor.ndim) != RS_OK) return cli_status_error(cmd, flag_pl);
-  if (order && rs_parse_order(order, s, c->tensor.ndim) != RS_OK) return cli_status_error(cmd, flag_order);
+  if (rs_sharding_set_default_order(s, c->tensor.ndim) != RS_OK) return cli_flag_error(cmd, flag_pl, PL);
+  if (order && rs_parse_order(order, s, c->tensor.ndim) != RS_OK) return cli_flag_error(cmd, flag_order, ORD);
   if (rs_sharding_validate(s, &c->mesh, &c->tensor) != RS_OK)
-    return cli_status_error(cmd, order ? flag_order : flag_pl);
+    return order ? cli_flag_error(cmd, flag_order, ORD) : cli_flag_error(cmd, flag_pl, PL);
   return CLI_OK;
 }
 

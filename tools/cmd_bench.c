@@ -2,6 +2,7 @@
  * bound, planning time, local and MPI throughput, planner time against recorded PyTorch). */
 #include <string.h>
 #include "cli.h"
+#include "core/last_status.h"
 #ifdef RS_HAVE_BENCH
 #include "bench.h"
 #endif
@@ -29,7 +30,13 @@ int cmd_bench(int argc, char **argv) {
     }
 #ifdef RS_HAVE_BENCH
   if (argc > 1 && strcmp(argv[1], "ckpt") == 0) return rs_bench_ckpt_main(argc - 1, argv + 1);
-  if (rs_bench_main(argc, argv)) return cli_status_error("bench", "");
+  if (rs_bench_main(argc, argv)) {
+    /* the benchmarks' own messages start with their name ("bench p2p: --reps: ..."): said once */
+    const char *e = rs_last_error();
+    if (strncmp(e, "bench", 5) != 0) return cli_status_error("bench", NULL);
+    fprintf(stderr, "reshard %s\n", e);
+    return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : CLI_USAGE;
+  }
   return CLI_OK;
 #else
   (void)argv;

@@ -182,7 +182,7 @@ int cmd_replay(int argc, char **argv) {
   if (!f) return cli_nomem(C, "saved case");
   if (rs_saved_failure_read(file, f) != RS_OK) {
     free(f);
-    return cli_status_error(C, file);
+    return cli_status_error(C, NULL); /* the message names the file */
   }
   /* what it failed with, unless a flag says otherwise */
   if (f->case_ok && (planner || cost || enumeration)) {

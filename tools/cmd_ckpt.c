@@ -211,7 +211,7 @@ static int cmd_load(int argc, char **argv) {
   const char *spec = a.spec, *root = a.root;
   long long step = a.step;
   rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
-  if (a.strict && rs_strict_parse(a.strict, &mode)) return cli_status_error(C, "--");
+  if (a.strict && rs_strict_parse(a.strict, &mode)) return cli_flag_error(C, "--strict", "strict");
   rs_state_spec s, saved;
   rs_status st;
   if ((st = rs_state_spec_from_file(spec, &s))) return input_fail(C, st);
@@ -324,11 +324,10 @@ int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **imp
     o->cases = n;
   }
   if (secv) {
-    char *e;
-    o->seconds = strtod(secv, &e);
-    if (*e || o->seconds <= 0) return cli_usage_error(C, "--seconds: expected a positive number");
+    if (cli_seconds(secv, &o->seconds)) return cli_usage_error(C, "--seconds: %s", CLI_SECONDS_EXPECTED);
     o->cases = 0;
   }
+  if (o->scratch && cli_dir_arg(C, "--scratch", o->scratch)) return CLI_USAGE;
   return -1;
 }
 

@@ -116,7 +116,7 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
   int r, read_once = a->read_once;
   if ((r = check_impl(C, a->impl, 0))) return r;
   rs_strict mode = RS_STRICT_ASSUME_OK_UNEXPECTED;
-  if (a->strict && rs_strict_parse(a->strict, &mode)) return cli_status_error(C, "--");
+  if (a->strict && rs_strict_parse(a->strict, &mode)) return cli_flag_error(C, "--strict", "strict");
   rs_ckpt_opt_opts o;
   fill_opts(a, &o);
   o.log = stderr;
@@ -139,19 +139,22 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
   rs_ckpt_report rep;
   memset(&rep, 0, sizeof rep);
   char msg[1024];
+  rs_ckpt_opt_stats stats;
+  double t0, dt;
+  rs_status st;
+  int bad = 0, flag;
   if (rs_state_spec_build(&s, RS_FILL_INITIAL, &got)) {
     rc = cli_status_error(C, "");
     goto out;
   }
   keep_mine(world, &got);
-  rs_ckpt_opt_stats stats;
-  double t0 = mono();
-  rs_status st = rs_opt_ckpt_to_device(world, &got);
+  t0 = mono();
+  st = rs_opt_ckpt_to_device(world, &got);
   if (!st) {
     st = rs_opt_ckpt_load(world, &got, root, step, mode, &o, &rep, &stats);
     keep_error(&st, rs_opt_ckpt_to_host(world, &got));
   }
-  double dt = mono() - t0;
+  dt = mono() - t0;
   if (me == 0) {
     if (rep.nunexpected || mode == RS_STRICT_RETURN_UNEXPECTED || mode == RS_STRICT_RETURN_ALL) {
       printf("unexpected keys (%d):", rep.nunexpected);
@@ -164,7 +167,6 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
       printf("\n");
     }
   }
-  int bad = 0;
   if (st) {
     fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
     bad = st == RS_ERR_UNSUPPORTED ? 2 : 1;
@@ -185,7 +187,7 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
     else snprintf(jp, sizeof jp, "%s.%d", a->json, me);
     if (ckpt_load_json(C, jp, "opt", st ? "failed" : "ok", &got, rs_world_is_local(world) ? -1 : me) && !bad) bad = 3;
   }
-  int flag = bad != 0;
+  flag = bad != 0;
   rs_world_agree(world, &flag);
   if (bad == 2 || bad == 3) rc = CLI_USAGE;
   else if (flag) rc = CLI_FAIL;

@@ -305,6 +305,15 @@ static int open_world(const char *transport, int *argc, char ***argv, rs_world *
   if (rs_world_init(transport, argc, argv, w)) return cli_status_error(C, "--transport");
   return CLI_OK;
 }
+
+/* A missing, truncated or wrong-ABI plug-in is bad input (exit 2) found before any case runs, never
+ * a failed property with regression files. */
+static int probe_copy_service(rs_world *w, const char *svc) {
+  rs_copy_service *probe = NULL;
+  if (rs_copy_service_open(svc ? svc : rs_world_transport(w), w, &probe)) return cli_status_error(C, "--copy-service");
+  rs_copy_service_close(probe);
+  return CLI_OK;
+}
 #endif
 
 static int cmd_run_(int argc, char **argv) {
@@ -336,8 +345,11 @@ static int cmd_run_(int argc, char **argv) {
       rs_p2p_model_free(&m);
       return cli_usage_error(C, "run: --impl ref runs every rank in this process (no --transport/--copy-service)");
     }
-    for (int p = RS_P2P_PROP_REF_PLAN; p <= RS_P2P_PROP_REF_ORACLE && !bad; ++p)
-      if (rs_p2p_prop_run((rs_p2p_prop)p, &env, &m, msg, sizeof msg) == RS_FAIL) bad = 1;
+    for (int p = RS_P2P_PROP_REF_PLAN; p <= RS_P2P_PROP_REF_ORACLE && !bad; ++p) {
+      rs_clear_error();
+      rs_outcome o = rs_p2p_prop_run((rs_p2p_prop)p, &env, &m, msg, sizeof msg);
+      if (o == RS_FAIL) bad = rs_outcome_is_oom(o) ? 3 : 1;
+    }
   } else {
 #ifdef RS_HAVE_OPT
     rs_world *w = NULL;
@@ -349,14 +361,11 @@ static int cmd_run_(int argc, char **argv) {
     env.world = w;
     env.copy_service = svc;
     env.distributed = !rs_world_is_local(w);
-    rs_copy_service *probe = NULL;
-    if (rs_copy_service_open(svc ? svc : rs_world_transport(w), w, &probe)) {
-      r = cli_status_error(C, "--copy-service");
+    if ((r = probe_copy_service(w, svc))) {
       rs_world_finalize(w);
       rs_p2p_model_free(&m);
       return r;
     }
-    rs_copy_service_close(probe);
     if (env.distributed && rs_world_size(w) < m.world) {
       int need = m.world, have = rs_world_size(w);
       rs_world_finalize(w);
@@ -365,8 +374,9 @@ static int cmd_run_(int argc, char **argv) {
     }
     for (int p = RS_P2P_PROP_OPT_PLAN; p <= RS_P2P_PROP_OPT_ORACLE && !bad; ++p) {
       if (env.distributed && p != RS_P2P_PROP_OPT_ORACLE) continue;
+      rs_clear_error();
       rs_outcome o = rs_p2p_prop_run((rs_p2p_prop)p, &env, &m, msg, sizeof msg);
-      if (o == RS_FAIL) bad = 1;
+      if (o == RS_FAIL) bad = rs_outcome_is_oom(o) ? 3 : 1;
     }
     quiet |= rs_world_rank(w) != 0 || json;
     keep_world = w;
@@ -375,7 +385,7 @@ static int cmd_run_(int argc, char **argv) {
     return cli_usage_error(C, "--impl opt: this build has no opt/ library");
 #endif
   }
-  int input = 0, rc = CLI_OK;
+  int rc = CLI_OK;
   if (!bad && (json || dump)) {
     /* after the check passed: what the move produced, for tools outside the process */
     run_out o;
@@ -388,12 +398,13 @@ static int cmd_run_(int argc, char **argv) {
 #ifdef RS_HAVE_OPT
   if (keep_world) rs_world_finalize(keep_world);
 #endif
-  if (!quiet) {
-    if (bad) printf("%s: %s\n", input ? "error" : "FAIL", msg);
+  if (bad == 3) fprintf(stderr, "reshard %s: %s\n", C, msg); /* out of memory: no verdict, exit 3 */
+  else if (!quiet) {
+    if (bad) printf("FAIL: %s\n", msg);
     else if (rc == CLI_OK) printf("ok: %lld parameters, every destination rank equals the oracle (%s)\n", (long long)m.nparams, impl);
   }
   rs_p2p_model_free(&m);
-  return bad ? (input ? CLI_USAGE : CLI_FAIL) : rc;
+  return bad == 3 ? CLI_NOMEM : bad ? CLI_FAIL : rc;
 }
 
 static int cmd_check_(int argc, char **argv) {
@@ -439,6 +450,10 @@ static int cmd_check_(int argc, char **argv) {
 #ifdef RS_HAVE_OPT
   rs_world *w = NULL;
   if (o.env.impl == RS_IMPL_OPT && (r = open_world(transport, &argc, &argv, &w))) return r;
+  if (o.env.impl == RS_IMPL_OPT && (r = probe_copy_service(w, svc))) {
+    rs_world_finalize(w);
+    return r;
+  }
   o.env.world = w;
   o.env.distributed = w && !rs_world_is_local(w);
   if (o.env.distributed) {

@@ -159,7 +159,7 @@ int cmd_run(int argc, char **argv) {
   if (use_opt) return cli_usage_error(C, "--impl opt: this build has no opt/ library");
 #endif
   char *text = rs_read_text(file);
-  if (!text) return cli_status_error(C, file);
+  if (!text) return cli_status_error(C, NULL); /* the reader named the file */
   rs_case *c = calloc(1, sizeof *c);
   rs_diff *diff = calloc(1, sizeof *diff);
   rs_plan *p = calloc(1, sizeof *p);
@@ -169,6 +169,7 @@ int cmd_run(int argc, char **argv) {
   int have_exp = 0, rc = CLI_USAGE;
   rs_locals in = {0}, out = {0}, exp = {0};
   sink mism = {0};
+  const cJSON *ej;
   if (!c || !diff || !p) {
     rc = cli_nomem(C, "case");
     goto done;
@@ -177,7 +178,7 @@ int cmd_run(int argc, char **argv) {
     rc = cli_status_error(C, file);
     goto done;
   }
-  const cJSON *ej = cJSON_GetObjectItemCaseSensitive(root, "expected");
+  ej = cJSON_GetObjectItemCaseSensitive(root, "expected");
   if (ej) {
     if (rs__expected_parse(ej, "expected", 1, c, &ex) != RS_OK) {
       rc = cli_status_error(C, file);
@@ -202,161 +203,163 @@ int cmd_run(int argc, char **argv) {
     }
   }
   rc = CLI_FAIL;
-  rs_status st = rs_ref_plan(c, p);
-  int have_plan = st == RS_OK;
-  char trace[4096] = "(no plan)", plan_err[600] = "";
-  if (have_plan) have_plan = rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, p, trace, sizeof trace) == RS_OK;
-  if (!have_plan) {
-    snprintf(plan_err, sizeof plan_err, "%s: %s", rs_status_name(st ? st : RS_ERR_INVALID), rs_last_error());
-    snprintf(trace, sizeof trace, "(no plan: %s)", rs_last_error());
-  }
-  char s1[256], s2[256];
-  rs_format_sharding(&c->src, s1, sizeof s1);
-  rs_format_sharding(&c->dst, s2, sizeof s2);
-  const char *pname = rs_planner_name(rs_case_resolve_planner(c));
-  if (doc) {
-    cJSON_AddStringToObject(doc, "case", c->name[0] ? c->name : file);
-    cJSON_AddStringToObject(doc, "impl", use_opt ? "opt" : "ref");
-    cJSON_AddStringToObject(doc, "dtype", rs_dtype_name(c->tensor.dtype));
-    cJSON_AddItemToObject(doc, "mesh", json_ints(c->mesh.size, c->mesh.ndim));
-    cJSON_AddItemToObject(doc, "shape", json_ints(c->tensor.shape, c->tensor.ndim));
-    cJSON_AddStringToObject(doc, "src", s1);
-    cJSON_AddStringToObject(doc, "dst", s2);
-    cJSON *pj = cJSON_AddObjectToObject(doc, "plan");
-    cJSON_AddStringToObject(pj, "planner", pname);
-    cJSON_AddStringToObject(pj, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
-    cJSON_AddStringToObject(pj, "enumeration", rs_enumeration_name(c->enumeration));
-    if (have_plan) {
-      cJSON_AddStringToObject(pj, "trace", trace);
-      cJSON_AddItemToObject(pj, "steps", json_plan(p));
-    } else {
-      cJSON_AddNullToObject(pj, "trace");
-      cJSON_AddStringToObject(pj, "error", plan_err);
+  { /* a block: the gotos above jump past it to done: without skipping an initialisation */
+    rs_status st = rs_ref_plan(c, p);
+    int have_plan = st == RS_OK;
+    char trace[4096] = "(no plan)", plan_err[600] = "";
+    if (have_plan) have_plan = rs_plan_trace(&c->mesh, &c->src, c->tensor.ndim, p, trace, sizeof trace) == RS_OK;
+    if (!have_plan) {
+      snprintf(plan_err, sizeof plan_err, "%s: %s", rs_status_name(st ? st : RS_ERR_INVALID), rs_last_error());
+      snprintf(trace, sizeof trace, "(no plan: %s)", rs_last_error());
     }
-  } else {
-    printf("case %s: %s %s -> %s, %s planner\n", c->name[0] ? c->name : file, rs_dtype_name(c->tensor.dtype),
-           s1, s2, pname);
-    printf("plan: %s\n", trace);
-  }
-  const char *fail = NULL;
-  char failmsg[700] = "";
-  if ((st = rs_make_source(c, &in)) != RS_OK) {
-    snprintf(failmsg, sizeof failmsg, "rs_make_source: %s", rs_last_error());
-    fail = failmsg;
-  }
-  if (!fail) {
-    if (use_opt) {
-#ifdef RS_HAVE_OPT
-      rs_world *w = NULL;
-      rs_opt *o = NULL;
-      st = rs_world_init("local", &argc, &argv, &w);
-      if (st == RS_OK) st = rs_opt_create(&o);
-      if (st == RS_OK) st = rs_opt_redistribute(o, w, c, &in, &out, NULL);
-      if (o) rs_opt_destroy(o);
-      if (w) rs_world_finalize(w);
-#else
-      st = RS_ERR_UNSUPPORTED;
-#endif
+    char s1[256], s2[256];
+    rs_format_sharding(&c->src, s1, sizeof s1);
+    rs_format_sharding(&c->dst, s2, sizeof s2);
+    const char *pname = rs_planner_name(rs_case_resolve_planner(c));
+    if (doc) {
+      cJSON_AddStringToObject(doc, "case", c->name[0] ? c->name : file);
+      cJSON_AddStringToObject(doc, "impl", use_opt ? "opt" : "ref");
+      cJSON_AddStringToObject(doc, "dtype", rs_dtype_name(c->tensor.dtype));
+      cJSON_AddItemToObject(doc, "mesh", json_ints(c->mesh.size, c->mesh.ndim));
+      cJSON_AddItemToObject(doc, "shape", json_ints(c->tensor.shape, c->tensor.ndim));
+      cJSON_AddStringToObject(doc, "src", s1);
+      cJSON_AddStringToObject(doc, "dst", s2);
+      cJSON *pj = cJSON_AddObjectToObject(doc, "plan");
+      cJSON_AddStringToObject(pj, "planner", pname);
+      cJSON_AddStringToObject(pj, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");
+      cJSON_AddStringToObject(pj, "enumeration", rs_enumeration_name(c->enumeration));
+      if (have_plan) {
+        cJSON_AddStringToObject(pj, "trace", trace);
+        cJSON_AddItemToObject(pj, "steps", json_plan(p));
+      } else {
+        cJSON_AddNullToObject(pj, "trace");
+        cJSON_AddStringToObject(pj, "error", plan_err);
+      }
     } else {
-      st = have_plan ? rs_ref_execute(c, p, &in, &out) : RS_ERR_NOPATH;
+      printf("case %s: %s %s -> %s, %s planner\n", c->name[0] ? c->name : file, rs_dtype_name(c->tensor.dtype),
+             s1, s2, pname);
+      printf("plan: %s\n", trace);
     }
-    if (st != RS_OK) {
-      snprintf(failmsg, sizeof failmsg, "%s: %s", use_opt ? "opt" : "ref", have_plan || use_opt ? rs_last_error() : plan_err);
+    const char *fail = NULL;
+    char failmsg[700] = "";
+    if ((st = rs_make_source(c, &in)) != RS_OK) {
+      snprintf(failmsg, sizeof failmsg, "rs_make_source: %s", rs_last_error());
       fail = failmsg;
     }
-  }
-  /* SPEC 5: ref's result is its plan's event sequence, opt's own schedule the canonical one */
-  rs_events ev;
-  if (use_opt || !have_plan) rs_events_canonical(&c->mesh, &c->src, &c->dst, &ev);
-  else rs_events_from_plan(&c->mesh, p, &ev);
-  if (!fail && (st = rs_oracle_expected_events(c, &c->dst, &ev, &exp)) != RS_OK) {
-    snprintf(failmsg, sizeof failmsg, "oracle: %s", rs_last_error());
-    fail = failmsg;
-  }
-  if (fail) {
-    if (st == RS_ERR_NOMEM && !RS_MUTANT(237)) rc = CLI_NOMEM; /* planted: out of memory reads as a failed check */
-    if (doc) {
-      cJSON_AddNullToObject(doc, "ranks");
-      cJSON_AddStringToObject(doc, "error", fail);
-      cJSON_AddStringToObject(doc, "verdict", rc == CLI_NOMEM ? "error" : "fail");
-    } else {
-      printf("FAIL: %s\n", fail);
-      if (rc == CLI_NOMEM) fprintf(stderr, "reshard run: out of memory: %s\n", fail);
+    if (!fail) {
+      if (use_opt) {
+  #ifdef RS_HAVE_OPT
+        rs_world *w = NULL;
+        rs_opt *o = NULL;
+        st = rs_world_init("local", &argc, &argv, &w);
+        if (st == RS_OK) st = rs_opt_create(&o);
+        if (st == RS_OK) st = rs_opt_redistribute(o, w, c, &in, &out, NULL);
+        if (o) rs_opt_destroy(o);
+        if (w) rs_world_finalize(w);
+  #else
+        st = RS_ERR_UNSUPPORTED;
+  #endif
+      } else {
+        st = have_plan ? rs_ref_execute(c, p, &in, &out) : RS_ERR_NOPATH;
+      }
+      if (st != RS_OK) {
+        snprintf(failmsg, sizeof failmsg, "%s: %s", use_opt ? "opt" : "ref", have_plan || use_opt ? rs_last_error() : plan_err);
+        fail = failmsg;
+      }
     }
-    goto done;
-  }
-  if (!doc) {
-    static const char *const VALUES[] = {"bits", "exact", "order"};
-    char evtext[512];
-    rs_events_format(&ev, evtext, sizeof evtext);
-    printf("values: %s; events: %s\n", (unsigned)c->values < 3 ? VALUES[c->values] : "?", evtext);
-  }
-  cJSON *ranks = doc ? cJSON_AddArrayToObject(doc, "ranks") : NULL;
-  if (!doc) printf("%6s  %-18s %-18s %s\n", "rank", "local_shape", "global_offset", "xxh3");
-  for (int pos = 0; pos < c->mesh.nranks; pos++) {
-    int64_t coord[RS_MAX_MESH_DIMS] = {0}, shp[RS_MAX_DIMS], off[RS_MAX_DIMS];
-    rs_mesh_coord(&c->mesh, pos, coord);
-    rs_local_shape_offset(&c->mesh, &c->dst, &c->tensor, coord, shp, off);
-    char xx[20];
-    snprintf(xx, sizeof xx, "%016llx", (unsigned long long)rs_local_digest(&out.r[pos]));
-    if (doc) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddNumberToObject(o, "rank", c->mesh.ranks[pos]);
-      cJSON_AddItemToObject(o, "coord", json_ints(coord, c->mesh.ndim));
-      cJSON_AddItemToObject(o, "local_shape", json_ints(out.r[pos].shape, c->tensor.ndim));
-      cJSON_AddItemToObject(o, "global_offset", json_ints(off, c->tensor.ndim));
-      cJSON_AddStringToObject(o, "xxh3", xx);
-      cJSON_AddItemToArray(ranks, o);
-    } else {
-      char b1[96], b2[96];
-      rs__fmt_ints(b1, sizeof b1, out.r[pos].shape, c->tensor.ndim, "[", ",", "]");
-      rs__fmt_ints(b2, sizeof b2, off, c->tensor.ndim, "[", ",", "]");
-      printf("%6d  %-18s %-18s %s\n", (int)c->mesh.ranks[pos], b1, b2, xx);
+    /* SPEC 5: ref's result is its plan's event sequence, opt's own schedule the canonical one */
+    rs_events ev;
+    if (use_opt || !have_plan) rs_events_canonical(&c->mesh, &c->src, &c->dst, &ev);
+    else rs_events_from_plan(&c->mesh, p, &ev);
+    if (!fail && (st = rs_oracle_expected_events(c, &c->dst, &ev, &exp)) != RS_OK) {
+      snprintf(failmsg, sizeof failmsg, "oracle: %s", rs_last_error());
+      fail = failmsg;
     }
-  }
-  /* Zero-filled mesh dims hold PyTorch's pieces in ref's result and the contract's (partition by
-   * 1/n) in the oracle's and in opt's, which is plan-free: ref is compared with the oracle by the
-   * sums over those dims, and opt's pieces there are not PyTorch's, so its digests are not held to
-   * the fixture's. */
-  unsigned zf_plan = have_plan ? rs__plan_zero_fill_dims(c, p) : 0;
-  unsigned zf = use_opt ? 0 : zf_plan;
-  if (have_exp) check_expected(&ex, c, &out, p, have_plan, trace, !(use_opt && zf_plan), &mism);
-  int bad = 0;
-  if (zf) {
-    /* one zero-fill compare for run and the campaigns (sums over those dims, -0 + +0 = +0) */
-    bad = rs__oracle_compare_zero_fill(c, p, zf, &out, diff, &st);
-    if (bad < 0) {
-      if (st == RS_ERR_NOMEM) rc = CLI_NOMEM;
-      note(&mism, "oracle: %s", rs_last_error());
-      bad = 0;
+    if (fail) {
+      if (st == RS_ERR_NOMEM && !RS_MUTANT(237)) rc = CLI_NOMEM; /* planted: out of memory reads as a failed check */
+      if (doc) {
+        cJSON_AddNullToObject(doc, "ranks");
+        cJSON_AddStringToObject(doc, "error", fail);
+        cJSON_AddStringToObject(doc, "verdict", rc == CLI_NOMEM ? "error" : "fail");
+      } else {
+        printf("FAIL: %s\n", fail);
+        if (rc == CLI_NOMEM) fprintf(stderr, "reshard run: out of memory: %s\n", fail);
+      }
+      goto done;
     }
-  } else if (exp.r) {
-    bad = rs_oracle_compare(c, &c->dst, &exp, &out, diff);
-  }
-  if (bad) note(&mism, "oracle: %d rank(s) differ%s: %s", bad, zf ? " (sums over the zero-filled mesh dims)" : "", diff->text);
-  if (rc != CLI_NOMEM) rc = mism.n ? CLI_FAIL : CLI_OK;
-  if (doc) {
-    static const char *const VALUES[] = {"bits", "exact", "order"};
-    char evtext[512];
-    rs_events_format(&ev, evtext, sizeof evtext);
-    cJSON_AddStringToObject(doc, "values", (unsigned)c->values < 3 ? VALUES[c->values] : "?");
-    cJSON_AddStringToObject(doc, "events", evtext); /* SPEC 5: what the result was held to */
+    if (!doc) {
+      static const char *const VALUES[] = {"bits", "exact", "order"};
+      char evtext[512];
+      rs_events_format(&ev, evtext, sizeof evtext);
+      printf("values: %s; events: %s\n", (unsigned)c->values < 3 ? VALUES[c->values] : "?", evtext);
+    }
+    cJSON *ranks = doc ? cJSON_AddArrayToObject(doc, "ranks") : NULL;
+    if (!doc) printf("%6s  %-18s %-18s %s\n", "rank", "local_shape", "global_offset", "xxh3");
+    for (int pos = 0; pos < c->mesh.nranks; pos++) {
+      int64_t coord[RS_MAX_MESH_DIMS] = {0}, shp[RS_MAX_DIMS], off[RS_MAX_DIMS];
+      rs_mesh_coord(&c->mesh, pos, coord);
+      rs_local_shape_offset(&c->mesh, &c->dst, &c->tensor, coord, shp, off);
+      char xx[20];
+      snprintf(xx, sizeof xx, "%016llx", (unsigned long long)rs_local_digest(&out.r[pos]));
+      if (doc) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "rank", c->mesh.ranks[pos]);
+        cJSON_AddItemToObject(o, "coord", json_ints(coord, c->mesh.ndim));
+        cJSON_AddItemToObject(o, "local_shape", json_ints(out.r[pos].shape, c->tensor.ndim));
+        cJSON_AddItemToObject(o, "global_offset", json_ints(off, c->tensor.ndim));
+        cJSON_AddStringToObject(o, "xxh3", xx);
+        cJSON_AddItemToArray(ranks, o);
+      } else {
+        char b1[96], b2[96];
+        rs__fmt_ints(b1, sizeof b1, out.r[pos].shape, c->tensor.ndim, "[", ",", "]");
+        rs__fmt_ints(b2, sizeof b2, off, c->tensor.ndim, "[", ",", "]");
+        printf("%6d  %-18s %-18s %s\n", (int)c->mesh.ranks[pos], b1, b2, xx);
+      }
+    }
+    /* Zero-filled mesh dims hold PyTorch's pieces in ref's result and the contract's (partition by
+     * 1/n) in the oracle's and in opt's, which is plan-free: ref is compared with the oracle by the
+     * sums over those dims, and opt's pieces there are not PyTorch's, so its digests are not held to
+     * the fixture's. */
+    unsigned zf_plan = have_plan ? rs__plan_zero_fill_dims(c, p) : 0;
+    unsigned zf = use_opt ? 0 : zf_plan;
+    if (have_exp) check_expected(&ex, c, &out, p, have_plan, trace, !(use_opt && zf_plan), &mism);
+    int bad = 0;
     if (zf) {
-      cJSON *z = cJSON_AddArrayToObject(doc, "oracle_summed_mesh_dims");
-      for (int m = 0; m < c->mesh.ndim; m++)
-        if (zf >> m & 1) cJSON_AddItemToArray(z, cJSON_CreateNumber(m));
+      /* one zero-fill compare for run and the campaigns (sums over those dims, -0 + +0 = +0) */
+      bad = rs__oracle_compare_zero_fill(c, p, zf, &out, diff, &st);
+      if (bad < 0) {
+        if (st == RS_ERR_NOMEM) rc = CLI_NOMEM;
+        note(&mism, "oracle: %s", rs_last_error());
+        bad = 0;
+      }
+    } else if (exp.r) {
+      bad = rs_oracle_compare(c, &c->dst, &exp, &out, diff);
     }
-    cJSON_AddNumberToObject(doc, "oracle_ranks_differ", bad);
-    cJSON_AddBoolToObject(doc, "expected_checked", have_exp);
-    cJSON_AddBoolToObject(doc, "expected_digests_checked", have_exp && !(use_opt && zf_plan));
-    cJSON_AddItemToObject(doc, "mismatches", mism.arr);
-    mism.arr = NULL;
-    cJSON_AddStringToObject(doc, "verdict", rc == CLI_OK ? "pass" : rc == CLI_NOMEM ? "error" : "fail");
-  } else {
-    printf("%s (%s%s%s%s)\n", rc == CLI_OK ? "PASS" : "FAIL", use_opt ? "opt" : "ref",
-           have_exp ? ", fixture expectations checked" : "",
-           zf ? ", zero-filled Partial(sum) compared by its sums" : "",
-           use_opt && zf_plan && have_exp ? ", digests not compared: opt partitions where PyTorch zero-fills" : "");
+    if (bad) note(&mism, "oracle: %d rank(s) differ%s: %s", bad, zf ? " (sums over the zero-filled mesh dims)" : "", diff->text);
+    if (rc != CLI_NOMEM) rc = mism.n ? CLI_FAIL : CLI_OK;
+    if (doc) {
+      static const char *const VALUES[] = {"bits", "exact", "order"};
+      char evtext[512];
+      rs_events_format(&ev, evtext, sizeof evtext);
+      cJSON_AddStringToObject(doc, "values", (unsigned)c->values < 3 ? VALUES[c->values] : "?");
+      cJSON_AddStringToObject(doc, "events", evtext); /* SPEC 5: what the result was held to */
+      if (zf) {
+        cJSON *z = cJSON_AddArrayToObject(doc, "oracle_summed_mesh_dims");
+        for (int m = 0; m < c->mesh.ndim; m++)
+          if (zf >> m & 1) cJSON_AddItemToArray(z, cJSON_CreateNumber(m));
+      }
+      cJSON_AddNumberToObject(doc, "oracle_ranks_differ", bad);
+      cJSON_AddBoolToObject(doc, "expected_checked", have_exp);
+      cJSON_AddBoolToObject(doc, "expected_digests_checked", have_exp && !(use_opt && zf_plan));
+      cJSON_AddItemToObject(doc, "mismatches", mism.arr);
+      mism.arr = NULL;
+      cJSON_AddStringToObject(doc, "verdict", rc == CLI_OK ? "pass" : rc == CLI_NOMEM ? "error" : "fail");
+    } else {
+      printf("%s (%s%s%s%s)\n", rc == CLI_OK ? "PASS" : "FAIL", use_opt ? "opt" : "ref",
+             have_exp ? ", fixture expectations checked" : "",
+             zf ? ", zero-filled Partial(sum) compared by its sums" : "",
+             use_opt && zf_plan && have_exp ? ", digests not compared: opt partitions where PyTorch zero-fills" : "");
+    }
   }
 done:
   if (doc) {

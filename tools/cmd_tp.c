@@ -185,7 +185,7 @@ static int tp_run(int argc, char **argv) {
   }
   if (!file) return cli_usage_error(C, "CASE.json: required");
   rs_tp_case *c = malloc(sizeof *c);
-  if (!c) return cli_usage_error(C, "out of memory");
+  if (!c) return cli_nomem(C, "case");
   if (rs_tp_case_from_file(file, c) != RS_OK) { /* the message names the file */
     free(c);
     return cli_status_error(C, NULL);
@@ -202,7 +202,7 @@ static int tp_run(int argc, char **argv) {
   int rc = CLI_OK;
   if (st) {
     fprintf(stderr, "reshard tp run: %s: %s: %s\n", file, rs_status_name(st), rs_last_error());
-    rc = CLI_FAIL;
+    rc = st == RS_ERR_NOMEM ? CLI_NOMEM : CLI_FAIL;
   } else {
     rs_tp_result ro, *rop = NULL;
 #ifdef RS_HAVE_OPT
@@ -219,7 +219,12 @@ static int tp_run(int argc, char **argv) {
     if (world) rs_world_finalize(world);
 #endif
     char msg[4096];
-    if (rs_tp_prop_run(c, impls, opt, NULL, msg, sizeof msg) != RS_PASS) {
+    rs_clear_error();
+    rs_outcome o = rs_tp_prop_run(c, impls, opt, NULL, msg, sizeof msg);
+    if (rs_outcome_is_oom(o)) { /* no verdict: exit 3; the message says what ran out */
+      fprintf(stderr, "reshard %s: %s\n", C, msg);
+      rc = CLI_NOMEM;
+    } else if (o != RS_PASS) {
       fprintf(stderr, "FAIL %s: %s\n", file, msg);
       rc = CLI_FAIL;
     } else if (!json) {

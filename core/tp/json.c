@@ -197,10 +197,20 @@ static void put_pl(cJSON *o, const char *key, rs_placement p) {
 }
 
 char *rs_tp_case_to_json(const rs_tp_case *c) {
+  if (c->seed > ((uint64_t)1 << 53)) { /* a double cannot carry it exactly */
+    rs_fail(RS_ERR_INVALID, "tp case: seed %llu above 2^53 cannot be written exactly", (unsigned long long)c->seed);
+    return NULL;
+  }
   cJSON *root = cJSON_CreateObject(), *mesh = cJSON_CreateObject(), *plan = cJSON_CreateArray();
-  if (!root || !mesh || !plan) goto oom;
+  cJSON *shape, *ranks;
+  char *text;
+  if (!root || !mesh || !plan) {
+    cJSON_Delete(mesh); /* not yet in root */
+    goto oom;
+  }
   if (c->name[0]) cJSON_AddStringToObject(root, "name", c->name);
-  cJSON *shape = cJSON_AddArrayToObject(mesh, "shape"), *ranks = cJSON_AddArrayToObject(mesh, "ranks");
+  shape = cJSON_AddArrayToObject(mesh, "shape");
+  ranks = cJSON_AddArrayToObject(mesh, "ranks");
   for (int i = 0; i < c->mesh.ndim; i++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)c->mesh.size[i]));
   for (int i = 0; i < c->mesh.nranks; i++) cJSON_AddItemToArray(ranks, cJSON_CreateNumber(c->mesh.ranks[i]));
   cJSON_AddItemToObject(root, "mesh", mesh);
@@ -208,7 +218,6 @@ char *rs_tp_case_to_json(const rs_tp_case *c) {
   if (c->mesh.ndim == 2) put_pl(root, "dp_layout", c->dp_layout);
   cJSON_AddNumberToObject(root, "batch", (double)c->batch);
   cJSON_AddNumberToObject(root, "seq", (double)c->seq);
-  if (c->seed > ((uint64_t)1 << 53)) goto oom; /* a double cannot carry it exactly */
   cJSON_AddNumberToObject(root, "seed", (double)c->seed);
   cJSON_AddNumberToObject(root, "vmax", (double)c->vmax);
   if (c->dtype != RS_TP_F32) cJSON_AddStringToObject(root, "dtype", rs_dtype_name(rs_tp_dtype_of(c->dtype)));
@@ -267,13 +276,13 @@ char *rs_tp_case_to_json(const rs_tp_case *c) {
   }
   cJSON_AddItemToObject(root, "plan", plan);
   plan = NULL;
-  char *text = cJSON_PrintUnformatted(root);
+  text = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   if (!text) rs_fail(RS_ERR_NOMEM, "tp case: out of memory");
   return text;
 oom:
   cJSON_Delete(root);
   cJSON_Delete(plan);
-  rs_fail(RS_ERR_NOMEM, "tp case: cannot write (out of memory or a seed above 2^53)");
+  rs_fail(RS_ERR_NOMEM, "tp case: out of memory");
   return NULL;
 }

@@ -185,6 +185,7 @@ static rs_status n_run(rs_comm *b) {
   rs_status st = RS_OK;
   rs_view *sv = NULL, *rv = NULL;
   int64_t nsv = 0, nrv = 0;
+  rs_status ge;
   cudaStream_t s = (cudaStream_t)rs_cuda_stream();
   if (c->nsend) qsort(c->send, (size_t)c->nsend, sizeof(npost), npost_cmp);
   if (c->nrecv) qsort(c->recv, (size_t)c->nrecv, sizeof(npost), npost_cmp);
@@ -204,7 +205,7 @@ static rs_status n_run(rs_comm *b) {
   for (int64_t i = 0; i < c->nrecv && !st; ++i)
     st = nccl_err(ncclRecv(c->rbuf + c->recv[i].off, (size_t)c->recv[i].bytes, ncclUint8, c->recv[i].peer,
                            c->comm, s), "ncclRecv");
-  rs_status ge = nccl_err(ncclGroupEnd(), "ncclGroupEnd");
+  ge = nccl_err(ncclGroupEnd(), "ncclGroupEnd");
   if (!st) st = ge;
   if (!st && nrv) st = rs_cuda_unpack(rv, nrv, c->rbuf);
   if (!st) st = rs_cuda_sync();

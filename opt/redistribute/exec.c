@@ -39,11 +39,14 @@ static rs_status run_round(const rs_sched *s, const rs_exec_bufs *b, const rs_me
   rs_view *v = malloc(sizeof(rs_view) * (size_t)(rd->nseg * 2 + 2));
   int32_t *vsrc = malloc(sizeof(int32_t) * (size_t)(rd->nmsg + 1));
   int32_t *first_in = malloc(sizeof(int32_t) * (size_t)s->nranks);
+  rs_view *sv, *dv;
+  int32_t nl = 0;
   if (!v || !vsrc || !first_in) {
     st = rs_fail(RS_ERR_NOMEM, "opt exec: out of memory");
     goto done;
   }
-  rs_view *sv = v, *dv = v + rd->nseg;
+  sv = v;
+  dv = v + rd->nseg;
   for (int32_t i = 0; i < rd->nmsg; ++i) vsrc[i] = i;
   if (RS_MUTANT(106)) {
     /* Mutant 106: a receiver's first two incoming messages trade task ids. */
@@ -76,7 +79,6 @@ static rs_status run_round(const rs_sched *s, const rs_exec_bufs *b, const rs_me
                                   &dv[vm->first], vm->count);
   }
   /* local segments: no transport */
-  int32_t nl = 0;
   for (int32_t i = rd->local0; i < rd->nseg && !st; ++i) {
     const rs_seg *g = &rd->seg[i];
     if (!b->played[g->src]) continue;

@@ -199,11 +199,11 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
   rs_status st = RS_OK;
   /* before the first goto: done: destroys it (a goto over its initialisation left it undefined) */
   rs_comm *comm = NULL;
+  int any = 0;
   if (!played || !ptr) {
     st = rs_fail(RS_ERR_NOMEM, "opt: out of memory");
     goto done;
   }
-  int any = 0;
   if (rs_world_is_local(w)) {
     memset(played, 1, (size_t)n);
     any = 1;

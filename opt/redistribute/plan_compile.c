@@ -566,6 +566,8 @@ rs_status rs_sched_compile(const rs_mesh *m, const rs_tensor *t, const rs_shardi
   rs_sched *s = calloc(1, sizeof *s);
   rs_status st = RS_OK;
   int *scratch = NULL;
+  int ntiles = 0;
+  int64_t task = 0;
   if (!s) return rs_fail(RS_ERR_NOMEM, "opt plan: out of memory");
   s->ndim = c.nd;
   s->esize = c.es;
@@ -590,7 +592,6 @@ rs_status rs_sched_compile(const rs_mesh *m, const rs_tensor *t, const rs_shardi
   }
   c.red_load = c.send_load + n;
   s->out_box = s->in_box + n;
-  int ntiles = 0;
   for (int d = 0; d < c.nd; ++d) {
     if ((st = tiles_make(&c, src, d, &c.ts[d])) || (st = tiles_make(&c, dst, d, &c.td[d])))
       goto done;
@@ -632,7 +633,6 @@ rs_status rs_sched_compile(const rs_mesh *m, const rs_tensor *t, const rs_shardi
     st = compile_reduce(&c, &r, scratch);
   }
   if (st) goto done;
-  int64_t task = 0;
   for (int rd = 0; rd < s->nrounds; ++rd)
     if ((st = finish_round(&c, s, rd, &task))) goto done;
   s->job = c.job;

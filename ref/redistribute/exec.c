@@ -203,6 +203,7 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
   x.next = calloc((size_t)nranks, sizeof *x.next);
   rs_status st = RS_OK;
   char a[32], b[32];
+  rs_sharding cur = c->src;
   if (!x.buf || !x.next) {
     st = rs_fail(RS_ERR_NOMEM, "ref exec: out of memory");
     goto done;
@@ -218,7 +219,6 @@ rs_status rs_ref_execute(const rs_case *c, const rs_plan *p, const rs_locals *in
     }
     if (l->nbytes) memcpy(w->data, l->data, (size_t)l->nbytes);
   }
-  rs_sharding cur = c->src;
   if ((st = check_shapes(&x, &cur, -1)) != RS_OK) goto done;
 
   for (int k = 0; k < p->nsteps; k++) {

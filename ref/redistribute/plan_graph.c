@@ -535,16 +535,17 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
   memset(&s, 0, sizeof s);
   gnext *nx = malloc(sizeof *nx);
   int32_t src_id, dst_id, node;
+  int64_t counter = 0;
+  int32_t expansion = 0;
+  const rs_enumeration e_enum = e;
+  hentry e0;
   if (!nx) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory");
   if ((st = table_rehash(&s.tab, 1024)) != RS_OK) goto done;
   if ((st = table_intern(&s.tab, &gs, &src_id)) != RS_OK) goto done;
   if ((st = table_intern(&s.tab, &gd, &dst_id)) != RS_OK) goto done;
   if ((st = grow_visit(&s)) != RS_OK) goto done;
   if ((st = node_add(&s, src_id, -1, &node)) != RS_OK) goto done;
-  int64_t counter = 0;
-  int32_t expansion = 0;
-  const rs_enumeration e_enum = e;
-  hentry e0 = {0.0, counter, src_id, node};
+  e0 = (hentry){0.0, counter, src_id, node};
   if ((st = heap_push(&s, e0)) != RS_OK) goto done;
   while (s.hn > 0) {
     hentry e = heap_pop(&s);

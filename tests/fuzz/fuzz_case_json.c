@@ -17,12 +17,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(text, data, size);
   text[size] = 0;
   rs_case *c = malloc(sizeof *c), *back = malloc(sizeof *back);
+  char *j;
   if (!c || !back) goto out;
   if (rs_case_from_json(text, c) != RS_OK) {
     if (!rs_last_error()[0]) abort(); /* every refusal says why */
     goto out;
   }
-  char *j = rs_case_to_json(c);
+  j = rs_case_to_json(c);
   if (!j) abort();
   if (rs_case_from_json(j, back) != RS_OK) abort(); /* what we write we must read */
   if (back->seed != c->seed || back->tensor.ndim != c->tensor.ndim || back->mesh.nranks != c->mesh.nranks ||
