@@ -38,6 +38,16 @@ static int agree(const rs_prop_env *env, int flag) {
   return flag;
 }
 
+/* A peer that stalled or died broke the transport (opt's --timeout): the campaign stops with that
+ * error on every rank; it is no case's failure, so nothing is shrunk or saved as a fixture. */
+static const char *peer_failure(void) {
+#ifdef RS_HAVE_OPT
+  return rs_opt_transport_failure();
+#else
+  return NULL;
+#endif
+}
+
 typedef struct pred_ctx {
   rs_prop_id id;
   const rs_prop_env *env;
@@ -158,7 +168,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     el = rs_now() - t0;
     int stop = o->cases > 0 ? i >= o->cases : el >= o->seconds;
     if (o->cases <= 0) stop = agree(&env, stop); /* time is local: agree on when to stop */
-    if (stop) break;
+    if (stop || peer_failure()) break;
     for (int pass = 0; pass < 2; pass++) {
       /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case, drawn
        * only when a property wants one (--properties may leave them all out). */
@@ -183,6 +193,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
           out = rs_prop_run(id, &env, c, msg, MSG_CAP);
         }
         if (agree(&env, out == RS_FAIL)) out = RS_FAIL;
+        if (peer_failure()) break; /* the loop above stops the campaign */
         if (out == RS_PASS) s->pass++;
         else if (out == RS_SKIP) s->skip++;
         else if (s->fail++) {
@@ -212,6 +223,12 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
       break;
     }
   }
+  rs_status st = RS_OK;
+  if (peer_failure()) {
+    rs_progress_end(&prog);
+    st = rs_fail(RS_ERR_TIMEOUT, "%s", peer_failure());
+    goto out;
+  }
   r->cases = i;
   /* SPEC 5 is only tested by order values: a generator that stops drawing them must fail the run */
   if (r->partial_cases >= RS_ORDER_MIN_PARTIAL && r->order_cases * 500 < r->partial_cases * 3 * o->gen.order_share) {
@@ -224,7 +241,6 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   r->cpu_seconds = (double)(clock() - c0) / CLOCKS_PER_SEC;
   if (o->print && !o->quiet) rs_progress_update(&prog, r->cases, r->seconds, r->failed, 1);
   rs_progress_end(&prog);
-  rs_status st = RS_OK;
   if (o->print) {
     rs_report_summary(stdout, o, r, en);
     if (o->junit && (st = rs_report_junit(o->junit, r, en)) != RS_OK) goto out;

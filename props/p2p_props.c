@@ -269,6 +269,14 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
       if (!applies(o, (rs_p2p_prop)p) || done[p]) continue;
       char msg[512];
       rs_outcome out = rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &m, msg, sizeof msg);
+#ifdef RS_HAVE_OPT
+      /* a stalled or dead peer (opt's --timeout) is no case's failure: stop, shrink nothing */
+      if (rs_opt_transport_failure()) {
+        rs_p2p_model_free(&m);
+        rs_choices_free(&ch);
+        return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
+      }
+#endif
       if (out == RS_PASS) r->pass[p]++;
       else if (out == RS_SKIP) r->skip[p]++;
       else {

@@ -1,7 +1,13 @@
 /* copy_service.c - the copy service of SPEC 10 over opt's transports (opt/comm: local matcher, MPI,
  * NCCL) and as plug-ins loaded with dlopen. Built-ins are the same vtable a plug-in exports, so the
- * executor has one code path. */
+ * executor has one code path. A plug-in's run() is code we cannot make poll a deadline, so it runs
+ * on a thread of its own while the caller waits for it under the progress timeout (timeout.c): a
+ * run that does not return in time fails with RS_ERR_TIMEOUT naming the peer a receive waits on,
+ * and the service is left alone (neither destroyed nor unloaded) since its thread may still be in it. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +148,8 @@ rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_ser
   rs_copy_service *cs = calloc(1, sizeof *cs);
   if (!cs) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
   snprintf(cs->name, sizeof cs->name, "%s", name);
+  cs->rank = !w || w->kind == RS_WORLD_LOCAL ? -1 : w->rank;
+  cs->recv_peer = -1;
   rs_status st = RS_OK;
   if (!is_plugin_path(name)) {
     st = rs__cs_builtin(name, w, &cs->vt, &cs->self);
@@ -174,7 +182,7 @@ rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_ser
 }
 
 void rs_copy_service_close(rs_copy_service *cs) {
-  if (!cs) return;
+  if (!cs || cs->stuck) return; /* its thread may still run inside it */
   if (cs->vt && cs->self) cs->vt->destroy(cs->self);
   if (cs->dl) dlclose(cs->dl);
   free(cs);
@@ -195,7 +203,83 @@ rs_status rs_copy_service_send(rs_copy_service *cs, int32_t me, const void *buf,
 
 rs_status rs_copy_service_recv(rs_copy_service *cs, int32_t me, void *buf, int64_t bytes, int32_t peer,
                                int64_t task_id) {
+  if (!cs->nrecv++) cs->recv_peer = peer;
   return cs_status(cs, cs->vt->submit_recv(cs->self, me, buf, bytes, peer, task_id), "submit_recv");
 }
 
-rs_status rs_copy_service_run(rs_copy_service *cs) { return cs_status(cs, cs->vt->run(cs->self), "run"); }
+/* One plug-in run() on its own thread; the job outlives a caller that gave up on it. */
+typedef struct run_job {
+  rs_copy_service *cs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done, rc, abandoned;
+} run_job;
+
+static void *run_thread(void *arg) {
+  run_job *j = arg;
+  int rc = j->cs->vt->run(j->cs->self);
+  pthread_mutex_lock(&j->mu);
+  j->rc = rc;
+  j->done = 1;
+  int abandoned = j->abandoned;
+  pthread_cond_signal(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+  if (abandoned) free(j);
+  return NULL;
+}
+
+static rs_status run_plugin(rs_copy_service *cs) {
+  run_job *j = calloc(1, sizeof *j);
+  if (!j) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
+  j->cs = cs;
+  pthread_mutex_init(&j->mu, NULL);
+  pthread_cond_init(&j->cv, NULL);
+  pthread_t t;
+  if (pthread_create(&t, NULL, run_thread, j)) {
+    free(j);
+    return cs_status(cs, cs->vt->run(cs->self), "run"); /* no thread to spare: run it here */
+  }
+  double limit = rs__comm_timeout();
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += (time_t)limit;
+  dl.tv_nsec += (long)((limit - (double)(time_t)limit) * 1e9);
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&j->mu);
+  int w = 0;
+  while (!j->done && w != ETIMEDOUT) w = pthread_cond_timedwait(&j->cv, &j->mu, &dl);
+  int done = j->done, rc = j->rc;
+  if (!done) j->abandoned = 1;
+  pthread_mutex_unlock(&j->mu);
+  if (!done) {
+    pthread_detach(t);
+    cs->stuck = 1;
+    char who[32];
+    if (cs->rank >= 0) snprintf(who, sizeof who, "rank %d", cs->rank);
+    else snprintf(who, sizeof who, "this process");
+    if (cs->recv_peer >= 0)
+      return rs__comm_fail("copy service %s: %s waited %g s for rank %d (run() did not return; %lld "
+                           "receives open): the peer is stalled or dead (--timeout)", rs_copy_service_name(cs),
+                           who, limit, cs->recv_peer, (long long)cs->nrecv);
+    return rs__comm_fail("copy service %s: %s: run() did not return in %g s (--timeout)",
+                         rs_copy_service_name(cs), who, limit);
+  }
+  pthread_join(t, NULL);
+  pthread_mutex_destroy(&j->mu);
+  pthread_cond_destroy(&j->cv);
+  free(j);
+  return cs_status(cs, rc, "run");
+}
+
+rs_status rs_copy_service_run(rs_copy_service *cs) {
+  rs_status st = rs__comm_check();
+  if (st) return st;
+  /* built-ins poll their own waits under the timeout */
+  st = cs->dl ? run_plugin(cs) : cs_status(cs, cs->vt->run(cs->self), "run");
+  cs->nrecv = 0;
+  cs->recv_peer = -1;
+  return st;
+}

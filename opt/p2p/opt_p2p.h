@@ -15,6 +15,10 @@ struct rs_copy_service {
   void *self;
   void *dl; /* dlopen handle of a plug-in */
   char name[64];
+  int32_t rank;       /* this process's world rank (-1: it plays every rank) */
+  int32_t recv_peer;  /* the first peer a receive of the current run waits on (-1: none) */
+  int64_t nrecv;      /* receives submitted for the current run */
+  int stuck;          /* a plug-in's run() outlived the timeout and still runs on its thread */
 };
 
 /* Built-in services as vtables (copy_service.c). */
