@@ -185,7 +185,17 @@ void rs_copy_service_close(rs_copy_service *cs) {
   if (!cs || cs->stuck) return; /* its thread may still run inside it */
   if (cs->vt && cs->self) cs->vt->destroy(cs->self);
   if (cs->dl) dlclose(cs->dl);
+  free(cs->stage);
   free(cs);
+}
+
+char *rs__cs_stage(rs_copy_service *cs, int64_t bytes) {
+  if (bytes > cs->stage_cap || !cs->stage) {
+    free(cs->stage);
+    cs->stage = malloc((size_t)bytes + 1);
+    cs->stage_cap = cs->stage ? bytes : 0;
+  }
+  return cs->stage;
 }
 
 const char *rs_copy_service_name(const rs_copy_service *cs) { return cs->vt && cs->vt->name ? cs->vt->name : cs->name; }

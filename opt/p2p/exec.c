@@ -5,9 +5,14 @@
  * receiver's local tensor), "copy" (staging, then unpacked into the box) or "transform" (staging,
  * then into the parameter's BF16 accumulator; the accumulator is quantized to MXFP8 once, after
  * every slice has landed). Posts are issued in plan order on every process, so transports that
- * match in issue order (MPI per tag, NCCL) pair them the same way. */
+ * match in issue order (MPI per tag, NCCL) pair them the same way. A process that plays one rank
+ * sends each peer one message per call for its transfers under 1 MiB: two or more of them to the
+ * same peer are packed back to back (plan order) and travel under the first one's task id; the
+ * receiver unpacks them the same way. Larger transfers travel alone, in place when contiguous. Destinations are reused from an earlier call's output and staging is pooled in the copy
+ * service, so a repeated move allocates and faults in nothing. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "core/mutant.h"
 #include "core/p2p/p2p_internal.h"
 #include "opt_internal.h"
@@ -86,16 +91,83 @@ static rs_status slice_quantize(const ectx *c, int64_t p, int64_t pos) {
   return st;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Transfers of at least this many bytes travel alone (in place when contiguous): packing them would
+ * only add copies. Smaller ones between a pair are coalesced. Both sides know every transfer's size,
+ * so they split the same way. */
+#define RS_P2P_COALESCE_MAX ((int64_t)1 << 20)
+
+/* The small transfers between this process's rank and one peer in one direction. Two or more travel
+ * as one message: packed back to back in plan order at `off` in the staging buffer, tagged `task`. */
+typedef struct pair {
+  int32_t n;
+  int64_t bytes, off, fill, task, first;
+} pair;
+
+static int coalesced(const pair *p) { return p && p->n >= 2; }
+
+/* The pair a transfer of `bytes` belongs to (NULL: it travels alone). */
+static pair *pair_of(pair *arr, int32_t peer, int64_t bytes) {
+  return arr && bytes < RS_P2P_COALESCE_MAX ? &arr[peer] : NULL;
+}
+
+/* Count the played rank's transfers per peer and direction (rank >= 0 only). */
+static rs_status count_pairs(const rs_p2p_model *m, const rs_p2p_plan *plan, int32_t rank, pair **sendp,
+                             pair **recvp) {
+  int32_t nw = rank + 1;
+  for (int64_t i = 0; i < plan->n; ++i) {
+    if (plan->x[i].src >= nw) nw = plan->x[i].src + 1;
+    if (plan->x[i].dst >= nw) nw = plan->x[i].dst + 1;
+  }
+  *sendp = calloc((size_t)nw, sizeof **sendp);
+  *recvp = calloc((size_t)nw, sizeof **recvp);
+  if (!*sendp || !*recvp) return rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  for (int64_t i = 0; i < plan->n; ++i) {
+    const rs_p2p_xfer *x = &plan->x[i];
+    if (x->src == x->dst || (x->src != rank && x->dst != rank)) continue;
+    const rs_tensor *t = &m->param[x->param].t;
+    int64_t bytes = rs__p2p_numel(t->ndim, plan->coords + x->box + t->ndim) * rs_dtype_size(t->dtype);
+    if (!bytes || bytes >= RS_P2P_COALESCE_MAX) continue;
+    pair *p = x->src == rank ? &(*sendp)[x->dst] : &(*recvp)[x->src];
+    if (!p->n++) {
+      p->task = x->task;
+      p->first = i;
+      p->off = -1;
+    }
+    p->bytes += bytes;
+  }
+  return RS_OK;
+}
+
+/* Staging offset of one transfer's bytes inside its pair's message (placing the message first). */
+static int64_t pair_slot(pair *p, int64_t *staged, int64_t bytes) {
+  if (p->off < 0) {
+    p->off = p->fill = *staged;
+    *staged += p->bytes;
+  }
+  int64_t at = p->fill;
+  p->fill += bytes;
+  return at;
+}
+
 rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_copy_service *cs,
                              int32_t rank, const rs_p2p_locals *src, rs_p2p_locals *out,
                              rs_p2p_exec_stats *stats) {
   rs_p2p_exec_stats sx;
   memset(&sx, 0, sizeof sx);
-  rs_status st = rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
+  double t0 = now_s();
+  sx.reused = out->loc && out->which == RS_P2P_DST && out->nparams == m->nparams;
+  rs_status st = sx.reused ? RS_OK : rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
   if (st) return st;
   ectx c = {m, plan, out, NULL};
   xstate *xs = malloc((size_t)(plan->n ? plan->n : 1) * sizeof *xs);
   c.acc = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *c.acc);
+  pair *sendp = NULL, *recvp = NULL;
   char *stage = NULL;
   if (!xs || !c.acc) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   for (int64_t p = 0; p < m->nparams && !st; ++p) {
@@ -108,6 +180,9 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       if (out->loc[p][q].data && !(c.acc[p][q] = calloc((size_t)out->loc[p][q].numel + 1, 2)))
         st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   }
+  if (!st && rank >= 0) st = count_pairs(m, plan, rank, &sendp, &recvp);
+  double t1 = now_s();
+  sx.sec_alloc = t1 - t0;
   /* pass 1: local copies now; decide writebacks and staging offsets */
   int64_t staged = 0;
   for (int64_t i = 0; i < plan->n && !st; ++i) {
@@ -141,23 +216,41 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     }
     if (psrc) {
       sx.bytes_sent += bytes;
-      if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
+      pair *pp = pair_of(sendp, x->dst, bytes);
+      if (coalesced(pp)) {
+        xs[i].send_off = pair_slot(pp, &staged, bytes);
+      } else if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
         xs[i].send_off = staged;
         staged += bytes;
       }
     }
     if (pdst) {
+      pair *pp = pair_of(recvp, x->src, bytes);
       if (c.acc[x->param]) xs[i].wb = 3;
-      else if (contiguous(nd, &db, &region)) xs[i].wb = 1;
+      else if (contiguous(nd, &db, &region) && !coalesced(pp)) xs[i].wb = 1;
       else xs[i].wb = 2;
-      if (xs[i].wb != 1) {
+      if (coalesced(pp)) xs[i].recv_off = pair_slot(pp, &staged, bytes);
+      else if (xs[i].wb != 1) {
         xs[i].recv_off = staged;
         staged += bytes;
       }
     }
   }
-  if (!st && !(stage = malloc((size_t)staged + 1))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
-  /* pass 2: post everything in plan order */
+  double t2 = now_s();
+  sx.sec_local = t2 - t1;
+  if (!st && !(stage = rs__cs_stage(cs, staged))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  /* pass 2: pack every staged send, then post in plan order (a coalesced pair at its first transfer) */
+  for (int64_t i = 0; i < plan->n && !st; ++i) {
+    if (xs[i].send_off < 0) continue;
+    const rs_p2p_xfer *x = &plan->x[i];
+    const rs_tensor *t = &m->param[x->param].t;
+    rs_box b, region;
+    int64_t q;
+    xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
+    rs_view v;
+    rs_view_in_box(&v, src->loc[x->param][q].data, rs_dtype_size(t->dtype), t->ndim, &b, &region);
+    rs_views_pack(stage + xs[i].send_off, &v, 1);
+  }
   for (int64_t i = 0; i < plan->n && !st; ++i) {
     const rs_p2p_xfer *x = &plan->x[i];
     if (x->src == x->dst) continue;
@@ -169,31 +262,43 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     rs_box b, region;
     int64_t q;
     if (psrc) {
-      xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
-      char *base = src->loc[x->param][q].data;
-      const char *buf;
-      if (xs[i].send_off >= 0) {
-        rs_view v;
-        rs_view_in_box(&v, base, es, nd, &b, &region);
-        rs_views_pack(stage + xs[i].send_off, &v, 1);
-        buf = stage + xs[i].send_off;
+      pair *pp = pair_of(sendp, x->dst, bytes);
+      if (coalesced(pp)) {
+        if (pp->first == i) {
+          st = rs_copy_service_send(cs, x->src, stage + pp->off, pp->bytes, x->dst, pp->task);
+          sx.messages++;
+        }
       } else {
-        buf = base + byte_offset(nd, es, &b, &region);
+        xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
+        const char *buf = xs[i].send_off >= 0 ? stage + xs[i].send_off
+                                              : src->loc[x->param][q].data + byte_offset(nd, es, &b, &region);
+        st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task);
+        sx.messages++;
       }
-      if ((st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task))) break;
+      if (st) break;
     }
     if (pdst) {
-      xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
-      char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
-                                : stage + xs[i].recv_off;
+      pair *pp = pair_of(recvp, x->src, bytes);
       int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
-      if ((st = rs_copy_service_recv(cs, x->dst, buf, bytes, x->src, task))) break;
+      if (coalesced(pp)) {
+        if (pp->first == i) st = rs_copy_service_recv(cs, x->dst, stage + pp->off, pp->bytes, x->src, task == x->task ? pp->task : task);
+      } else {
+        xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
+        char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
+                                  : stage + xs[i].recv_off;
+        st = rs_copy_service_recv(cs, x->dst, buf, bytes, x->src, task);
+      }
+      if (st) break;
       if (xs[i].wb == 1) sx.direct++;
       else if (xs[i].wb == 2) sx.copy++;
       else sx.transform++;
     }
   }
+  double t3 = now_s();
+  sx.sec_pack = t3 - t2;
   if (!st) st = rs_copy_service_run(cs);
+  double t4 = now_s();
+  sx.sec_wait = t4 - t3;
   /* pass 3: copy and transform writebacks */
   for (int64_t i = 0; i < plan->n && !st; ++i) {
     if (xs[i].recv_off < 0) continue;
@@ -219,6 +324,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       sx.mxfp8_device |= dev;
     }
   }
+  sx.sec_unpack = now_s() - t4;
   for (int64_t p = 0; c.acc && p < m->nparams; ++p) {
     if (!c.acc[p]) continue;
     for (int64_t q = 0; q < out->npos[p]; ++q) free(c.acc[p][q]);
@@ -226,7 +332,8 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   }
   free(c.acc);
   free(xs);
-  free(stage);
+  free(sendp);
+  free(recvp);
   if (st) rs_p2p_locals_free(out);
   else if (stats) *stats = sx;
   return st;
