@@ -5,8 +5,9 @@
  * receiver's local tensor), "copy" (staging, then unpacked into the box) or "transform" (staging,
  * then into the parameter's BF16 accumulator; the accumulator is quantized to MXFP8 once, after
  * every slice has landed). Posts are issued in plan order on every process, so transports that
- * match in issue order (MPI per tag, NCCL) pair them the same way. A process that plays one rank
- * sends each peer one message per call for its transfers under 1 MiB: two or more of them to the
+ * match in issue order (MPI per tag, NCCL) pair them the same way. Each (sender, receiver) pair
+ * gets one message per call for its transfers under 1 MiB (a local world of more than 256 ranks
+ * excepted): two or more of them to the
  * same peer are packed back to back (plan order) and travel under the first one's task id; the
  * receiver unpacks them the same way. Larger transfers travel alone, in place when contiguous. Destinations are reused from an earlier call's output and staging is pooled in the copy
  * service, so a repeated move allocates and faults in nothing. */
@@ -111,47 +112,69 @@ typedef struct pair {
 
 static int coalesced(const pair *p) { return p && p->n >= 2; }
 
-/* The pair a transfer of `bytes` belongs to (NULL: it travels alone). */
-static pair *pair_of(pair *arr, int32_t peer, int64_t bytes) {
-  return arr && bytes < RS_P2P_COALESCE_MAX ? &arr[peer] : NULL;
+/* Pairs are indexed by peer when one rank is played (rank >= 0), else by src * nw + dst. */
+typedef struct pairs {
+  pair *send, *recv;
+  int32_t nw, rank;
+} pairs;
+
+/* A local world of more ranks than this keeps one message per transfer (nw^2 pair slots). */
+#define RS_P2P_PAIRS_LOCAL_MAX 256
+
+/* The pair a transfer of `bytes` belongs to on the sending (is_recv 0) or receiving side (NULL: it
+ * travels alone). */
+static pair *pair_of(const pairs *P, const rs_p2p_xfer *x, int64_t bytes, int is_recv) {
+  pair *a = is_recv ? P->recv : P->send;
+  if (!a || bytes >= RS_P2P_COALESCE_MAX) return NULL;
+  if (P->rank >= 0) return &a[is_recv ? x->src : x->dst];
+  return &a[(int64_t)x->src * P->nw + x->dst];
 }
 
-/* Count the played rank's transfers per peer and direction (rank >= 0 only). */
-static rs_status count_pairs(const rs_p2p_model *m, const rs_p2p_plan *plan, int32_t rank, pair **sendp,
-                             pair **recvp) {
+/* Count the transfers per peer pair and direction. */
+static rs_status count_pairs(const rs_p2p_model *m, const rs_p2p_plan *plan, int32_t rank, pairs *P) {
   int32_t nw = rank + 1;
   for (int64_t i = 0; i < plan->n; ++i) {
     if (plan->x[i].src >= nw) nw = plan->x[i].src + 1;
     if (plan->x[i].dst >= nw) nw = plan->x[i].dst + 1;
   }
-  *sendp = calloc((size_t)nw, sizeof **sendp);
-  *recvp = calloc((size_t)nw, sizeof **recvp);
-  if (!*sendp || !*recvp) return rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  P->nw = nw;
+  P->rank = rank;
+  if (rank < 0 && nw > RS_P2P_PAIRS_LOCAL_MAX) return RS_OK; /* no coalescing */
+  int64_t n = rank >= 0 ? nw : (int64_t)nw * nw;
+  P->send = calloc((size_t)n, sizeof *P->send);
+  P->recv = calloc((size_t)n, sizeof *P->recv);
+  if (!P->send || !P->recv) return rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   for (int64_t i = 0; i < plan->n; ++i) {
     const rs_p2p_xfer *x = &plan->x[i];
-    if (x->src == x->dst || (x->src != rank && x->dst != rank)) continue;
+    if (x->src == x->dst || (rank >= 0 && x->src != rank && x->dst != rank)) continue;
     const rs_tensor *t = &m->param[x->param].t;
     int64_t bytes = rs__p2p_numel(t->ndim, plan->coords + x->box + t->ndim) * rs_dtype_size(t->dtype);
-    if (!bytes || bytes >= RS_P2P_COALESCE_MAX) continue;
-    pair *p = x->src == rank ? &(*sendp)[x->dst] : &(*recvp)[x->src];
-    if (!p->n++) {
-      p->task = x->task;
-      p->first = i;
-      p->off = -1;
+    if (!bytes) continue;
+    for (int side = 0; side < 2; ++side) {
+      if (rank >= 0 && (side ? x->dst : x->src) != rank) continue;
+      pair *p = pair_of(P, x, bytes, side);
+      if (!p) continue;
+      if (!p->n++) {
+        p->task = x->task;
+        p->first = i;
+        p->off = -1;
+      }
+      p->bytes += bytes;
     }
-    p->bytes += bytes;
   }
   return RS_OK;
 }
 
 /* Staging offset of one transfer's bytes inside its pair's message (placing the message first). */
-static int64_t pair_slot(pair *p, int64_t *staged, int64_t bytes) {
+static int64_t pair_slot(pair *p, int64_t *staged, int64_t bytes, int is_recv) {
   if (p->off < 0) {
     p->off = p->fill = *staged;
     *staged += p->bytes;
   }
   int64_t at = p->fill;
-  p->fill += bytes;
+  /* Mutant 900: the receiver never advances through a coalesced message: every piece is unpacked
+   * from the message's first bytes. */
+  if (!(is_recv && RS_MUTANT(900))) p->fill += bytes;
   return at;
 }
 
@@ -167,7 +190,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   ectx c = {m, plan, out, NULL};
   xstate *xs = malloc((size_t)(plan->n ? plan->n : 1) * sizeof *xs);
   c.acc = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *c.acc);
-  pair *sendp = NULL, *recvp = NULL;
+  pairs PR = {NULL, NULL, 0, rank};
   char *stage = NULL;
   if (!xs || !c.acc) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   for (int64_t p = 0; p < m->nparams && !st; ++p) {
@@ -180,7 +203,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       if (out->loc[p][q].data && !(c.acc[p][q] = calloc((size_t)out->loc[p][q].numel + 1, 2)))
         st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   }
-  if (!st && rank >= 0) st = count_pairs(m, plan, rank, &sendp, &recvp);
+  if (!st) st = count_pairs(m, plan, rank, &PR);
   double t1 = now_s();
   sx.sec_alloc = t1 - t0;
   /* pass 1: local copies now; decide writebacks and staging offsets */
@@ -205,6 +228,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     if (bytes == 0 && x->src != x->dst) continue; /* nothing to move; no message either */
     if (x->src == x->dst) {
       if (!psrc) continue;
+      if (sx.reused && RS_MUTANT(901)) continue; /* 901: a reused destination keeps last call's local copies */
       rs_view dv, sv;
       rs_view_in_box(&sv, src->loc[x->param][sq].data, es, nd, &sb, &region);
       rs_view_in_box(&dv, dst_base(&c, x->param, dq), es, nd, &db, &region);
@@ -216,20 +240,20 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     }
     if (psrc) {
       sx.bytes_sent += bytes;
-      pair *pp = pair_of(sendp, x->dst, bytes);
+      pair *pp = pair_of(&PR, x, bytes, 0);
       if (coalesced(pp)) {
-        xs[i].send_off = pair_slot(pp, &staged, bytes);
+        xs[i].send_off = pair_slot(pp, &staged, bytes, 0);
       } else if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
         xs[i].send_off = staged;
         staged += bytes;
       }
     }
     if (pdst) {
-      pair *pp = pair_of(recvp, x->src, bytes);
+      pair *pp = pair_of(&PR, x, bytes, 1);
       if (c.acc[x->param]) xs[i].wb = 3;
       else if (contiguous(nd, &db, &region) && !coalesced(pp)) xs[i].wb = 1;
       else xs[i].wb = 2;
-      if (coalesced(pp)) xs[i].recv_off = pair_slot(pp, &staged, bytes);
+      if (coalesced(pp)) xs[i].recv_off = pair_slot(pp, &staged, bytes, 1);
       else if (xs[i].wb != 1) {
         xs[i].recv_off = staged;
         staged += bytes;
@@ -262,7 +286,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     rs_box b, region;
     int64_t q;
     if (psrc) {
-      pair *pp = pair_of(sendp, x->dst, bytes);
+      pair *pp = pair_of(&PR, x, bytes, 0);
       if (coalesced(pp)) {
         if (pp->first == i) {
           st = rs_copy_service_send(cs, x->src, stage + pp->off, pp->bytes, x->dst, pp->task);
@@ -278,7 +302,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       if (st) break;
     }
     if (pdst) {
-      pair *pp = pair_of(recvp, x->src, bytes);
+      pair *pp = pair_of(&PR, x, bytes, 1);
       int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
       if (coalesced(pp)) {
         if (pp->first == i) st = rs_copy_service_recv(cs, x->dst, stage + pp->off, pp->bytes, x->src, task == x->task ? pp->task : task);
@@ -332,8 +356,8 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   }
   free(c.acc);
   free(xs);
-  free(sendp);
-  free(recvp);
+  free(PR.send);
+  free(PR.recv);
   if (st) rs_p2p_locals_free(out);
   else if (stats) *stats = sx;
   return st;
