@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # peer_timeout.sh RESHARD FIXTURES_P2P STALL_PLUGIN [MPIEXEC] - no hang on a stalled or dead peer.
+# (Also `peer_timeout.sh RESHARD SOURCE_TREE`, as ci/mutation.sh runs it: the plug-in is looked up
+# next to the binary and mpirun on PATH.)
 # A copy-service plug-in whose run() never returns, then (under MPI) a rank stopped with SIGSTOP and
 # a rank killed with SIGKILL in the middle of `reshard check --transport mpi` and `reshard p2p check
 # --transport mpi`: every surviving rank must exit 4 within --timeout (+ slack) with a message naming
 # the rank it waited for. The launcher runs with --enable-recovery (Open MPI 4.x: a dead process does
 # not abort the job), so what ends the survivors is reshard's own timeout, not mpirun.
 set -u
-bin=$1 fx=$2 plugin=$3 mpiexec=${4:-}
+bin=$1 fx=$2 plugin=${3:-} mpiexec=${4:-}
+if [ -d "$fx/fixtures/p2p" ] && [ -z "$plugin" ]; then
+  fx=$fx/fixtures/p2p
+  plugin=$(find "$(dirname "$bin")" -name 'libstall_copy_plugin.so' | head -n 1)
+  mpiexec=$(command -v mpirun || true)
+fi
 T=3       # --timeout of the runs
 SLACK=20  # a loaded 2-core CI machine: process start, polling backoff, exit
 fail=0

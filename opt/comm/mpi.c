@@ -97,7 +97,7 @@ static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
       last = now;
       continue;
     }
-    if (now - last > limit) {
+    if (now - last > limit && !RS_MUTANT(902)) { /* 902: the progress timeout is never checked */
       /* name a receive still open (the peer whose data never came), else a send */
       int pick = -1;
       for (int i = 0; i < n && pick < 0; ++i)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/world.h"
+#include "core/mutant.h"
 #include "cuda/cuda_api.h"
 #include "p2p/opt_p2p.h"
 
@@ -260,7 +261,8 @@ static rs_status run_plugin(rs_copy_service *cs) {
   }
   pthread_mutex_lock(&j->mu);
   int w = 0;
-  while (!j->done && w != ETIMEDOUT) w = pthread_cond_timedwait(&j->cv, &j->mu, &dl);
+  while (!j->done && w != ETIMEDOUT) /* 903: the plug-in's run is waited for without a deadline */
+    w = RS_MUTANT(903) ? pthread_cond_wait(&j->cv, &j->mu) : pthread_cond_timedwait(&j->cv, &j->mu, &dl);
   int done = j->done, rc = j->rc;
   if (!done) j->abandoned = 1;
   pthread_mutex_unlock(&j->mu);

@@ -7,9 +7,10 @@
  * every slice has landed). Posts are issued in plan order on every process, so transports that
  * match in issue order (MPI per tag, NCCL) pair them the same way. Each (sender, receiver) pair
  * gets one message per call for its transfers under 1 MiB (a local world of more than 256 ranks
- * excepted): two or more of them to the
- * same peer are packed back to back (plan order) and travel under the first one's task id; the
- * receiver unpacks them the same way. Larger transfers travel alone, in place when contiguous. Destinations are reused from an earlier call's output and staging is pooled in the copy
+ * excepted): they are packed back to back in plan order, travel under the first one's task id and
+ * are posted at the last one's place in plan order; the receiver unpacks them the same way. Larger
+ * transfers travel alone, in place when contiguous. Each staged send is posted as soon as it is
+ * packed. Destinations are reused from an earlier call's output and staging is pooled in the copy
  * service, so a repeated move allocates and faults in nothing. */
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,7 @@ static double now_s(void) {
  * as one message: packed back to back in plan order at `off` in the staging buffer, tagged `task`. */
 typedef struct pair {
   int32_t n;
-  int64_t bytes, off, fill, task, first;
+  int64_t bytes, off, fill, task, first, last;
 } pair;
 
 static int coalesced(const pair *p) { return p && p->n >= 2; }
@@ -159,6 +160,7 @@ static rs_status count_pairs(const rs_p2p_model *m, const rs_p2p_plan *plan, int
         p->first = i;
         p->off = -1;
       }
+      p->last = i;
       p->bytes += bytes;
     }
   }
@@ -263,18 +265,8 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   double t2 = now_s();
   sx.sec_local = t2 - t1;
   if (!st && !(stage = rs__cs_stage(cs, staged))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
-  /* pass 2: pack every staged send, then post in plan order (a coalesced pair at its first transfer) */
-  for (int64_t i = 0; i < plan->n && !st; ++i) {
-    if (xs[i].send_off < 0) continue;
-    const rs_p2p_xfer *x = &plan->x[i];
-    const rs_tensor *t = &m->param[x->param].t;
-    rs_box b, region;
-    int64_t q;
-    xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
-    rs_view v;
-    rs_view_in_box(&v, src->loc[x->param][q].data, rs_dtype_size(t->dtype), t->ndim, &b, &region);
-    rs_views_pack(stage + xs[i].send_off, &v, 1);
-  }
+  /* pass 2, in plan order: pack a staged send and post it at once (a coalesced pair's message at
+   * its last transfer, once all its pieces are in); receives are posted at the same positions */
   for (int64_t i = 0; i < plan->n && !st; ++i) {
     const rs_p2p_xfer *x = &plan->x[i];
     if (x->src == x->dst) continue;
@@ -286,16 +278,21 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     rs_box b, region;
     int64_t q;
     if (psrc) {
+      xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
+      const char *base = src->loc[x->param][q].data;
+      if (xs[i].send_off >= 0) {
+        rs_view v;
+        rs_view_in_box(&v, (void *)base, es, nd, &b, &region);
+        rs_views_pack(stage + xs[i].send_off, &v, 1);
+      }
       pair *pp = pair_of(&PR, x, bytes, 0);
       if (coalesced(pp)) {
-        if (pp->first == i) {
+        if (pp->last == i) {
           st = rs_copy_service_send(cs, x->src, stage + pp->off, pp->bytes, x->dst, pp->task);
           sx.messages++;
         }
       } else {
-        xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
-        const char *buf = xs[i].send_off >= 0 ? stage + xs[i].send_off
-                                              : src->loc[x->param][q].data + byte_offset(nd, es, &b, &region);
+        const char *buf = xs[i].send_off >= 0 ? stage + xs[i].send_off : base + byte_offset(nd, es, &b, &region);
         st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task);
         sx.messages++;
       }
@@ -305,7 +302,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       pair *pp = pair_of(&PR, x, bytes, 1);
       int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
       if (coalesced(pp)) {
-        if (pp->first == i) st = rs_copy_service_recv(cs, x->dst, stage + pp->off, pp->bytes, x->src, task == x->task ? pp->task : task);
+        if (pp->last == i) st = rs_copy_service_recv(cs, x->dst, stage + pp->off, pp->bytes, x->src, task == x->task ? pp->task : task);
       } else {
         xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
         char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
