@@ -30,7 +30,7 @@ done
 
 # a plug-in copy service that never returns: the local run ends with exit 4 after the timeout
 t0=$(date +%s.%N)
-out=$(timeout 120 "$bin" p2p run "$fx/dense_disjoint_train_to_infer.json" --copy-service "$plugin" --timeout 1 2>&1); rc=$?
+out=$(timeout 60 "$bin" p2p run "$fx/dense_disjoint_train_to_infer.json" --copy-service "$plugin" --timeout 1 2>&1); rc=$?
 el=$(echo "$(date +%s.%N) - $t0" | bc)
 if [ $rc -ne 4 ] || ! grep -q "waited 1 s for rank" <<<"$out" || [ "$(echo "$el > 1 + $SLACK" | bc)" = 1 ]; then
   bad "stalled plug-in: exit $rc after ${el}s: $out"
