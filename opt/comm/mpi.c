@@ -129,18 +129,22 @@ static int agree_is_recv(void *self, int i) { (void)self; return i == 0; }
 /* Dissemination: in round k every rank sends what it knows to rank + 2^k and ORs in what rank - 2^k
  * sends; after ceil(log2 size) rounds every rank holds the OR of all. */
 static rs_status agree_or(int *flag) {
+  /* static: a round abandoned on a timeout leaves its requests pointing here, not at a dead frame */
+  static int in[32], out[32];
+  rs_status st = rs__comm_check();
+  if (st) return st;
   int v = *flag ? 1 : 0;
   for (int k = 1, round = 0; k < g_size; k <<= 1, ++round) {
     agree_pair p = {(int32_t)((g_rank - k + g_size) % g_size), (int32_t)((g_rank + k) % g_size)};
-    int in = 0, out = v;
+    in[round] = 0;
+    out[round] = v;
     MPI_Request r[2];
-    if (MPI_Irecv(&in, 1, MPI_INT, p.from, round, g_agree, &r[0]) != MPI_SUCCESS ||
-        MPI_Isend(&out, 1, MPI_INT, p.to, round, g_agree, &r[1]) != MPI_SUCCESS)
+    if (MPI_Irecv(&in[round], 1, MPI_INT, p.from, round, g_agree, &r[0]) != MPI_SUCCESS ||
+        MPI_Isend(&out[round], 1, MPI_INT, p.to, round, g_agree, &r[1]) != MPI_SUCCESS)
       return rs__comm_fail("mpi: rank %d: posting the agreement failed", g_rank);
     wait_ctx w = {"agreement", agree_peer, agree_is_recv, &p};
-    rs_status st = wait_requests(r, 2, &w);
-    if (st) return st;
-    v |= in;
+    if ((st = wait_requests(r, 2, &w))) return st;
+    v |= in[round];
   }
   *flag = v;
   return RS_OK;
@@ -189,6 +193,7 @@ rs_status rs_mpi_barrier(void) {
 
 rs_status rs_mpi_bcast(void *buf, int bytes, int root) {
   if (g_agree == MPI_COMM_NULL) return rs_fail(RS_ERR_TRANSPORT, "mpi: the world is not started");
+  if (rs__comm_check()) return RS_ERR_TIMEOUT;
   int n = g_rank == root ? g_size - 1 : 1, k = 0;
   MPI_Request *r = malloc(sizeof(MPI_Request) * (size_t)(n ? n : 1));
   int32_t *peer = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
@@ -264,7 +269,9 @@ static int single_contig(const rs_view *v, int nv) {
 }
 
 static rs_status post(mpi_comm *m, int is_recv, int32_t peer, int64_t task, const rs_view *v, int nv) {
-  rs_status st;
+  /* after a peer failure no MPI call is made again (MPI would progress the abandoned requests) */
+  rs_status st = rs__comm_check();
+  if (st) return st;
   if ((st = grow((void **)&m->post, &m->cappost, m->npost + 1, sizeof(mpi_post))) ||
       (st = grow((void **)&m->pool, &m->cappool, m->npool + nv, sizeof(rs_view))))
     return st;
