@@ -36,13 +36,15 @@ double rs__comm_clock(void) {
 }
 
 void rs__comm_backoff(double waited) {
-  /* the first millisecond spins (latency), then yields, then sleeps: a rank that waits long for a
-   * slow peer on an oversubscribed node must not take the core the peer needs */
+  /* Spin for the first millisecond (latency); then yield, so that a rank waiting for a slow peer on
+   * an oversubscribed node gives the core away, yet keeps calling into the transport (MPI moves
+   * large messages only inside its calls); sleep only once nothing has completed for a second (a
+   * stalled or dead peer), where waking 1,000 times a second costs nothing that matters. */
   if (waited < 1e-3) return;
-  if (waited < 20e-3) {
+  if (waited < 1.0) {
     sched_yield();
     return;
   }
-  struct timespec ts = {0, 200000};
+  struct timespec ts = {0, 1000000};
   nanosleep(&ts, NULL);
 }
