@@ -47,6 +47,7 @@ const char *rs_status_name(rs_status s) {
     case RS_ERR_NOPATH: return "nopath";
     case RS_ERR_TRANSPORT: return "transport";
     case RS_ERR_MISMATCH: return "mismatch";
+    case RS_ERR_TIMEOUT: return "timeout";
   }
   return "unknown";
 }

@@ -6,17 +6,6 @@
 #include "core/values.h"
 #include "core/mutant.h"
 
-uint64_t rs_mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t rs_hash3(uint64_t a, uint64_t b, uint64_t c) {
-  return rs_mix64(a ^ rs_mix64(b ^ rs_mix64(c)));
-}
-
 /* Hash streams, so that different uses of one (seed, index) never share bits. */
 enum { STREAM_BITS = 1, STREAM_EXACT = 2, STREAM_PIECE = 3, STREAM_ORDER = 4 };
 
@@ -258,18 +247,37 @@ static int64_t piece_of(int64_t v, rs_redop op, int64_t n, int64_t coord, uint64
   return 0;
 }
 
-void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx,
-                    void *out) {
-  if (order_mode(c)) {
-    order_piece(c, rs_sharding_has_partial(&c->src) ? coord : NULL, idx, out);
+/* What rs_value_piece decides per case, decided once for a loop over many elements. */
+typedef struct value_ctx {
+  const rs_case *c;
+  int order, exact, partial;
+  exact_params e;
+} value_ctx;
+
+static void value_ctx_init(value_ctx *x, const rs_case *c) {
+  x->c = c;
+  x->order = order_mode(c);
+  x->exact = exact_mode(c);
+  x->partial = rs_sharding_has_partial(&c->src);
+  if (x->exact) x->e = exact_range(c);
+}
+
+static void value_piece(const value_ctx *x, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx, void *out) {
+  const rs_case *c = x->c;
+  if (x->order) {
+    order_piece(c, x->partial ? coord : NULL, idx, out);
     return;
   }
-  if (!exact_mode(c) || !rs_sharding_has_partial(&c->src)) {
-    rs_value_global(c, idx, out);
+  if (!x->exact) {
+    bits_value(c, idx, out);
     return;
   }
-  exact_params e = exact_range(c);
+  const exact_params e = x->e;
   int64_t v = exact_units(c, &e, idx);
+  if (!x->partial) {
+    store_units(c->tensor.dtype, v * e.unit, out);
+    return;
+  }
   uint64_t key = rs_hash3(c->seed, STREAM_PIECE, (uint64_t)idx);
   for (int m = 0; m < c->src.mesh_ndim; ++m) {
     if (c->src.p[m].kind != RS_PARTIAL) continue;
@@ -279,33 +287,69 @@ void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int
   store_units(c->tensor.dtype, v * e.unit, out);
 }
 
+void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx, void *out) {
+  value_ctx x;
+  value_ctx_init(&x, c);
+  value_piece(&x, coord, idx, out);
+}
+
+void rs_value_range(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t flat0, int64_t n, void *out) {
+  value_ctx x;
+  value_ctx_init(&x, c);
+  int es = rs_dtype_size(c->tensor.dtype);
+  for (int64_t i = 0; i < n; ++i) value_piece(&x, coord, flat0 + i, (char *)out + i * es);
+}
+
+void rs_value_pieces(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], const int64_t *start,
+                     const int64_t *size, void *out) {
+  value_ctx x;
+  value_ctx_init(&x, c);
+  int nd = c->tensor.ndim, es = rs_dtype_size(c->tensor.dtype);
+  int64_t gstride[RS_MAX_DIMS], stride = 1, numel = 1, idx[RS_MAX_DIMS] = {0};
+  for (int d = nd - 1; d >= 0; --d) {
+    gstride[d] = stride;
+    stride *= c->tensor.shape[d];
+    numel *= size[d];
+  }
+  char *p = out;
+  for (int64_t k = 0; k < numel; ++k) {
+    int64_t flat = 0;
+    for (int d = 0; d < nd; ++d) flat += (start[d] + idx[d]) * gstride[d];
+    value_piece(&x, coord, flat, p + k * es);
+    for (int d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < size[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 rs_status rs_make_source(const rs_case *c, rs_locals *out) {
   rs_status st = rs_locals_for_layout(out, c, &c->src);
   if (st) return st;
   int es = rs_dtype_size(c->tensor.dtype);
   int nd = c->tensor.ndim;
-  int64_t gstride[RS_MAX_DIMS];
-  int64_t stride = 1;
-  for (int d = nd - 1; d >= 0; --d) {
-    gstride[d] = stride;
-    stride *= c->tensor.shape[d];
-  }
+  /* Without a Partial placement an element's value depends only on its global index, so a rank
+   * whose box equals an earlier rank's (a replica) copies that rank's bytes. */
+  int by_index = !rs_sharding_has_partial(&c->src);
+  int64_t(*box)[2][RS_MAX_DIMS] = by_index ? malloc(sizeof *box * (size_t)(c->mesh.nranks ? c->mesh.nranks : 1)) : NULL;
   for (int pos = 0; pos < c->mesh.nranks; ++pos) {
-    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], idx[RS_MAX_DIMS] = {0};
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
     rs_mesh_coord(&c->mesh, pos, coord);
     rs_local_box(&c->mesh, &c->src, &c->tensor, coord, start, size);
     rs_local *l = &out->r[pos];
     int64_t numel = l->nbytes / es;
     char *p = l->data;
-    for (int64_t k = 0; k < numel; ++k) {
-      int64_t flat = 0;
-      for (int d = 0; d < nd; ++d) flat += (start[d] + idx[d]) * gstride[d];
-      rs_value_piece(c, coord, flat, p + k * es);
-      for (int d = nd - 1; d >= 0; --d) {
-        if (++idx[d] < size[d]) break;
-        idx[d] = 0;
-      }
+    int twin = -1;
+    if (box) {
+      memcpy(box[pos][0], start, sizeof start);
+      memcpy(box[pos][1], size, sizeof size);
+      for (int q = 0; q < pos && twin < 0 && numel; ++q)
+        if (!memcmp(box[q][0], start, sizeof(int64_t) * (size_t)nd) && !memcmp(box[q][1], size, sizeof(int64_t) * (size_t)nd))
+          twin = q;
     }
+    if (twin >= 0) memcpy(p, out->r[twin].data, (size_t)l->nbytes);
+    else rs_value_pieces(c, coord, start, size, p);
   }
+  free(box);
   return RS_OK;
 }

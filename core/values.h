@@ -18,8 +18,17 @@
 extern "C" {
 #endif
 
-uint64_t rs_mix64(uint64_t x);
-uint64_t rs_hash3(uint64_t a, uint64_t b, uint64_t c);
+/* splitmix64's finalizer, and three words hashed into one; inline: the value generator calls them
+ * several times per element. */
+static inline uint64_t rs_mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t rs_hash3(uint64_t a, uint64_t b, uint64_t c) {
+  return rs_mix64(a ^ rs_mix64(b ^ rs_mix64(c)));
+}
 
 /* Element of the logical global tensor at row-major flat index `idx`, written to `out`. */
 void rs_value_global(const rs_case *c, int64_t idx, void *out);
@@ -27,6 +36,12 @@ void rs_value_global(const rs_case *c, int64_t idx, void *out);
  * Partial mesh dims are read) at flat index idx. Equals rs_value_global when src has no Partial. */
 void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx,
                     void *out);
+/* The same for every element of the box start/size (row-major), into out: what a rank at `coord`
+ * holds. The per-case choices are made once, not per element. */
+/* ... and for the n consecutive flat indexes flat0.. into out. */
+void rs_value_range(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t flat0, int64_t n, void *out);
+void rs_value_pieces(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], const int64_t *start,
+                     const int64_t *size, void *out);
 
 /* Dtype arithmetic: acc = acc (op) x, elementwise over n elements, SPEC 1 rules
  * (F16/BF16 through F32 with rounding after every op; integers wrap). avg folds as sum. */

@@ -8,4 +8,19 @@ if(TARGET test_opt_mpi AND RS_OPT_MPIEXEC)
   set_tests_properties(test_opt_mpi_np4 PROPERTIES TIMEOUT 300
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endif()
+# no hang on a stalled or dead peer: a plug-in that never returns, a rank stopped and a rank killed
+# under mpirun; every survivor exits 4 within --timeout (tests/peer_timeout.sh)
+add_library(stall_copy_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/stall_copy_plugin.c)
+# ("mpi" in the name: the ASan build runs it without leak checks, like every MPI test). Sanitizer and
+# coverage builds run one MPI scenario of the three (CI runs ctest in all three builds).
+if(TARGET reshard)
+  add_test(NAME peer_timeout_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/peer_timeout.sh $<TARGET_FILE:reshard>
+           ${CMAKE_SOURCE_DIR}/fixtures/p2p $<TARGET_FILE:stall_copy_plugin> ${RS_OPT_MPIEXEC})
+  set(RS_PEER_TIMEOUT_SCENARIOS "check-stall check-dead p2p-stall")
+  if(RS_SANITIZE OR RS_COVERAGE)
+    set(RS_PEER_TIMEOUT_SCENARIOS "check-dead")
+  endif()
+  set_tests_properties(peer_timeout_mpi PROPERTIES TIMEOUT 600
+    ENVIRONMENT "RS_PEER_TIMEOUT_SCENARIOS=${RS_PEER_TIMEOUT_SCENARIOS}")
+endif()
 include(${CMAKE_SOURCE_DIR}/opt/ckpt/tests.cmake)

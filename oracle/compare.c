@@ -28,8 +28,7 @@ int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_loca
     int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
     rs__oracle_coord(&c->mesh, pos, coord);
     rs__oracle_box(&c->mesh, layout, &c->tensor, coord, start, size);
-    char cbuf[96], ibuf[160];
-    fmt_index(cbuf, sizeof cbuf, c->mesh.ndim, coord);
+    char cbuf[96] = "", ibuf[160]; /* the coordinate is formatted only for a report line */
     int shape_ok = a && a->ndim == e->ndim && a->nbytes == e->nbytes;
     for (int d = 0; shape_ok && d < e->ndim; ++d) shape_ok = a->shape[d] == e->shape[d];
     if (!shape_ok) {
@@ -44,6 +43,7 @@ int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_loca
         char es_buf[96], as_buf[96] = "(missing)";
         fmt_index(es_buf, sizeof es_buf, e->ndim, e->shape);
         if (a) fmt_index(as_buf, sizeof as_buf, a->ndim, a->shape);
+        fmt_index(cbuf, sizeof cbuf, c->mesh.ndim, coord);
         used += (size_t)snprintf(diff->text + used, sizeof diff->text - used,
                                  "rank %d coord %s: local shape %s, expected %s\n", c->mesh.ranks[pos],
                                  cbuf, as_buf, es_buf);
@@ -76,6 +76,7 @@ int rs_oracle_compare(const rs_case *c, const rs_sharding *layout, const rs_loca
       }
       if (lines++ < RS_DIFF_LINES && used < sizeof diff->text) {
         fmt_index(ibuf, sizeof ibuf, nd, gi);
+        if (!cbuf[0]) fmt_index(cbuf, sizeof cbuf, c->mesh.ndim, coord);
         used += (size_t)snprintf(diff->text + used, sizeof diff->text - used,
                                  "rank %d coord %s global index %s: expected 0x%0*" PRIx64
                                  " actual 0x%0*" PRIx64 "\n",

@@ -77,7 +77,7 @@ static void fill_block(const sim *s, char *state, int64_t k, int64_t b0, int64_t
       rest /= s->c->mesh.size[m];
     }
     char *p = state + a * k * s->es;
-    for (int64_t i = 0; i < kb; ++i) rs_value_piece(s->c, coord, b0 + i, p + i * s->es);
+    rs_value_range(s->c, coord, b0, kb, p);
   }
 }
 

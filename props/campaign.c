@@ -58,6 +58,16 @@ static int agree(const rs_prop_env *env, int flag) {
   return flag;
 }
 
+/* A peer that stalled or died broke the transport (opt's --timeout): the campaign stops with that
+ * error on every rank; it is no case's failure, so nothing is shrunk or saved as a fixture. */
+static const char *peer_failure(void) {
+#ifdef RS_HAVE_OPT
+  return rs_opt_transport_failure();
+#else
+  return NULL;
+#endif
+}
+
 typedef struct pred_ctx {
   rs_prop_id id;
   const rs_prop_env *env;
@@ -183,7 +193,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     el = rs_now() - t0;
     int stop = o->cases > 0 ? i >= o->cases : el >= o->seconds;
     if (o->cases <= 0) stop = agree(&env, stop); /* time is local: agree on when to stop */
-    if (stop) break;
+    if (stop || peer_failure()) break;
     for (int pass = 0; pass < 2; pass++) {
       /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case, drawn
        * only when a property wants one (--properties may leave them all out). */
@@ -211,6 +221,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
         }
         int oom = rs_outcome_is_oom(out);
         if (agree(&env, out == RS_FAIL)) out = RS_FAIL;
+        if (peer_failure()) break; /* the loop above stops the campaign */
         /* out of memory is no verdict on the code under test: stop, never shrink or save it */
         if (out == RS_FAIL && agree(&env, oom)) {
           rs_choices_free(&ch);
@@ -247,9 +258,9 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     }
   }
 stopped:
-  if (oom_st) {
+  if (oom_st || peer_failure()) {
     rs_progress_end(&prog);
-    st = oom_st;
+    st = oom_st ? oom_st : rs_fail(RS_ERR_TIMEOUT, "%s", peer_failure());
     r->cases = i;
     goto out;
   }

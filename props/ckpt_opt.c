@@ -565,12 +565,16 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     if (o->cases <= 0 && !rs_world_is_local(world)) {
       rs_opt_world_bcast(world, &stop, sizeof stop); /* rank 0's clock decides */
     }
-    if (stop) break;
+    if (stop || rs_opt_transport_failure()) break;
     uint64_t seed = rs_hash3(o->seed, 0x636b7074, (uint64_t)i);
     rs_choices ch;
     rs_choices_seed(&ch, seed);
     rs_clear_error();
     rs_outcome out = rs_ckpt_opt_prop_run(world, &ch, scratch, msg, sizeof msg);
+    if (rs_opt_transport_failure()) { /* a stalled or dead peer (--timeout): stop, shrink nothing */
+      rs_choices_free(&ch);
+      return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
+    }
     r->cases = i + 1;
     if (rs_outcome_is_oom(out)) {
       rs_choices_free(&ch);

@@ -130,6 +130,19 @@ static int rank_plans_agree(const rs_p2p_model *m, const rs_p2p_plan *all, char 
   return 1;
 }
 
+/* Scribble over every played destination byte, so that a second execute into the same buffers
+ * must write all of them again (opt reuses an earlier output's buffers). */
+static void scribble(const rs_p2p_model *m, rs_p2p_locals *l) {
+  for (int64_t p = 0; p < l->nparams; ++p)
+    for (int64_t q = 0; q < l->npos[p]; ++q) {
+      rs_p2p_local *x = &l->loc[p][q];
+      if (!x->data) continue;
+      int es = m->param[p].transform == RS_XFORM_MXFP8 ? 1 : rs_dtype_size(m->param[p].t.dtype);
+      memset(x->data, 0xA5, (size_t)(x->numel * es));
+      if (x->scale) memset(x->scale, 0x5A, (size_t)(x->numel / 32));
+    }
+}
+
 static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap) {
   rs_world *w = env->world;
   int32_t me = env->distributed ? rs_world_rank(w) : -1;
@@ -137,6 +150,8 @@ static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char 
   rs_p2p_locals src, got, want;
   rs_copy_service *cs = NULL;
   rs_outcome o = RS_PASS;
+  rs_p2p_exec_stats xs;
+  memset(&xs, 0, sizeof xs);
   memset(&src, 0, sizeof src);
   memset(&got, 0, sizeof got);
   memset(&want, 0, sizeof want);
@@ -150,6 +165,10 @@ static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char 
   else if (rs_p2p_opt_execute(m, &plan, cs, me, &src, &got, NULL)) o = fail(msg, cap, "opt execute");
   else if (rs_p2p_oracle_expected(m, me, &want)) o = fail(msg, cap, "oracle");
   else if (rs_p2p_compare(m, &want, &got)) o = fail(msg, cap, "opt != oracle");
+  else if (scribble(m, &got), rs_p2p_opt_execute(m, &plan, cs, me, &src, &got, &xs))
+    o = fail(msg, cap, "opt execute (again, into the first call's buffers)");
+  else if (!xs.reused) o = (snprintf(msg, cap, "opt execute did not reuse the first call's buffers"), RS_FAIL);
+  else if (rs_p2p_compare(m, &want, &got)) o = fail(msg, cap, "opt != oracle (again, into the first call's buffers)");
   else if (me >= 0 && (!only_own(m, &src, me, msg, cap) || !only_own(m, &got, me, msg, cap))) o = RS_FAIL;
   if (env->distributed) {
     int bad = o == RS_FAIL;
@@ -301,6 +320,14 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
       char msg[512];
       rs_clear_error();
       rs_outcome out = rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &m, msg, sizeof msg);
+#ifdef RS_HAVE_OPT
+      /* a stalled or dead peer (opt's --timeout) is no case's failure: stop, shrink nothing */
+      if (rs_opt_transport_failure()) {
+        rs_p2p_model_free(&m);
+        rs_choices_free(&ch);
+        return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
+      }
+#endif
       if (rs_outcome_is_oom(out)) {
         rs_p2p_model_free(&m);
         rs_choices_free(&ch);

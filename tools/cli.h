@@ -9,6 +9,8 @@
 /* Exit codes of every verb (docs/cli-robustness.md): 1 is kept for "a check failed", so running
  * out of memory (or another resource) has a code of its own. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NOMEM = 3 };
+/* A peer stalled or died (the transport's --timeout ran out): its own code, never "bad input". */
+enum { CLI_PEER = 4 };
 
 /* An rs_status failure whose message starts with the library's own name for the field (one of the
  * '|'-separated names in lib: "shape '4x': ..." from the shape parser) printed under the user's
@@ -90,6 +92,18 @@ typedef struct cli_campaign_args {
 /* In a flag loop: 1 when argv[*i] was one of those flags, 0 when another argument, -1 after a usage
  * error. */
 int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaign_args *a);
+
+/* `--timeout SEC` (cli_timeout.c): the transports' progress timeout, seconds in (0, 1e6]. In a
+ * flag loop: 1 when argv[*i] was it (set for the process, *i advanced), 0 when another argument,
+ * -1 after a usage error. cli_seconds_value: 0 and *out for a plain positive decimal <= max. */
+int cli_timeout_opt(const char *cmd, int argc, char **argv, int *i);
+int cli_seconds_value(const char *s, double max, double *out);
+/* In a flag loop (argc, argv, i, r in scope): take --timeout and continue, or return exit 2. */
+#define CLI_TIMEOUT_OPT(cmd)                                   \
+  if ((r = cli_timeout_opt(cmd, argc, argv, &i)) != 0) {       \
+    if (r < 0) return CLI_USAGE;                               \
+    continue;                                                  \
+  }
 
 /* JSON: a [a,b,...] list of int64 and a JSON string with escapes. */
 void cli_json_ints(FILE *f, const int64_t *v, int n);

@@ -26,7 +26,7 @@ int cli_status_error(const char *cmd, const char *what) {
   const char *e = rs_last_error();
   fprintf(stderr, "reshard %s: %s%s%s\n", cmd, what ? what : "", what && *what ? ": " : "",
           e[0] ? e : "error");
-  return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : CLI_USAGE;
+  return rs__last_status() == RS_ERR_NOMEM ? CLI_NOMEM : rs__last_status() == RS_ERR_TIMEOUT ? CLI_PEER : CLI_USAGE;
 }
 
 int cli_flag_error(const char *cmd, const char *flag, const char *lib) {

@@ -24,11 +24,13 @@ static const char *HELP_CHECK =
     "--order-share P: percent of Partial cases drawn with `order` values (default 50); the run\n"
     "fails when fewer than 3/5 of that share got them (from 200 Partial cases on).\n"
     "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n"
+    "--timeout SEC (default 300): a rank that sees no transfer finish for SEC seconds stops with\n"
+    "an error naming the peer it waited for; exit 4 (a stalled or dead peer).\n"
     "--properties runs only the named properties (e.g. boxes: a fast campaign that still\n"
     "judges feature coverage).\n";
 
 static const char *HELP_REPLAY =
-    "usage: reshard replay FILE [--impl ref|opt] [--transport local|mpi] [--planner auto|greedy|graph]\n"
+    "usage: reshard replay FILE [--impl ref|opt] [--transport local|mpi] [--timeout SEC] [--planner auto|greedy|graph]\n"
     "                           [--cost seed|pytorch] [--enumeration seed|pytorch]\n"
     "Re-runs the property named in a saved failing case with what it failed with: the file's\n"
     "\"impl\" and \"transport\" and, in the case, its planner, cost and enumeration; the flags\n"
@@ -115,6 +117,8 @@ int cmd_check(int argc, char **argv) {
     } else if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--transport: missing value");
       transport = v;
+    } else if ((r = cli_timeout_opt(C, argc, argv, &i)) != 0) {
+      if (r < 0) return CLI_USAGE;
     } else if ((r = cli_gen_opt(C, argc, argv, &i, &o.gen)) != 0) {
       if (r < 0) return CLI_USAGE;
     } else if ((r = cli_opt(argc, argv, &i, "--max-failures", &v)) != 0) {
@@ -167,6 +171,7 @@ int cmd_replay(int argc, char **argv) {
     }
     CLI_OPT(C, "--impl", impl)
     CLI_OPT(C, "--transport", transport)
+    CLI_TIMEOUT_OPT(C)
     CLI_OPT(C, "--planner", planner)
     CLI_OPT(C, "--cost", cost)
     CLI_OPT(C, "--enumeration", enumeration)

@@ -20,7 +20,7 @@
 
 static const char *HELP =
     "usage: reshard ckpt <command> ...\n"
-    "  save STATE.json --root DIR --step N [--impl ref|opt] [--transport local|local-device|mpi] [--block B]\n"
+    "  save STATE.json --root DIR --step N [--impl ref|opt] [--transport local|local-device|mpi] [--timeout SEC] [--block B]\n"
     "        [--threads T] [--segment S] [--direct]   (opt: balanced writers, T I/O threads)\n"
     "        build every rank's state dict from the state spec and save it (commit: data, fsync,\n"
     "        metadata.json by rename, directory fsync, then latest)\n"
@@ -145,6 +145,7 @@ int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_a
     CLI_OPT(C, "--step", stepv);
     CLI_OPT(C, "--impl", a->impl);
     CLI_OPT(C, "--transport", a->tr);
+    CLI_TIMEOUT_OPT(C)
     CLI_OPT(C, "--threads", thr);
     CLI_OPT(C, "--segment", seg);
     if (!load) CLI_OPT(C, "--block", blk);
@@ -300,6 +301,7 @@ int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **imp
     CLI_OPT(C, "--seconds", secv);
     CLI_OPT(C, "--impl", *impl);
     CLI_OPT(C, "--transport", *tr);
+    CLI_TIMEOUT_OPT(C)
     CLI_OPT(C, "--regress-dir", o->regress_dir);
     CLI_OPT(C, "--scratch", o->scratch);
     CLI_OPT(C, "--shrink-runs", shrv);

@@ -220,7 +220,11 @@ int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char 
     failed |= rc != CLI_OK;
   }
   rs_ckpt_opt_campaign_result res;
-  rs_ckpt_opt_campaign_run(world, &o, &res);
+  if (rs_ckpt_opt_campaign_run(world, &o, &res) == RS_ERR_TIMEOUT) { /* a stalled or dead peer */
+    int rc = cli_status_error(C, "");
+    rs_world_finalize(world);
+    return rc;
+  }
   if (me == 0)
     printf("ckpt check: %lld cases (seed %llu, impl opt beside ref, %s, %d process%s) in %.1fs: ckpt_opt pass %lld  skip %lld  fail %lld\n",
            (long long)res.cases, (unsigned long long)o.seed, world_name(world), rs_world_size(world),

@@ -27,7 +27,8 @@ static const char *HELP =
     "  run MODEL.json [--impl ref|opt] [--transport local|mpi|nccl] [--copy-service NAME|LIB.so]\n"
     "                 [--json] [--dump DIR]\n"
     "      plan, check the plan (each dst element once, from a holder; opt: traffic == lb), execute and\n"
-    "      compare every destination rank with the oracle. Exit 0 equal, 1 different, 2 bad input.\n"
+    "      compare every destination rank with the oracle. Exit 0 equal, 1 different, 2 bad input,\n"
+    "      4 a peer stalled or died (--timeout SEC, default 300, for every transport and plug-in).\n"
     "      Under mpirun (--transport mpi|nccl) each process holds only its own parameters.\n"
     "      --json: per rank and parameter the destination shape, xxh3 of its bytes (and of the MXFP8\n"
     "      scales) and, with opt, the bytes sent and received as counted at the copy service (one\n"
@@ -322,6 +323,7 @@ static int cmd_run_(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     CLI_OPT(C, "--impl", impl);
     CLI_OPT(C, "--transport", transport);
+    CLI_TIMEOUT_OPT(C)
     CLI_OPT(C, "--copy-service", svc);
     CLI_OPT(C, "--dump", dump);
     if (cli_flag(argv, i, "--json")) json = 1;
@@ -378,6 +380,12 @@ static int cmd_run_(int argc, char **argv) {
       rs_outcome o = rs_p2p_prop_run((rs_p2p_prop)p, &env, &m, msg, sizeof msg);
       if (o == RS_FAIL) bad = rs_outcome_is_oom(o) ? 3 : 1;
     }
+    if (rs_opt_transport_failure()) { /* a stalled or dead peer: exit 4 on every rank */
+      fprintf(stderr, "reshard p2p: %s\n", rs_opt_transport_failure());
+      rs_world_finalize(w);
+      rs_p2p_model_free(&m);
+      return CLI_PEER;
+    }
     quiet |= rs_world_rank(w) != 0 || json;
     keep_world = w;
 #else
@@ -416,6 +424,7 @@ static int cmd_check_(int argc, char **argv) {
     const char *mr = NULL;
     CLI_OPT(C, "--impl", impl);
     CLI_OPT(C, "--transport", transport);
+    CLI_TIMEOUT_OPT(C)
     CLI_OPT(C, "--copy-service", svc);
     CLI_OPT(C, "--collocate", col);
     if ((r = cli_campaign_opt(C, argc, argv, &i, &ca))) {

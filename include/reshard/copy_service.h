@@ -56,11 +56,12 @@ rs_status rs_copy_service_send(rs_copy_service *cs, int32_t me, const void *buf,
 rs_status rs_copy_service_recv(rs_copy_service *cs, int32_t me, void *buf, int64_t bytes,
                                int32_t peer, int64_t task_id);
 rs_status rs_copy_service_run(rs_copy_service *cs);
-/* Byte counts at the transport (`p2p run --json`): with counting on, every submission the service
- * accepts adds its bytes under (me, the current tag); opt's executor sets the tag to the parameter
- * index before each post. rs_copy_service_counted reads one (rank, tag): 0 when nothing passed. */
+/* Byte counts at the transport (`p2p run --json`): with counting on, opt's executor tallies every
+ * piece the service accepted under (rank, tag = the parameter index), whether it travelled alone
+ * or inside its sender/receiver pair's coalesced message. rs_copy_service_counted reads one
+ * (rank, tag): 0 when nothing passed. */
 void rs_copy_service_count(rs_copy_service *cs, int on);
-void rs_copy_service_tag(rs_copy_service *cs, int64_t tag);
+rs_status rs_copy_service_tally(rs_copy_service *cs, int32_t me, int64_t tag, int64_t bytes, int is_recv);
 void rs_copy_service_counted(const rs_copy_service *cs, int32_t rank, int64_t tag, int64_t *sent, int64_t *recv);
 
 #ifdef __cplusplus

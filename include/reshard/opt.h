@@ -23,6 +23,14 @@ int rs_world_is_local(const rs_world *w);
 /* Logical OR of flag over all processes (agreeing on a failure); a no-op for local. */
 rs_status rs_world_agree(rs_world *w, int *flag);
 void rs_world_finalize(rs_world *w);
+/* Progress timeout of every transport wait of this process, in seconds (> 0; default 300): a wait
+ * (an exchange, an agreement, a plug-in copy service's run, an NCCL group) that sees nothing complete
+ * for this long fails with RS_ERR_TIMEOUT naming the peer it waited for, on every rank that waits.
+ * After that failure the transports are broken for good: every later wait fails at once with the
+ * same message and rs_world_finalize skips the collective teardown that would wait for the peer. */
+void rs_opt_set_timeout(double seconds);
+/* The message of the peer failure that broke this process's transports; NULL while healthy. */
+const char *rs_opt_transport_failure(void);
 /* Transports: "local", "local-device" (every rank in this process on CUDA device memory), "mpi",
  * "nccl". The name the world was made with, and whether its buffers live on a device. A NULL world
  * means a local one. */

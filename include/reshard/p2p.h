@@ -204,10 +204,19 @@ typedef struct rs_p2p_exec_stats {
   int64_t local, direct, copy, transform; /* transfers by writeback (local = src == dst) */
   int64_t bytes_sent, bytes_local;        /* by the ranks this process plays */
   int mxfp8_device;                       /* 1 when the MXFP8 quantization ran on a GPU */
+  int64_t messages;                       /* posted sends: one per peer pair when coalesced */
+  int reused;                             /* out's buffers came from an earlier call */
+  /* where the time went, seconds: allocating destinations and accumulators, local copies, packing
+   * and posting, waiting for the messages (the copy service's run), unpacking and quantizing */
+  double sec_alloc, sec_local, sec_pack, sec_wait, sec_unpack;
 } rs_p2p_exec_stats;
 
 /* Execute `plan` over copy service cs for the ranks this process plays (`rank` < 0: every rank;
- * src must hold their source locals). out receives their destination locals. */
+ * src must hold their source locals). out receives their destination locals: it is either zeroed
+ * ({0}) and allocated here, or the output of an earlier call for the same model and rank, whose
+ * buffers are reused (nothing allocated, every element overwritten). Staging buffers are pooled in
+ * cs across calls. With one played rank (rank >= 0) every peer pair's transfers travel as one
+ * message (packed in plan order, tagged with the pair's first task id). */
 rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, struct rs_copy_service *cs,
                              int32_t rank, const rs_p2p_locals *src, rs_p2p_locals *out,
                              rs_p2p_exec_stats *stats);

@@ -16,7 +16,8 @@ typedef enum rs_status {
   RS_ERR_IO = 6,
   RS_ERR_NOPATH = 7,      /* a planner found no path */
   RS_ERR_TRANSPORT = 8,
-  RS_ERR_MISMATCH = 9     /* results differ from the expectation */
+  RS_ERR_MISMATCH = 9,    /* results differ from the expectation */
+  RS_ERR_TIMEOUT = 10     /* a peer made no progress within the transport timeout (stalled or dead) */
 } rs_status;
 
 /* The message of the last error set on this thread ("" if none). One line, names the field. */

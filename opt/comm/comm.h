@@ -28,6 +28,24 @@ struct rs_comm {
   int device; /* views point to device memory */
 };
 
+/* ---- progress timeout (timeout.c), shared by every transport of the process ---- */
+#define RS_COMM_DEFAULT_TIMEOUT 300.0
+/* A wait that sees no transfer complete for this long fails with RS_ERR_TIMEOUT naming the peer. */
+void rs__comm_set_timeout(double seconds);
+double rs__comm_timeout(void);
+/* Record the first failure (printf-style message) and return RS_ERR_TIMEOUT with it. After one,
+ * rs__comm_check fails at once and rs__comm_failure returns the message (NULL while healthy). */
+rs_status rs__comm_fail(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+rs_status rs__comm_check(void);
+const char *rs__comm_failure(void);
+/* Monotonic seconds, and one polling pause that grows with the time already waited. */
+double rs__comm_clock(void);
+void rs__comm_backoff(double waited);
+
 /* ---- byte counting (count.c): wraps whatever transport serves a mesh ---- */
 rs_status rs__comm_count_create(rs_comm **out);
 /* Forward to `inner` from now on (the world points it at the comm of the current mesh). */
@@ -46,6 +64,8 @@ rs_status rs_mpi_start(int *argc, char ***argv, int *rank, int *size, int *owned
 void rs_mpi_stop(int owned);
 rs_status rs_mpi_allreduce_or(int *flag);
 rs_status rs_mpi_barrier(void);
+/* bytes of buf from world rank root to every rank (point-to-point, under the timeout). */
+rs_status rs_mpi_bcast(void *buf, int bytes, int root);
 rs_status rs_comm_mpi_create(rs_comm **out);
 
 /* ---- NCCL (comm_nccl.c; stubs without CUDA) ---- */

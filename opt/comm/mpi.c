@@ -2,7 +2,12 @@
  * into a staging buffer (or sends a single contiguous view in place) and posts MPI_Isend with the
  * task id as tag; a receive posts MPI_Irecv; run() waits for all and unpacks. Staging buffers are
  * kept between runs so that repeated exchanges do not fault in fresh pages. Messages above 1 GiB
- * travel as several same-tag pieces, which MPI's non-overtaking order keeps matched. */
+ * travel as several same-tag pieces, which MPI's non-overtaking order keeps matched.
+ * Nothing here blocks in MPI: run() and the agreement poll their requests against the progress
+ * timeout (timeout.c) and, when no request completes for that long, fail naming the peer they
+ * waited for. The agreement is a dissemination OR over point-to-point messages on a communicator
+ * of its own, so that a stalled rank is named, not just "the allreduce did not finish". */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
@@ -39,7 +44,111 @@ typedef struct mpi_comm {
   int64_t nstage, capstage, used_stage;
 } mpi_comm;
 
+static MPI_Comm g_agree = MPI_COMM_NULL; /* the agreement's own communicator */
+static int g_rank, g_size;
+
 int rs_mpi_available(void) { return 1; }
+
+static const char *mpi_errstr(int rc, char *buf) {
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS) snprintf(buf, 64, "MPI error %d", rc);
+  return buf;
+}
+
+/* Poll reqs[0..n) until all complete. A request that errs, or no completion for the timeout, fails
+ * with RS_ERR_TIMEOUT; peer_of(i) names the rank request i waits on, is_recv_of(i) its direction. */
+typedef struct wait_ctx {
+  const char *what; /* "exchange", "agreement" */
+  int32_t (*peer_of)(void *, int);
+  int (*is_recv_of)(void *, int);
+  void *self;
+} wait_ctx;
+
+static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
+  if (!n) return RS_OK;
+  rs_status st = rs__comm_check();
+  if (st) return st;
+  int *idx = malloc(sizeof(int) * (size_t)n);
+  MPI_Status *sts = malloc(sizeof(MPI_Status) * (size_t)n);
+  if (!idx || !sts) {
+    free(idx);
+    free(sts);
+    return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+  }
+  double limit = rs__comm_timeout(), last = rs__comm_clock();
+  int left = n;
+  char eb[MPI_MAX_ERROR_STRING + 64];
+  while (left > 0) {
+    int done = 0;
+    int rc = MPI_Testsome(n, req, &done, idx, sts);
+    if (rc != MPI_SUCCESS) {
+      int bad = -1;
+      for (int k = 0; rc == MPI_ERR_IN_STATUS && k < done && bad < 0; ++k)
+        if (sts[k].MPI_ERROR != MPI_SUCCESS) bad = k;
+      int32_t peer = bad >= 0 ? w->peer_of(w->self, idx[bad]) : -1;
+      st = rs__comm_fail("mpi: rank %d: the %s with rank %d failed (%s): a peer died or the network broke",
+                         g_rank, w->what, peer, mpi_errstr(bad >= 0 ? sts[bad].MPI_ERROR : rc, eb));
+      break;
+    }
+    if (done == MPI_UNDEFINED) break;
+    double now = rs__comm_clock();
+    if (done > 0) {
+      left -= done;
+      last = now;
+      continue;
+    }
+    if (now - last > limit && !RS_MUTANT(902)) { /* 902: the progress timeout is never checked */
+      /* name a receive still open (the peer whose data never came), else a send */
+      int pick = -1;
+      for (int i = 0; i < n && pick < 0; ++i)
+        if (req[i] != MPI_REQUEST_NULL && w->is_recv_of(w->self, i)) pick = i;
+      for (int i = 0; i < n && pick < 0; ++i)
+        if (req[i] != MPI_REQUEST_NULL) pick = i;
+      st = rs__comm_fail("mpi: rank %d waited %g s for rank %d (%s %s it, %d of %d transfers open): "
+                         "the peer is stalled or dead (--timeout)", g_rank, limit,
+                         pick >= 0 ? w->peer_of(w->self, pick) : -1, w->what,
+                         pick >= 0 && w->is_recv_of(w->self, pick) ? "receiving from" : "sending to", left, n);
+      break;
+    }
+    rs__comm_backoff(now - last);
+  }
+  free(idx);
+  free(sts);
+  return st;
+}
+
+typedef struct bcast_ctx { const int32_t *peer; int recv; } bcast_ctx;
+static int32_t bcast_peer(void *self, int i) { return ((bcast_ctx *)self)->peer[i]; }
+static int bcast_is_recv(void *self, int i) { (void)i; return ((bcast_ctx *)self)->recv; }
+
+/* The agreement's requests: [0] the receive from `from`, [1] the send to `to`. */
+typedef struct agree_pair { int32_t from, to; } agree_pair;
+static int32_t agree_peer(void *self, int i) { agree_pair *p = self; return i == 0 ? p->from : p->to; }
+static int agree_is_recv(void *self, int i) { (void)self; return i == 0; }
+
+/* Dissemination: in round k every rank sends what it knows to rank + 2^k and ORs in what rank - 2^k
+ * sends; after ceil(log2 size) rounds every rank holds the OR of all. */
+static rs_status agree_or(int *flag) {
+  /* static: a round abandoned on a timeout leaves its requests pointing here, not at a dead frame */
+  static int in[32], out[32];
+  rs_status st = rs__comm_check();
+  if (st) return st;
+  int v = *flag ? 1 : 0;
+  for (int k = 1, round = 0; k < g_size; k <<= 1, ++round) {
+    agree_pair p = {(int32_t)((g_rank - k + g_size) % g_size), (int32_t)((g_rank + k) % g_size)};
+    in[round] = 0;
+    out[round] = v;
+    MPI_Request r[2];
+    if (MPI_Irecv(&in[round], 1, MPI_INT, p.from, round, g_agree, &r[0]) != MPI_SUCCESS ||
+        MPI_Isend(&out[round], 1, MPI_INT, p.to, round, g_agree, &r[1]) != MPI_SUCCESS)
+      return rs__comm_fail("mpi: rank %d: posting the agreement failed", g_rank);
+    wait_ctx w = {"agreement", agree_peer, agree_is_recv, &p};
+    if ((st = wait_requests(r, 2, &w))) return st;
+    v |= in[round];
+  }
+  *flag = v;
+  return RS_OK;
+}
 
 rs_status rs_mpi_start(int *argc, char ***argv, int *rank, int *size, int *owned) {
   int inited = 0;
@@ -53,26 +162,64 @@ rs_status rs_mpi_start(int *argc, char ***argv, int *rank, int *size, int *owned
   }
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, size);
+  g_rank = *rank;
+  g_size = *size;
+  if (g_agree == MPI_COMM_NULL) {
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &g_agree) != MPI_SUCCESS)
+      return rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Comm_dup failed");
+    MPI_Comm_set_errhandler(g_agree, MPI_ERRORS_RETURN);
+  }
   return RS_OK;
 }
 
 void rs_mpi_stop(int owned) {
   int fin = 0;
   MPI_Finalized(&fin);
-  if (owned && !fin) MPI_Finalize();
+  /* after a peer failure MPI_Finalize would wait for that peer: leave it to process exit */
+  if (fin || rs__comm_failure()) return;
+  if (g_agree != MPI_COMM_NULL) MPI_Comm_free(&g_agree);
+  if (owned) MPI_Finalize();
 }
 
 rs_status rs_mpi_allreduce_or(int *flag) {
-  int v = *flag ? 1 : 0, r = 0;
-  if (MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD) != MPI_SUCCESS)
-    return rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Allreduce failed");
-  *flag = r;
-  return RS_OK;
+  if (g_agree == MPI_COMM_NULL) return rs_fail(RS_ERR_TRANSPORT, "mpi: the world is not started");
+  return agree_or(flag);
 }
 
 rs_status rs_mpi_barrier(void) {
-  return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? RS_OK
-                                                    : rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Barrier failed");
+  int f = 0;
+  return rs_mpi_allreduce_or(&f);
+}
+
+rs_status rs_mpi_bcast(void *buf, int bytes, int root) {
+  if (g_agree == MPI_COMM_NULL) return rs_fail(RS_ERR_TRANSPORT, "mpi: the world is not started");
+  if (rs__comm_check()) return RS_ERR_TIMEOUT;
+  int n = g_rank == root ? g_size - 1 : 1, k = 0;
+  MPI_Request *r = malloc(sizeof(MPI_Request) * (size_t)(n ? n : 1));
+  int32_t *peer = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  if (!r || !peer) {
+    free(r);
+    free(peer);
+    return rs_fail(RS_ERR_NOMEM, "mpi: out of memory");
+  }
+  int rc = MPI_SUCCESS;
+  if (g_rank != root) {
+    peer[k] = root;
+    rc = MPI_Irecv(buf, bytes, MPI_BYTE, root, 1 << 14, g_agree, &r[k++]);
+  } else {
+    for (int q = 0; q < g_size && rc == MPI_SUCCESS; ++q)
+      if (q != root) {
+        peer[k] = q;
+        rc = MPI_Isend(buf, bytes, MPI_BYTE, q, 1 << 14, g_agree, &r[k++]);
+      }
+  }
+  bcast_ctx x = {peer, g_rank != root};
+  wait_ctx w = {"broadcast", bcast_peer, bcast_is_recv, &x};
+  rs_status st = rc != MPI_SUCCESS ? rs__comm_fail("mpi: rank %d: posting a broadcast failed", g_rank)
+                                   : wait_requests(r, k, &w);
+  free(r);
+  free(peer);
+  return st;
 }
 
 static rs_status grow(void **p, int64_t *cap, int64_t need, size_t elem) {
@@ -122,7 +269,9 @@ static int single_contig(const rs_view *v, int nv) {
 }
 
 static rs_status post(mpi_comm *m, int is_recv, int32_t peer, int64_t task, const rs_view *v, int nv) {
-  rs_status st;
+  /* after a peer failure no MPI call is made again (MPI would progress the abandoned requests) */
+  rs_status st = rs__comm_check();
+  if (st) return st;
   if ((st = grow((void **)&m->post, &m->cappost, m->npost + 1, sizeof(mpi_post))) ||
       (st = grow((void **)&m->pool, &m->cappool, m->npool + nv, sizeof(rs_view))))
     return st;
@@ -173,11 +322,23 @@ static rs_status mpi_recv(rs_comm *c, int32_t to, int32_t from, int64_t task, co
   return post(m, 1, from, task, v, nv);
 }
 
+/* request i of a run -> its post (posts hold consecutive request ranges) */
+static const mpi_post *post_of_req(const mpi_comm *m, int i) {
+  int64_t lo = 0, hi = m->npost - 1;
+  while (lo < hi) {
+    int64_t mid = (lo + hi + 1) / 2;
+    if (m->post[mid].req0 <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return &m->post[lo];
+}
+static int32_t run_peer(void *self, int i) { return post_of_req(self, i)->peer; }
+static int run_is_recv(void *self, int i) { return post_of_req(self, i)->is_recv; }
+
 static rs_status mpi_run(rs_comm *c) {
   mpi_comm *m = (mpi_comm *)c;
-  rs_status st = RS_OK;
-  if (m->nreq && MPI_Waitall((int)m->nreq, m->req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-    st = rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Waitall failed");
+  wait_ctx w = {"exchange", run_peer, run_is_recv, m};
+  rs_status st = wait_requests(m->req, (int)m->nreq, &w);
   for (int64_t i = 0; i < m->npost && !st; ++i) {
     mpi_post *p = &m->post[i];
     /* Mutant 267: a staged receive of several views never unpacks its last view. */
@@ -193,7 +354,7 @@ static void mpi_destroy(rs_comm *c) {
   if (!m) return;
   int fin = 0;
   MPI_Finalized(&fin);
-  if (!fin) MPI_Comm_free(&m->comm);
+  if (!fin && !rs__comm_failure()) MPI_Comm_free(&m->comm);
   for (int64_t i = 0; i < m->nstage; ++i) free(m->stage[i]);
   free(m->stage);
   free(m->stage_cap);
@@ -240,6 +401,10 @@ rs_status rs_mpi_start(int *argc, char ***argv, int *rank, int *size, int *owned
 void rs_mpi_stop(int owned) { (void)owned; }
 rs_status rs_mpi_allreduce_or(int *flag) { (void)flag; return RS_OK; }
 rs_status rs_mpi_barrier(void) { return RS_OK; }
+rs_status rs_mpi_bcast(void *buf, int bytes, int root) {
+  (void)buf; (void)bytes; (void)root;
+  return no_mpi();
+}
 rs_status rs_comm_mpi_create(rs_comm **out) { *out = NULL; return no_mpi(); }
 
 #endif

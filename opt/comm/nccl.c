@@ -1,9 +1,14 @@
-/* comm_nccl.c - the NCCL transport: one process per rank, device memory. A world communicator is
- * made once (unique id broadcast over MPI); each mesh gets its own communicator, split once from it
- * (ncclCommSplit, key = mesh position) and cached. run() packs every send view into one device
- * staging buffer (one kernel launch), issues all ncclSend/ncclRecv in one group, then unpacks all
+/* comm_nccl.c - the NCCL transport: one process per rank, device memory. One communicator over the
+ * world (unique id broadcast over MPI, device chosen by the node-local rank); every mesh's transfers
+ * are point-to-point on it, peers named by world rank, so no mesh needs a communicator of its own
+ * (nothing here is a collective). run() packs every send view into one device staging buffer (one
+ * kernel launch), issues all ncclSend/ncclRecv inside one ncclGroupStart/End, then unpacks all
  * receives (one launch). NCCL has no tags: sends and receives between a pair match in issue order,
- * so both sides issue them sorted by task id. */
+ * so both sides issue them sorted by task id.
+ * The communicator is non-blocking (ncclConfig_t.blocking = 0): every NCCL call returns at once and
+ * run() polls the stream and ncclCommGetAsyncError against the progress timeout (timeout.c); when
+ * nothing finishes in time, or NCCL reports an asynchronous error (a peer died), it aborts the
+ * communicator (ncclCommAbort) and fails naming the peers it waited for, instead of hanging. */
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
@@ -23,9 +28,9 @@ typedef struct npost {
 typedef struct nccl_comm {
   rs_comm base;
   ncclComm_t comm; /* NULL when this process is outside the mesh */
-  int32_t nranks;
-  int32_t *ranks;  /* mesh position -> world rank */
+  int32_t nranks;  /* the world's size */
   int32_t me;      /* this process's world rank */
+  ncclComm_t *world_comm; /* the world's handle, cleared with ours when we abort */
   npost *send, *recv;
   int64_t nsend, nrecv, capsend, caprecv;
   rs_view *pool;
@@ -37,8 +42,7 @@ typedef struct nccl_comm {
 struct rs_nccl_world {
   int rank, size;
   ncclComm_t world;
-  nccl_comm **mesh;
-  int64_t nmesh, capmesh;
+  nccl_comm *all; /* the copy service over the world communicator (peers are world ranks) */
 };
 
 static rs_status nccl_err(ncclResult_t r, const char *what) {
@@ -48,11 +52,47 @@ static rs_status nccl_err(ncclResult_t r, const char *what) {
 
 int rs_nccl_available(void) { return 1; }
 
+/* Wait until the non-blocking communicator c has finished its last call (ncclInProgress gone),
+ * within the timeout; on failure abort it. */
+static rs_status wait_comm(ncclComm_t c, const char *what, int me) {
+  double t0 = rs__comm_clock(), limit = rs__comm_timeout();
+  for (;;) {
+    ncclResult_t r = ncclSuccess;
+    ncclResult_t q = ncclCommGetAsyncError(c, &r);
+    if (q != ncclSuccess) r = q;
+    if (r == ncclSuccess) return RS_OK;
+    double now = rs__comm_clock();
+    if (r != ncclInProgress || now - t0 > limit) {
+      ncclCommAbort(c);
+      if (r != ncclInProgress)
+        return rs__comm_fail("nccl: rank %d: %s failed: %s (a peer died or the network broke)", me, what,
+                             ncclGetErrorString(r));
+      return rs__comm_fail("nccl: rank %d waited %g s in %s: a peer is stalled or dead (--timeout)", me, limit,
+                           what);
+    }
+    rs__comm_backoff(now - t0);
+  }
+}
+
+/* The rank among the processes of this node (MPI_COMM_TYPE_SHARED) picks the device. */
+static int node_local_rank(int rank) {
+  MPI_Comm node;
+  int lr = rank;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_free(&node);
+  }
+  return lr;
+}
+
+static rs_status make_all(rs_nccl_world *w);
+
 rs_status rs_nccl_world_create(int rank, int size, rs_nccl_world **out) {
   *out = NULL;
   int ndev = rs_cuda_device_count();
   if (ndev <= 0) return rs_fail(RS_ERR_UNSUPPORTED, "nccl: no CUDA device");
-  if (cudaSetDevice(rank % ndev) != cudaSuccess) return rs_fail(RS_ERR_TRANSPORT, "nccl: cudaSetDevice failed");
+  if (cudaSetDevice(node_local_rank(rank) % ndev) != cudaSuccess)
+    return rs_fail(RS_ERR_TRANSPORT, "nccl: cudaSetDevice failed");
   rs_nccl_world *w = calloc(1, sizeof *w);
   if (!w) return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
   w->rank = rank;
@@ -61,14 +101,22 @@ rs_status rs_nccl_world_create(int rank, int size, rs_nccl_world **out) {
   memset(&id, 0, sizeof id);
   rs_status st = RS_OK;
   if (rank == 0) st = nccl_err(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  int ok = !st, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  if (!all) st = st ? st : rs_fail(RS_ERR_TRANSPORT, "nccl: rank 0 could not make a unique id");
-  if (!st && MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-    st = rs_fail(RS_ERR_TRANSPORT, "nccl: MPI_Bcast of the unique id failed");
-  if (!st) st = nccl_err(ncclCommInitRank(&w->world, size, id, rank), "ncclCommInitRank");
+  int bad = st != RS_OK;
+  rs_status ast = rs_mpi_allreduce_or(&bad);
+  if (!st && ast) st = ast;
+  if (!st && bad) st = rs_fail(RS_ERR_TRANSPORT, "nccl: rank 0 could not make a unique id");
+  if (!st) st = rs_mpi_bcast(&id, (int)sizeof id, 0);
+  if (!st) {
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&w->world, size, id, rank, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) st = nccl_err(r, "ncclCommInitRankConfig");
+    else st = wait_comm(w->world, "ncclCommInitRankConfig", rank);
+    if (st) w->world = NULL; /* aborted */
+  }
+  if (!st) st = make_all(w);
   if (st) {
-    free(w);
+    rs_nccl_world_destroy(w);
     return st;
   }
   *out = w;
@@ -77,10 +125,8 @@ rs_status rs_nccl_world_create(int rank, int size, rs_nccl_world **out) {
 
 static void nccl_comm_free(nccl_comm *c) {
   if (!c) return;
-  if (c->comm) ncclCommDestroy(c->comm);
   rs_cuda_free(c->sbuf);
   rs_cuda_free(c->rbuf);
-  free(c->ranks);
   free(c->send);
   free(c->recv);
   free(c->pool);
@@ -89,16 +135,18 @@ static void nccl_comm_free(nccl_comm *c) {
 
 void rs_nccl_world_destroy(rs_nccl_world *w) {
   if (!w) return;
-  for (int64_t i = 0; i < w->nmesh; ++i) nccl_comm_free(w->mesh[i]);
-  free(w->mesh);
-  if (w->world) ncclCommDestroy(w->world);
+  nccl_comm_free(w->all);
+  /* after a peer failure the communicator was aborted (or must be: destroy would wait) */
+  if (w->world) {
+    if (rs__comm_failure()) ncclCommAbort(w->world);
+    else ncclCommDestroy(w->world);
+  }
   free(w);
 }
 
+/* peers are world ranks on the world communicator */
 static int32_t pos_of(const nccl_comm *c, int32_t world_rank) {
-  for (int32_t i = 0; i < c->nranks; ++i)
-    if (c->ranks[i] == world_rank) return i;
-  return -1;
+  return world_rank >= 0 && world_rank < c->nranks ? world_rank : -1;
 }
 
 static rs_status add(nccl_comm *c, npost **arr, int64_t *n, int64_t *cap, int32_t peer, int64_t task,
@@ -180,13 +228,40 @@ static rs_status stage(nccl_comm *c, npost *p, int64_t n, char **buf, int64_t *c
   return RS_OK;
 }
 
+/* The sends and receives of the group finish on stream s; poll it with the async error. */
+static rs_status wait_stream(nccl_comm *c, cudaStream_t s) {
+  double t0 = rs__comm_clock(), limit = rs__comm_timeout();
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(s);
+    if (e == cudaSuccess) return RS_OK;
+    if (e != cudaErrorNotReady) return rs_fail(RS_ERR_TRANSPORT, "nccl: %s", cudaGetErrorString(e));
+    ncclResult_t r = ncclSuccess;
+    ncclCommGetAsyncError(c->comm, &r);
+    double now = rs__comm_clock();
+    if ((r != ncclSuccess && r != ncclInProgress) || now - t0 > limit) {
+      int32_t peer = c->nrecv ? c->recv[0].peer : c->nsend ? c->send[0].peer : -1;
+      ncclCommAbort(c->comm);
+      c->comm = NULL;
+      *c->world_comm = NULL;
+      if (r != ncclSuccess && r != ncclInProgress)
+        return rs__comm_fail("nccl: rank %d: the exchange with rank %d failed: %s (a peer died)", c->me, peer,
+                             ncclGetErrorString(r));
+      return rs__comm_fail("nccl: rank %d waited %g s for rank %d (%lld receives, %lld sends open): the peer is "
+                           "stalled or dead (--timeout)", c->me, limit, peer, (long long)c->nrecv,
+                           (long long)c->nsend);
+    }
+    rs__comm_backoff(now - t0);
+  }
+}
+
 static rs_status n_run(rs_comm *b) {
   nccl_comm *c = (nccl_comm *)b;
   rs_status st = RS_OK;
   rs_view *sv = NULL, *rv = NULL;
   int64_t nsv = 0, nrv = 0;
-  rs_status ge;
+  ncclResult_t ge;
   cudaStream_t s = (cudaStream_t)rs_cuda_stream();
+  if ((st = rs__comm_check())) goto done;
   if (c->nsend) qsort(c->send, (size_t)c->nsend, sizeof(npost), npost_cmp);
   if (c->nrecv) qsort(c->recv, (size_t)c->nrecv, sizeof(npost), npost_cmp);
   if (c->nsend + c->nrecv == 0) goto done;
@@ -205,10 +280,11 @@ static rs_status n_run(rs_comm *b) {
   for (int64_t i = 0; i < c->nrecv && !st; ++i)
     st = nccl_err(ncclRecv(c->rbuf + c->recv[i].off, (size_t)c->recv[i].bytes, ncclUint8, c->recv[i].peer,
                            c->comm, s), "ncclRecv");
-  ge = nccl_err(ncclGroupEnd(), "ncclGroupEnd");
-  if (!st) st = ge;
+  ge = ncclGroupEnd();
+  if (!st && ge != ncclSuccess && ge != ncclInProgress) st = nccl_err(ge, "ncclGroupEnd");
+  if (!st) st = wait_comm(c->comm, "ncclGroupEnd", c->me);
   if (!st && nrv) st = rs_cuda_unpack(rv, nrv, c->rbuf);
-  if (!st) st = rs_cuda_sync();
+  if (!st) st = wait_stream(c, s);
 done:
   free(sv);
   free(rv);
@@ -222,63 +298,30 @@ static void n_destroy(rs_comm *b) {
 
 static const rs_comm_ops nccl_ops = {"nccl", n_send, n_recv, n_run, n_destroy};
 
-/* The communicator over world ranks ranks[0..n) (position i = ranks[i]), cached per rank list;
- * pos is this process's position, -1 outside. Collective over the world for a new list. */
-static rs_status comm_for_ranks(rs_nccl_world *w, int32_t n, const int32_t *ranks, int pos, rs_comm **out) {
-  for (int64_t i = 0; i < w->nmesh; ++i) {
-    nccl_comm *c = w->mesh[i];
-    if (c->nranks == n && !memcmp(c->ranks, ranks, sizeof(int32_t) * (size_t)n)) {
-      *out = &c->base;
-      return RS_OK;
-    }
-  }
-  for (int32_t i = 0; i < n; ++i)
-    if (ranks[i] >= w->size)
-      return rs_fail(RS_ERR_INVALID, "mesh.ranks: rank %d but the NCCL world has %d ranks", ranks[i], w->size);
+static rs_status make_all(rs_nccl_world *w) {
   nccl_comm *c = calloc(1, sizeof *c);
-  if (!c || !(c->ranks = malloc(sizeof(int32_t) * (size_t)(n ? n : 1)))) {
-    free(c);
-    return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
-  }
+  if (!c) return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
   c->base.ops = &nccl_ops;
   c->base.device = 1;
-  c->nranks = n;
+  c->nranks = w->size;
   c->me = w->rank;
-  memcpy(c->ranks, ranks, sizeof(int32_t) * (size_t)n);
-  /* collective over the world communicator: every process calls it for every new mesh */
-  rs_status st = nccl_err(ncclCommSplit(w->world, pos >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, pos >= 0 ? pos : 0,
-                                        &c->comm, NULL), "ncclCommSplit");
-  if (st) {
-    c->comm = NULL;
-    nccl_comm_free(c);
-    return st;
-  }
-  if (w->nmesh == w->capmesh) {
-    int64_t nc = w->capmesh ? w->capmesh * 2 : 8;
-    nccl_comm **p = realloc(w->mesh, sizeof(*p) * (size_t)nc);
-    if (!p) {
-      nccl_comm_free(c);
-      return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
-    }
-    w->mesh = p;
-    w->capmesh = nc;
-  }
-  w->mesh[w->nmesh++] = c;
-  *out = &c->base;
+  c->comm = w->world;
+  c->world_comm = &w->world;
+  w->all = c;
   return RS_OK;
 }
 
 rs_status rs_comm_nccl_for_mesh(rs_nccl_world *w, const rs_mesh *m, rs_comm **out) {
-  return comm_for_ranks(w, m->nranks, m->ranks, rs_mesh_pos_of_rank(m, w->rank), out);
+  for (int32_t i = 0; i < m->nranks; ++i)
+    if (m->ranks[i] >= w->size)
+      return rs_fail(RS_ERR_INVALID, "mesh.ranks: rank %d but the NCCL world has %d ranks", m->ranks[i], w->size);
+  *out = &w->all->base;
+  return RS_OK;
 }
 
 rs_status rs_comm_nccl_all(rs_nccl_world *w, rs_comm **out) {
-  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(w->size ? w->size : 1));
-  if (!ids) return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
-  for (int32_t i = 0; i < w->size; ++i) ids[i] = i;
-  rs_status st = comm_for_ranks(w, w->size, ids, w->rank, out);
-  free(ids);
-  return st;
+  *out = &w->all->base;
+  return RS_OK;
 }
 
 #else /* no NCCL in this build */

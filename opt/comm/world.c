@@ -90,4 +90,7 @@ void rs_world_finalize(rs_world *w) {
   free(w);
 }
 
+void rs_opt_set_timeout(double seconds) { rs__comm_set_timeout(seconds); }
+const char *rs_opt_transport_failure(void) { return rs__comm_failure(); }
+
 int rs_opt_cuda_devices(void) { return rs_cuda_device_count(); }

@@ -337,16 +337,20 @@ void rs_cuda_free(void *p) {
   if (p) cudaFree(p);
 }
 
+/* Copies go on opt's own (non-blocking) stream, ordered with its kernels: a cudaMemcpy on the
+ * legacy default stream does not synchronize with a cudaStreamNonBlocking stream, so an upload
+ * could still be in flight when a kernel reads it. The synchronize keeps the host buffer free to
+ * reuse on return (it may be pageable). */
 rs_status rs_cuda_h2d(void *dst, const void *src, int64_t bytes) {
   if (bytes <= 0) return RS_OK;
-  return cuda_err(cudaMemcpy(dst, src, (size_t)bytes, cudaMemcpyHostToDevice), "upload");
+  rs_status st = cuda_err(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyHostToDevice, stream()), "upload");
+  return st ? st : cuda_err(cudaStreamSynchronize(stream()), "upload sync");
 }
 
 rs_status rs_cuda_d2h(void *dst, const void *src, int64_t bytes) {
   if (bytes <= 0) return RS_OK;
-  rs_status st = cuda_err(cudaStreamSynchronize(stream()), "sync");
-  if (st) return st;
-  return cuda_err(cudaMemcpy(dst, src, (size_t)bytes, cudaMemcpyDeviceToHost), "download");
+  rs_status st = cuda_err(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToHost, stream()), "download");
+  return st ? st : cuda_err(cudaStreamSynchronize(stream()), "download sync");
 }
 
 rs_status rs_cuda_host_register(void *p, int64_t bytes) {

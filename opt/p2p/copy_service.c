@@ -1,12 +1,19 @@
 /* copy_service.c - the copy service of SPEC 10 over opt's transports (opt/comm: local matcher, MPI,
  * NCCL) and as plug-ins loaded with dlopen. Built-ins are the same vtable a plug-in exports, so the
- * executor has one code path. */
+ * executor has one code path. A plug-in's run() is code we cannot make poll a deadline, so it runs
+ * on a thread of its own while the caller waits for it under the progress timeout (timeout.c): a
+ * run that does not return in time fails with RS_ERR_TIMEOUT naming the peer a receive waits on,
+ * and the service is left alone (neither destroyed nor unloaded) since its thread may still be in it. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "comm/world.h"
 #include "core/elf_check.h"
+#include "core/mutant.h"
 #include "cuda/cuda_api.h"
 #include "p2p/opt_p2p.h"
 
@@ -175,6 +182,8 @@ rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_ser
   rs_copy_service *cs = calloc(1, sizeof *cs);
   if (!cs) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
   snprintf(cs->name, sizeof cs->name, "%s", name);
+  cs->rank = !w || w->kind == RS_WORLD_LOCAL ? -1 : w->rank;
+  cs->recv_peer = -1;
   rs_status st = RS_OK;
   if (!is_plugin_path(name)) {
     st = rs__cs_builtin(name, w, &cs->vt, &cs->self);
@@ -190,11 +199,21 @@ rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_ser
 }
 
 void rs_copy_service_close(rs_copy_service *cs) {
-  if (!cs) return;
+  if (!cs || cs->stuck) return; /* its thread may still run inside it */
   free(cs->count);
   if (cs->vt && cs->self) cs->vt->destroy(cs->self);
   if (cs->dl) dlclose(cs->dl);
+  free(cs->stage);
   free(cs);
+}
+
+char *rs__cs_stage(rs_copy_service *cs, int64_t bytes) {
+  if (bytes > cs->stage_cap || !cs->stage) {
+    free(cs->stage);
+    cs->stage = malloc((size_t)bytes + 1);
+    cs->stage_cap = cs->stage ? bytes : 0;
+  }
+  return cs->stage;
 }
 
 const char *rs_copy_service_name(const rs_copy_service *cs) { return cs->vt && cs->vt->name ? cs->vt->name : cs->name; }
@@ -207,7 +226,6 @@ static rs_status cs_status(rs_copy_service *cs, int rc, const char *what) {
 
 void rs_copy_service_count(rs_copy_service *cs, int on) { cs->counting = on; }
 
-void rs_copy_service_tag(rs_copy_service *cs, int64_t tag) { cs->tag = tag; }
 
 static rs_cs_count *count_slot(rs_copy_service *cs, int32_t rank, int64_t tag, int add) {
   uint64_t key = ((uint64_t)(uint32_t)rank << 32 | (uint32_t)tag) + 1;
@@ -248,9 +266,9 @@ void rs_copy_service_counted(const rs_copy_service *cs, int32_t rank, int64_t ta
 }
 
 /* A submission the transport accepted, tallied under (me, the current tag). */
-static rs_status tally(rs_copy_service *cs, int32_t me, int64_t bytes, int is_recv) {
+rs_status rs_copy_service_tally(rs_copy_service *cs, int32_t me, int64_t tag, int64_t bytes, int is_recv) {
   if (!cs->counting) return RS_OK;
-  rs_cs_count *c = count_slot(cs, me, cs->tag, 1);
+  rs_cs_count *c = count_slot(cs, me, tag, 1);
   if (!c) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory (byte counts)");
   if (is_recv) c->recv += bytes;
   else c->sent += bytes;
@@ -260,13 +278,90 @@ static rs_status tally(rs_copy_service *cs, int32_t me, int64_t bytes, int is_re
 rs_status rs_copy_service_send(rs_copy_service *cs, int32_t me, const void *buf, int64_t bytes, int32_t peer,
                                int64_t task_id) {
   rs_status st = cs_status(cs, cs->vt->submit_send(cs->self, me, buf, bytes, peer, task_id), "submit_send");
-  return st ? st : tally(cs, me, bytes, 0);
+  return st;
 }
 
 rs_status rs_copy_service_recv(rs_copy_service *cs, int32_t me, void *buf, int64_t bytes, int32_t peer,
                                int64_t task_id) {
+  if (!cs->nrecv++) cs->recv_peer = peer;
   rs_status st = cs_status(cs, cs->vt->submit_recv(cs->self, me, buf, bytes, peer, task_id), "submit_recv");
-  return st ? st : tally(cs, me, bytes, 1);
+  return st;
 }
 
-rs_status rs_copy_service_run(rs_copy_service *cs) { return cs_status(cs, cs->vt->run(cs->self), "run"); }
+/* One plug-in run() on its own thread; the job outlives a caller that gave up on it. */
+typedef struct run_job {
+  rs_copy_service *cs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done, rc, abandoned;
+} run_job;
+
+static void *run_thread(void *arg) {
+  run_job *j = arg;
+  int rc = j->cs->vt->run(j->cs->self);
+  pthread_mutex_lock(&j->mu);
+  j->rc = rc;
+  j->done = 1;
+  int abandoned = j->abandoned;
+  pthread_cond_signal(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+  if (abandoned) free(j);
+  return NULL;
+}
+
+static rs_status run_plugin(rs_copy_service *cs) {
+  run_job *j = calloc(1, sizeof *j);
+  if (!j) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
+  j->cs = cs;
+  pthread_mutex_init(&j->mu, NULL);
+  pthread_cond_init(&j->cv, NULL);
+  pthread_t t;
+  if (pthread_create(&t, NULL, run_thread, j)) {
+    free(j);
+    return cs_status(cs, cs->vt->run(cs->self), "run"); /* no thread to spare: run it here */
+  }
+  double limit = rs__comm_timeout();
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += (time_t)limit;
+  dl.tv_nsec += (long)((limit - (double)(time_t)limit) * 1e9);
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&j->mu);
+  int w = 0;
+  while (!j->done && w != ETIMEDOUT) /* 903: the plug-in's run is waited for without a deadline */
+    w = RS_MUTANT(903) ? pthread_cond_wait(&j->cv, &j->mu) : pthread_cond_timedwait(&j->cv, &j->mu, &dl);
+  int done = j->done, rc = j->rc;
+  if (!done) j->abandoned = 1;
+  pthread_mutex_unlock(&j->mu);
+  if (!done) {
+    pthread_detach(t);
+    cs->stuck = 1;
+    char who[32];
+    if (cs->rank >= 0) snprintf(who, sizeof who, "rank %d", cs->rank);
+    else snprintf(who, sizeof who, "this process");
+    if (cs->recv_peer >= 0)
+      return rs__comm_fail("copy service %s: %s waited %g s for rank %d (run() did not return; %lld "
+                           "receives open): the peer is stalled or dead (--timeout)", rs_copy_service_name(cs),
+                           who, limit, cs->recv_peer, (long long)cs->nrecv);
+    return rs__comm_fail("copy service %s: %s: run() did not return in %g s (--timeout)",
+                         rs_copy_service_name(cs), who, limit);
+  }
+  pthread_join(t, NULL);
+  pthread_mutex_destroy(&j->mu);
+  pthread_cond_destroy(&j->cv);
+  free(j);
+  return cs_status(cs, rc, "run");
+}
+
+rs_status rs_copy_service_run(rs_copy_service *cs) {
+  rs_status st = rs__comm_check();
+  if (st) return st;
+  /* built-ins poll their own waits under the timeout */
+  st = cs->dl ? run_plugin(cs) : cs_status(cs, cs->vt->run(cs->self), "run");
+  cs->nrecv = 0;
+  cs->recv_peer = -1;
+  return st;
+}

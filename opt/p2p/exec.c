@@ -5,9 +5,16 @@
  * receiver's local tensor), "copy" (staging, then unpacked into the box) or "transform" (staging,
  * then into the parameter's BF16 accumulator; the accumulator is quantized to MXFP8 once, after
  * every slice has landed). Posts are issued in plan order on every process, so transports that
- * match in issue order (MPI per tag, NCCL) pair them the same way. */
+ * match in issue order (MPI per tag, NCCL) pair them the same way. Each (sender, receiver) pair
+ * gets one message per call for its transfers under 1 MiB (a local world of more than 256 ranks
+ * excepted): they are packed back to back in plan order, travel under the first one's task id and
+ * are posted at the last one's place in plan order; the receiver unpacks them the same way. Larger
+ * transfers travel alone, in place when contiguous. Each staged send is posted as soon as it is
+ * packed. Destinations are reused from an earlier call's output and staging is pooled in the copy
+ * service, so a repeated move allocates and faults in nothing. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "core/mutant.h"
 #include "core/p2p/p2p_internal.h"
 #include "opt_internal.h"
@@ -86,16 +93,106 @@ static rs_status slice_quantize(const ectx *c, int64_t p, int64_t pos) {
   return st;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Transfers of at least this many bytes travel alone (in place when contiguous): packing them would
+ * only add copies. Smaller ones between a pair are coalesced. Both sides know every transfer's size,
+ * so they split the same way. */
+#define RS_P2P_COALESCE_MAX ((int64_t)1 << 20)
+
+/* The small transfers between this process's rank and one peer in one direction. Two or more travel
+ * as one message: packed back to back in plan order at `off` in the staging buffer, tagged `task`. */
+typedef struct pair {
+  int32_t n;
+  int64_t bytes, off, fill, task, first, last;
+} pair;
+
+static int coalesced(const pair *p) { return p && p->n >= 2; }
+
+/* Pairs are indexed by peer when one rank is played (rank >= 0), else by src * nw + dst. */
+typedef struct pairs {
+  pair *send, *recv;
+  int32_t nw, rank;
+} pairs;
+
+/* A local world of more ranks than this keeps one message per transfer (nw^2 pair slots). */
+#define RS_P2P_PAIRS_LOCAL_MAX 256
+
+/* The pair a transfer of `bytes` belongs to on the sending (is_recv 0) or receiving side (NULL: it
+ * travels alone). */
+static pair *pair_of(const pairs *P, const rs_p2p_xfer *x, int64_t bytes, int is_recv) {
+  pair *a = is_recv ? P->recv : P->send;
+  if (!a || bytes >= RS_P2P_COALESCE_MAX) return NULL;
+  if (P->rank >= 0) return &a[is_recv ? x->src : x->dst];
+  return &a[(int64_t)x->src * P->nw + x->dst];
+}
+
+/* Count the transfers per peer pair and direction. */
+static rs_status count_pairs(const rs_p2p_model *m, const rs_p2p_plan *plan, int32_t rank, pairs *P) {
+  int32_t nw = rank + 1;
+  for (int64_t i = 0; i < plan->n; ++i) {
+    if (plan->x[i].src >= nw) nw = plan->x[i].src + 1;
+    if (plan->x[i].dst >= nw) nw = plan->x[i].dst + 1;
+  }
+  P->nw = nw;
+  P->rank = rank;
+  if (rank < 0 && nw > RS_P2P_PAIRS_LOCAL_MAX) return RS_OK; /* no coalescing */
+  int64_t n = rank >= 0 ? nw : (int64_t)nw * nw;
+  P->send = calloc((size_t)n, sizeof *P->send);
+  P->recv = calloc((size_t)n, sizeof *P->recv);
+  if (!P->send || !P->recv) return rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  for (int64_t i = 0; i < plan->n; ++i) {
+    const rs_p2p_xfer *x = &plan->x[i];
+    if (x->src == x->dst || (rank >= 0 && x->src != rank && x->dst != rank)) continue;
+    const rs_tensor *t = &m->param[x->param].t;
+    int64_t bytes = rs__p2p_numel(t->ndim, plan->coords + x->box + t->ndim) * rs_dtype_size(t->dtype);
+    if (!bytes) continue;
+    for (int side = 0; side < 2; ++side) {
+      if (rank >= 0 && (side ? x->dst : x->src) != rank) continue;
+      pair *p = pair_of(P, x, bytes, side);
+      if (!p) continue;
+      if (!p->n++) {
+        p->task = x->task;
+        p->first = i;
+        p->off = -1;
+      }
+      p->last = i;
+      p->bytes += bytes;
+    }
+  }
+  return RS_OK;
+}
+
+/* Staging offset of one transfer's bytes inside its pair's message (placing the message first). */
+static int64_t pair_slot(pair *p, int64_t *staged, int64_t bytes, int is_recv) {
+  if (p->off < 0) {
+    p->off = p->fill = *staged;
+    *staged += p->bytes;
+  }
+  int64_t at = p->fill;
+  /* Mutant 900: the receiver never advances through a coalesced message: every piece is unpacked
+   * from the message's first bytes. */
+  if (!(is_recv && RS_MUTANT(900))) p->fill += bytes;
+  return at;
+}
+
 rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_copy_service *cs,
                              int32_t rank, const rs_p2p_locals *src, rs_p2p_locals *out,
                              rs_p2p_exec_stats *stats) {
   rs_p2p_exec_stats sx;
   memset(&sx, 0, sizeof sx);
-  rs_status st = rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
+  double t0 = now_s();
+  sx.reused = out->loc && out->which == RS_P2P_DST && out->nparams == m->nparams;
+  rs_status st = sx.reused ? RS_OK : rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
   if (st) return st;
   ectx c = {m, plan, out, NULL};
   xstate *xs = malloc((size_t)(plan->n ? plan->n : 1) * sizeof *xs);
   c.acc = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *c.acc);
+  pairs PR = {NULL, NULL, 0, rank};
   char *stage = NULL;
   if (!xs || !c.acc) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   for (int64_t p = 0; p < m->nparams && !st; ++p) {
@@ -108,6 +205,9 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       if (out->loc[p][q].data && !(c.acc[p][q] = calloc((size_t)out->loc[p][q].numel + 1, 2)))
         st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   }
+  if (!st) st = count_pairs(m, plan, rank, &PR);
+  double t1 = now_s();
+  sx.sec_alloc = t1 - t0;
   /* pass 1: local copies now; decide writebacks and staging offsets */
   int64_t staged = 0;
   for (int64_t i = 0; i < plan->n && !st; ++i) {
@@ -130,6 +230,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     if (bytes == 0 && x->src != x->dst) continue; /* nothing to move; no message either */
     if (x->src == x->dst) {
       if (!psrc) continue;
+      if (sx.reused && RS_MUTANT(901)) continue; /* 901: a reused destination keeps last call's local copies */
       rs_view dv, sv;
       rs_view_in_box(&sv, src->loc[x->param][sq].data, es, nd, &sb, &region);
       rs_view_in_box(&dv, dst_base(&c, x->param, dq), es, nd, &db, &region);
@@ -141,23 +242,31 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     }
     if (psrc) {
       sx.bytes_sent += bytes;
-      if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
+      pair *pp = pair_of(&PR, x, bytes, 0);
+      if (coalesced(pp)) {
+        xs[i].send_off = pair_slot(pp, &staged, bytes, 0);
+      } else if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
         xs[i].send_off = staged;
         staged += bytes;
       }
     }
     if (pdst) {
+      pair *pp = pair_of(&PR, x, bytes, 1);
       if (c.acc[x->param]) xs[i].wb = 3;
-      else if (contiguous(nd, &db, &region)) xs[i].wb = 1;
+      else if (contiguous(nd, &db, &region) && !coalesced(pp)) xs[i].wb = 1;
       else xs[i].wb = 2;
-      if (xs[i].wb != 1) {
+      if (coalesced(pp)) xs[i].recv_off = pair_slot(pp, &staged, bytes, 1);
+      else if (xs[i].wb != 1) {
         xs[i].recv_off = staged;
         staged += bytes;
       }
     }
   }
-  if (!st && !(stage = malloc((size_t)staged + 1))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
-  /* pass 2: post everything in plan order */
+  double t2 = now_s();
+  sx.sec_local = t2 - t1;
+  if (!st && !(stage = rs__cs_stage(cs, staged))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  /* pass 2, in plan order: pack a staged send and post it at once (a coalesced pair's message at
+   * its last transfer, once all its pieces are in); receives are posted at the same positions */
   for (int64_t i = 0; i < plan->n && !st; ++i) {
     const rs_p2p_xfer *x = &plan->x[i];
     if (x->src == x->dst) continue;
@@ -170,32 +279,50 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     int64_t q;
     if (psrc) {
       xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
-      char *base = src->loc[x->param][q].data;
-      const char *buf;
+      const char *base = src->loc[x->param][q].data;
       if (xs[i].send_off >= 0) {
         rs_view v;
-        rs_view_in_box(&v, base, es, nd, &b, &region);
+        rs_view_in_box(&v, (void *)base, es, nd, &b, &region);
         rs_views_pack(stage + xs[i].send_off, &v, 1);
-        buf = stage + xs[i].send_off;
-      } else {
-        buf = base + byte_offset(nd, es, &b, &region);
       }
-      rs_copy_service_tag(cs, x->param);
-      if ((st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task))) break;
+      pair *pp = pair_of(&PR, x, bytes, 0);
+      if (coalesced(pp)) {
+        if (pp->last == i) {
+          st = rs_copy_service_send(cs, x->src, stage + pp->off, pp->bytes, x->dst, pp->task);
+          sx.messages++;
+        }
+      } else {
+        const char *buf = xs[i].send_off >= 0 ? stage + xs[i].send_off : base + byte_offset(nd, es, &b, &region);
+        st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task);
+        sx.messages++;
+      }
+      /* each piece counted for its parameter as it goes out (alone or inside its pair's message) */
+      if (!st) st = rs_copy_service_tally(cs, x->src, x->param, bytes, 0);
+      if (st) break;
     }
     if (pdst) {
-      xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
-      char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
-                                : stage + xs[i].recv_off;
+      pair *pp = pair_of(&PR, x, bytes, 1);
       int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
-      rs_copy_service_tag(cs, x->param);
-      if ((st = rs_copy_service_recv(cs, x->dst, buf, bytes, x->src, task))) break;
+      if (coalesced(pp)) {
+        if (pp->last == i) st = rs_copy_service_recv(cs, x->dst, stage + pp->off, pp->bytes, x->src, task == x->task ? pp->task : task);
+      } else {
+        xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
+        char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
+                                  : stage + xs[i].recv_off;
+        st = rs_copy_service_recv(cs, x->dst, buf, bytes, x->src, task);
+      }
+      if (!st) st = rs_copy_service_tally(cs, x->dst, x->param, bytes, 1);
+      if (st) break;
       if (xs[i].wb == 1) sx.direct++;
       else if (xs[i].wb == 2) sx.copy++;
       else sx.transform++;
     }
   }
+  double t3 = now_s();
+  sx.sec_pack = t3 - t2;
   if (!st) st = rs_copy_service_run(cs);
+  double t4 = now_s();
+  sx.sec_wait = t4 - t3;
   /* pass 3: copy and transform writebacks */
   for (int64_t i = 0; i < plan->n && !st; ++i) {
     if (xs[i].recv_off < 0) continue;
@@ -221,6 +348,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       sx.mxfp8_device |= dev;
     }
   }
+  sx.sec_unpack = now_s() - t4;
   for (int64_t p = 0; c.acc && p < m->nparams; ++p) {
     if (!c.acc[p]) continue;
     for (int64_t q = 0; q < out->npos[p]; ++q) free(c.acc[p][q]);
@@ -228,7 +356,8 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   }
   free(c.acc);
   free(xs);
-  free(stage);
+  free(PR.send);
+  free(PR.recv);
   if (st) rs_p2p_locals_free(out);
   else if (stats) *stats = sx;
   return st;

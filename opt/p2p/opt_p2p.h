@@ -22,10 +22,18 @@ struct rs_copy_service {
   void *dl; /* dlopen handle of a plug-in */
   char name[64];
   int counting; /* rs_copy_service_count: tally accepted submissions per (rank, tag) */
-  int64_t tag;
   rs_cs_count *count; /* open addressing, ncount slots (a power of two), nused filled */
   int64_t ncount, nused;
+  int32_t rank;       /* this process's world rank (-1: it plays every rank) */
+  int32_t recv_peer;  /* the first peer a receive of the current run waits on (-1: none) */
+  int64_t nrecv;      /* receives submitted for the current run */
+  int stuck;          /* a plug-in's run() outlived the timeout and still runs on its thread */
+  char *stage;        /* the executor's staging buffer, kept across calls (rs__cs_stage) */
+  int64_t stage_cap;
 };
+
+/* A staging buffer of at least `bytes` owned by cs (grown, never shrunk); NULL when out of memory. */
+char *rs__cs_stage(rs_copy_service *cs, int64_t bytes);
 
 /* Built-in services as vtables (copy_service.c). */
 rs_status rs__cs_builtin(const char *name, struct rs_world *w, const rs_copy_service_vtable **vt, void **self);

@@ -168,6 +168,7 @@ typedef struct planner {
   int32_t only;        /* >= 0: keep only the transfers this rank sends or receives */
   int64_t bytes_local; /* all local copies, kept or not */
   int64_t *load, task;
+  int64_t *sent;       /* bytes each rank sends to another (the plan's figures, kept or not) */
   piece *pc;
   int64_t npc, cappc;
 } planner;
@@ -319,6 +320,7 @@ static rs_status plan_param(planner *P, int64_t p, int64_t *count) {
             P->load[from] += x->bytes;
           }
           if (from == r) P->bytes_local += x->bytes;
+          else P->sent[from] += x->bytes;
           if (P->only >= 0 && from != P->only && r != P->only) {
             P->task++; /* task ids stay those of the whole plan */
             continue;
@@ -358,7 +360,12 @@ rs_status rs__p2p_opt_plan(const rs_p2p_model *m, int32_t only, rs_p2p_plan *out
   P.out = out;
   P.only = only;
   P.load = calloc((size_t)(m->world ? m->world : 1), sizeof *P.load);
-  if (!P.load) return rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  P.sent = calloc((size_t)(m->world ? m->world : 1), sizeof *P.sent);
+  if (!P.load || !P.sent) {
+    free(P.load);
+    free(P.sent);
+    return rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  }
   rs_status st = RS_OK;
   if (only < 0) {
     /* size the whole plan exactly first: one allocation instead of a doubling chain of copies */
@@ -372,18 +379,18 @@ rs_status rs__p2p_opt_plan(const rs_p2p_model *m, int32_t only, rs_p2p_plan *out
     if (!st) st = plan_alloc(out, n, ncoords);
   }
   for (int64_t p = 0; p < m->nparams && !st; ++p) st = plan_param(&P, p, NULL);
-  if (!st && only < 0) {
-    st = rs_p2p_plan_stats(m, out);
-  } else if (!st) {
-    /* the whole plan's figures, from the planner's own accounting (most transfers were not kept) */
+  if (!st) {
+    /* the whole plan's figures from the planner's own accounting, made as it went (a rank's own
+     * plan keeps few of the transfers; the whole plan need not be walked a second time) */
     out->bytes_local = P.bytes_local;
     for (int32_t r = 0; r < m->world; ++r) {
-      out->bytes_sent += P.load[r];
-      if (P.load[r] > out->max_sender_bytes) out->max_sender_bytes = P.load[r];
-      if (P.load[r]) out->senders++;
+      out->bytes_sent += P.sent[r];
+      if (P.sent[r] > out->max_sender_bytes) out->max_sender_bytes = P.sent[r];
+      if (P.sent[r]) out->senders++;
     }
   }
   free(P.load);
+  free(P.sent);
   free(P.pc);
   if (st) rs_p2p_plan_free(out);
   return st;

@@ -86,6 +86,8 @@ rs_status ref_concat(const ref_buf *const *pieces, int n, int d, int esize, int 
   rs_status st = ref_buf_alloc(out, p0->ndim, shape, esize);
   if (st != RS_OK) return st;
   if (pad_even) memset(out->data, 0, (size_t)(out->numel * esize));
+  /* no bytes to move: an empty result must not walk the (possibly huge) product of its other dims */
+  if (out->numel == 0) return RS_OK;
   int64_t outer, inner;
   outer_inner(p0, d, &outer, &inner);
   const size_t row = (size_t)(inner * esize);
