@@ -197,17 +197,17 @@ static rs_status save_failure(const rs_cf_run *run, const ck_case *c, const char
   return st;
 }
 
-rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap) {
+rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
   cJSON *root = NULL;
   ck_case c;
   memset(&c, 0, sizeof c);
-  if (rs_json_parse(text, &root)) return snprintf(msg, cap, "%s", rs_last_error()), RS_FAIL;
+  if (rs_json_parse(text, &root)) return *bad = 1, snprintf(msg, cap, "%s", rs_last_error()), RS_FAIL;
   char *sj = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "save"));
   char *lj = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "load"));
   cJSON_Delete(root);
   rs_outcome o;
   if (!sj || !lj || rs_state_spec_from_json(sj, &c.save) || rs_state_spec_from_json(lj, &c.load))
-    o = RS_FAIL, snprintf(msg, cap, "not a saved ckpt failure: %s", rs_last_error());
+    o = RS_FAIL, *bad = 1, snprintf(msg, cap, "not a saved ckpt failure: %s", rs_last_error());
   else o = judge(b, &c, msg, cap);
   ck_free(&c);
   free(sj), free(lj);
@@ -266,6 +266,16 @@ static void campaign(rs_cf_run *run) {
   free(msg);
 }
 
+typedef struct saving {
+  const rs_cf_run *run;
+  const ck_case *c;
+} saving;
+
+static rs_status save(void *vctx, const char *msg, char *path, size_t cap) {
+  saving *x = vctx;
+  return save_failure(x->run, x->c, msg, path, cap);
+}
+
 /* A state spec file of fixtures/ckpt: saved and loaded in its own layout. */
 static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char *where) {
   rs_cf_run *run = vctx;
@@ -282,26 +292,13 @@ static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char
   strip(&c.load);
   rs_outcome o = c.save.nt ? judge(run->b, &c, msg, sizeof msg) : RS_SKIP;
   if (!c.save.nt) snprintf(msg, sizeof msg, "no plain tensors");
-  if (o == RS_PASS) it->pass++;
-  else if (o == RS_SKIP) {
-    if (!it->skip++) RS_CF_PRINT(it->message, "%s: %s", where, msg);
-  } else {
-    char path[1024] = "";
-    if (save_failure(run, &c, msg, path, sizeof path)) path[0] = 0;
-    rs_cf_item_failed(run, it, where, msg, path[0] ? path : NULL);
-  }
+  saving sv = {run, &c};
+  rs_cf_tally(run, it, o, where, msg, save, &sv);
   ck_free(&c);
 }
 
 void rs_cf_suite_ckpt(rs_cf_run *run) {
-  if (!(rs_cf_backend_caps(run->b) & RS_CF_CKPT)) {
-    rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_CKPT, 0, "backend_ckpt_oracle");
-    if (it) {
-      it->skip = 1;
-      RS_CF_PRINT(it->message, "the backend lacks the capability 'ckpt'");
-    }
-    return;
-  }
+  if (!rs_cf_require(run, RS_CF_SUITE_CKPT, RS_CF_CKPT, "backend_ckpt_oracle")) return;
   campaign(run);
   if (run->fixtures) {
     char dir[4096];

@@ -94,8 +94,16 @@ static rs_outcome judge(void *ctx, const rs_p2p_model *m, char *msg, size_t cap)
   return o;
 }
 
-rs_outcome rs_cf_p2p_one(rs_cf_backend *b, const rs_p2p_model *m, char *msg, size_t cap) {
-  return judge(b, m, msg, cap);
+rs_outcome rs_cf_p2p_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
+  rs_p2p_model m;
+  if (rs_p2p_model_parse(text, &m)) {
+    *bad = 1;
+    snprintf(msg, cap, "%s", rs_last_error());
+    return RS_FAIL;
+  }
+  rs_outcome o = judge(b, &m, msg, cap);
+  rs_p2p_model_free(&m);
+  return o;
 }
 
 static void campaign(rs_cf_run *run) {
@@ -135,6 +143,21 @@ static void campaign(rs_cf_run *run) {
   free(r);
 }
 
+typedef struct saving {
+  rs_cf_run *run;
+  const rs_p2p_model *m;
+} saving;
+
+static rs_status save(void *vctx, const char *msg, char *path, size_t cap) {
+  saving *x = vctx;
+  char *t = NULL;
+  (void)msg;
+  rs_status st = rs_p2p_model_to_json(x->m, NULL, &t);
+  if (!st) st = rs_cf_save_failure(x->run, t, "p2p", path, cap);
+  free(t);
+  return st;
+}
+
 static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char *where) {
   rs_cf_run *run = vctx;
   rs_p2p_model m;
@@ -145,29 +168,13 @@ static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char
     RS_CF_PRINT(it->message, "%s: not a model: %s", where, rs_last_error());
     return;
   }
-  rs_outcome o = judge(run->b, &m, msg, sizeof msg);
-  if (o == RS_PASS) it->pass++;
-  else if (o == RS_SKIP) {
-    if (!it->skip++ && !it->fail) RS_CF_PRINT(it->message, "%s: %s", where, msg);
-  } else {
-    char path[1024] = "";
-    char *t = NULL;
-    if (!it->fail && !rs_p2p_model_to_json(&m, NULL, &t) && rs_cf_save_failure(run, t, "p2p", path, sizeof path)) path[0] = 0;
-    free(t);
-    rs_cf_item_failed(run, it, where, msg, path[0] ? path : NULL);
-  }
+  saving sv = {run, &m};
+  rs_cf_tally(run, it, judge(run->b, &m, msg, sizeof msg), where, msg, save, &sv);
   rs_p2p_model_free(&m);
 }
 
 void rs_cf_suite_p2p(rs_cf_run *run) {
-  if (!(rs_cf_backend_caps(run->b) & (RS_CF_P2P_PLAN | RS_CF_P2P_EXECUTE))) {
-    rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_P2P, 0, "backend_p2p_oracle");
-    if (it) {
-      it->skip = 1;
-      RS_CF_PRINT(it->message, "the backend lacks the capabilities 'p2p_plan' and 'p2p_execute'");
-    }
-    return;
-  }
+  if (!rs_cf_require(run, RS_CF_SUITE_P2P, RS_CF_P2P_PLAN | RS_CF_P2P_EXECUTE, "backend_p2p_oracle")) return;
   campaign(run);
   if (!run->fixtures) return;
   static const char *const CORPORA[] = {"p2p", "p2p/regressions"};

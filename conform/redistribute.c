@@ -57,11 +57,16 @@ out:
   return o;
 }
 
-rs_outcome rs_cf_redistribute_one(rs_cf_backend *b, const rs_case *c, char *msg, size_t cap) {
+rs_outcome rs_cf_redistribute_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
+  rs_case *c = malloc(sizeof *c);
   rs_prop_env env = {0};
   env.backend = judge;
   env.backend_ctx = b;
-  return rs_prop_run(RS_PROP_BACKEND, &env, c, msg, cap);
+  rs_outcome o = RS_FAIL;
+  if (!c || rs_case_from_json(text, c)) *bad = 1, snprintf(msg, cap, "%s", c ? rs_last_error() : "out of memory");
+  else o = rs_prop_run(RS_PROP_BACKEND, &env, c, msg, cap);
+  free(c);
+  return o;
 }
 
 /* ---- the property campaign ---- */
@@ -113,6 +118,11 @@ typedef struct corpus_ctx {
   char msg[8192];
 } corpus_ctx;
 
+static rs_status save(void *vctx, const char *msg, char *path, size_t cap) {
+  corpus_ctx *x = vctx;
+  return rs_write_regression(x->run->failures, RS_PROP_BACKEND, &x->c, msg, &x->env, path, cap);
+}
+
 static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char *where) {
   corpus_ctx *x = vctx;
   if (rs_case_from_json(text, &x->c) != RS_OK) {
@@ -123,29 +133,14 @@ static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char
     return;
   }
   rs_outcome out = rs_prop_run(RS_PROP_BACKEND, &x->env, &x->c, x->msg, sizeof x->msg);
-  if (out == RS_PASS) it->pass++;
-  else if (out == RS_SKIP) {
-    if (!it->skip++ && !it->fail) RS_CF_PRINT(it->message, "%s: %s", where, x->msg);
-  } else {
-    char path[1024] = "";
-    if (!it->fail && rs_write_regression(x->run->failures, RS_PROP_BACKEND, &x->c, x->msg, &x->env, path, sizeof path))
-      path[0] = 0;
-    rs_cf_item_failed(x->run, it, where, x->msg, path[0] ? path : NULL);
-  }
+  rs_cf_tally(x->run, it, out, where, x->msg, save, x);
 }
 
 /* Recorded and hand-made redistribute cases, in the order a reader meets them. */
 static const char *const CORPORA[] = {"curated", "regressions", "pytorch", "pytorch_order"};
 
 void rs_cf_suite_redistribute(rs_cf_run *run) {
-  if (!(rs_cf_backend_caps(run->b) & RS_CF_REDISTRIBUTE)) {
-    rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_REDISTRIBUTE, 0, rs_prop_name(RS_PROP_BACKEND));
-    if (it) {
-      it->skip = 1;
-      RS_CF_PRINT(it->message, "the backend lacks the capability 'redistribute'");
-    }
-    return;
-  }
+  if (!rs_cf_require(run, RS_CF_SUITE_REDISTRIBUTE, RS_CF_REDISTRIBUTE, rs_prop_name(RS_PROP_BACKEND))) return;
   campaign(run);
   if (!run->fixtures) return;
   corpus_ctx *x = calloc(1, sizeof *x);

@@ -43,12 +43,23 @@ void rs_cf_suite_redistribute(rs_cf_run *run);
 void rs_cf_suite_tp(rs_cf_run *run);
 void rs_cf_suite_p2p(rs_cf_run *run);
 void rs_cf_suite_ckpt(rs_cf_run *run);
-/* A saved ckpt failure (its text) replayed against b. */
-rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap);
-/* Replay helpers: run one saved case of a suite against the backend. */
-rs_outcome rs_cf_redistribute_one(rs_cf_backend *b, const rs_case *c, char *msg, size_t cap);
-rs_outcome rs_cf_tp_one(rs_cf_backend *b, const rs_tp_case *c, char *msg, size_t cap);
-struct rs_p2p_model;
-rs_outcome rs_cf_p2p_one(rs_cf_backend *b, const struct rs_p2p_model *m, char *msg, size_t cap);
+
+/* "the capability 'tp'" and the like, for messages. */
+const char *rs_cf_caps_text(unsigned caps);
+/* 1 when the backend has one of caps; else a skipped item (named `name`) saying what it lacks. */
+int rs_cf_require(rs_cf_run *run, unsigned suite, unsigned caps, const char *name);
+/* Count one fixture case's outcome in it. The item's first failure is saved with save(ctx, msg,
+ * path, cap) (NULL: not saved), printed with its replay command. */
+typedef rs_status (*rs_cf_save_fn)(void *ctx, const char *msg, char *path, size_t cap);
+void rs_cf_tally(const rs_cf_run *run, rs_cf_item *it, rs_outcome o, const char *where, const char *msg,
+                 rs_cf_save_fn save, void *ctx);
+
+/* Replay one saved failure (the file's text) of a suite against b; *bad = 1 (msg says why) when
+ * the text is not such a file. */
+typedef rs_outcome (*rs_cf_replay_fn)(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
+rs_outcome rs_cf_redistribute_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
+rs_outcome rs_cf_tp_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
+rs_outcome rs_cf_p2p_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
+rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 
 #endif

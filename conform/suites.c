@@ -14,8 +14,6 @@
 #include <zlib.h>
 #include "conform/suite.h"
 #include "core/json.h"
-#include "props/p2p.h"
-#include "props/tp.h"
 
 static const struct {
   const char *name;
@@ -79,6 +77,33 @@ void rs_cf_item_failed(const rs_cf_run *run, rs_cf_item *it, const char *where, 
   printf("FAIL %s fixture %s\n  %s\n", rs_cf_suite_name(it->suite), where, msg);
   if (saved_path) printf("  replay: %s\n", it->replay);
   fflush(stdout);
+}
+
+const char *rs_cf_caps_text(unsigned caps) {
+  if (caps & RS_CF_P2P_PLAN) return "the capabilities 'p2p_plan' and 'p2p_execute'";
+  return caps & RS_CF_CKPT ? "the capability 'ckpt'" : caps & RS_CF_TP ? "the capability 'tp'" : "the capability 'redistribute'";
+}
+
+int rs_cf_require(rs_cf_run *run, unsigned suite, unsigned caps, const char *name) {
+  if (rs_cf_backend_caps(run->b) & caps) return 1;
+  rs_cf_item *it = rs_cf_add_item(run->r, suite, 0, name);
+  if (it) {
+    it->skip = 1;
+    RS_CF_PRINT(it->message, "the backend lacks %s", rs_cf_caps_text(caps));
+  }
+  return 0;
+}
+
+void rs_cf_tally(const rs_cf_run *run, rs_cf_item *it, rs_outcome o, const char *where, const char *msg,
+                 rs_cf_save_fn save, void *ctx) {
+  if (o == RS_PASS) it->pass++;
+  else if (o == RS_SKIP) {
+    if (!it->skip++ && !it->fail) RS_CF_PRINT(it->message, "%s: %s", where, msg);
+  } else {
+    char path[1024] = "";
+    if (it->fail || !save || save(ctx, msg, path, sizeof path) != RS_OK) path[0] = 0;
+    rs_cf_item_failed(run, it, where, msg, path[0] ? path : NULL);
+  }
 }
 
 void rs_cf_result_free(rs_cf_result *r) {
@@ -236,63 +261,46 @@ rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_resul
 
 /* ---- replay ---- */
 
+/* What a saved failure is, from its top-level keys; the suite's capabilities and its replay. */
+static const struct {
+  const char *key; /* a key only this kind of file has (NULL: the rest, redistribute cases) */
+  unsigned suite, caps;
+  rs_cf_replay_fn fn;
+} KINDS[] = {{"save", RS_CF_SUITE_CKPT, RS_CF_CKPT, rs_cf_ckpt_replay},
+             {"model", RS_CF_SUITE_P2P, RS_CF_P2P_PLAN | RS_CF_P2P_EXECUTE, rs_cf_p2p_replay},
+             {"tp_dim", RS_CF_SUITE_TP, RS_CF_TP, rs_cf_tp_replay},
+             {NULL, RS_CF_SUITE_REDISTRIBUTE, RS_CF_REDISTRIBUTE, rs_cf_redistribute_replay}};
+
 rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, char *msg, size_t cap) {
   *failed = 0;
   char *text = rs_read_text(path);
   if (!text) return rs_fail(RS_ERR_INVALID, "--replay: %s", rs_last_error());
   cJSON *root = NULL;
-  rs_status st = rs_json_parse(text, &root);
-  if (st) {
+  if (rs_json_parse(text, &root)) {
     free(text);
     return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, rs_last_error());
   }
-  int is_tp = cJSON_GetObjectItemCaseSensitive(root, "tp_dim") != NULL;
-  int is_p2p = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model"));
-  int is_ckpt = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "save"));
+  size_t k = 0;
+  while (KINDS[k].key && !cJSON_GetObjectItemCaseSensitive(root, KINDS[k].key)) k++;
   cJSON_Delete(root);
-  rs_outcome o;
-  char *m = malloc(8192);
+  char *m = calloc(1, 8192);
   if (!m) {
     free(text);
     return rs_fail(RS_ERR_NOMEM, "--replay: out of memory");
   }
-  m[0] = 0;
-  if (is_ckpt) {
-    if (!(rs_cf_backend_caps(b) & RS_CF_CKPT)) o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capability 'ckpt'");
-    else o = rs_cf_ckpt_replay(b, text, m, 8192);
-  } else if (is_p2p) {
-    rs_p2p_model pm;
-    if ((st = rs_p2p_model_parse(text, &pm))) {
-      free(m), free(text);
-      return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, rs_last_error());
-    }
-    if (!(rs_cf_backend_caps(b) & (RS_CF_P2P_PLAN | RS_CF_P2P_EXECUTE)))
-      o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capabilities 'p2p_plan' and 'p2p_execute'");
-    else o = rs_cf_p2p_one(b, &pm, m, 8192);
-    rs_p2p_model_free(&pm);
-  } else if (is_tp) {
-    rs_tp_case *c = malloc(sizeof *c);
-    if (!c || (st = rs_tp_case_from_json(text, c))) {
-      free(c), free(m), free(text);
-      return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, c ? rs_last_error() : "out of memory");
-    }
-    if (!(rs_cf_backend_caps(b) & RS_CF_TP)) o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capability 'tp'");
-    else o = rs_cf_tp_one(b, c, m, 8192);
-    free(c);
-  } else {
-    rs_case *c = malloc(sizeof *c);
-    if (!c || (st = rs_case_from_json(text, c))) {
-      free(c), free(m), free(text);
-      return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, c ? rs_last_error() : "out of memory");
-    }
-    if (!(rs_cf_backend_caps(b) & RS_CF_REDISTRIBUTE)) o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capability 'redistribute'");
-    else o = rs_cf_redistribute_one(b, c, m, 8192);
-    free(c);
+  int bad = 0;
+  rs_outcome o = RS_SKIP;
+  if (!(rs_cf_backend_caps(b) & KINDS[k].caps)) snprintf(m, 8192, "the backend lacks %s", rs_cf_caps_text(KINDS[k].caps));
+  else o = KINDS[k].fn(b, text, m, 8192, &bad);
+  free(text);
+  if (bad) {
+    rs_status st = rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, m);
+    free(m);
+    return st;
   }
   *failed = o == RS_FAIL;
-  snprintf(msg, cap, "%s: %s%s%s", is_ckpt ? "ckpt" : is_p2p ? "p2p" : is_tp ? "tp" : "redistribute", o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
+  snprintf(msg, cap, "%s: %s%s%s", rs_cf_suite_name(KINDS[k].suite), o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
            m[0] ? ": " : "", m);
   free(m);
-  free(text);
   return RS_OK;
 }

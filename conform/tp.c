@@ -33,10 +33,19 @@ static void hook(rs_tp_check_opts *t, rs_cf_backend *b) {
   t->backend_ctx = b;
 }
 
-rs_outcome rs_cf_tp_one(rs_cf_backend *b, const rs_tp_case *c, char *msg, size_t cap) {
+static rs_outcome run_one(rs_cf_backend *b, const rs_tp_case *c, char *msg, size_t cap) {
   rs_tp_check_opts t;
   hook(&t, b);
   return rs_tp_prop_backend(c, &t, msg, cap);
+}
+
+rs_outcome rs_cf_tp_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
+  rs_tp_case *c = malloc(sizeof *c);
+  rs_outcome o = RS_FAIL;
+  if (!c || rs_tp_case_from_json(text, c)) *bad = 1, snprintf(msg, cap, "%s", c ? rs_last_error() : "out of memory");
+  else o = run_one(b, c, msg, cap);
+  free(c);
+  return o;
 }
 
 static void campaign(rs_cf_run *run) {
@@ -93,6 +102,15 @@ typedef struct corpus_ctx {
   char msg[8192];
 } corpus_ctx;
 
+static rs_status save(void *vctx, const char *msg, char *path, size_t cap) {
+  corpus_ctx *x = vctx;
+  (void)msg;
+  char *cj = rs_tp_case_to_json(&x->c);
+  rs_status st = cj ? rs_cf_save_failure(x->run, cj, "tp", path, cap) : RS_ERR_NOMEM;
+  free(cj);
+  return st;
+}
+
 static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char *where) {
   corpus_ctx *x = vctx;
   if (rs_tp_case_from_json(text, &x->c) != RS_OK) {
@@ -100,30 +118,13 @@ static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char
     RS_CF_PRINT(it->message, "%s: not a TP case: %s", where, rs_last_error());
     return;
   }
-  rs_outcome out = rs_cf_tp_one(x->run->b, &x->c, x->msg, sizeof x->msg);
-  if (out == RS_PASS) it->pass++;
-  else if (out == RS_SKIP) {
-    if (!it->skip++ && !it->fail) RS_CF_PRINT(it->message, "%s: %s", where, x->msg);
-  } else {
-    char path[1024] = "";
-    char *cj = it->fail ? NULL : rs_tp_case_to_json(&x->c);
-    if (!cj || rs_cf_save_failure(x->run, cj, "tp", path, sizeof path)) path[0] = 0;
-    free(cj);
-    rs_cf_item_failed(x->run, it, where, x->msg, path[0] ? path : NULL);
-  }
+  rs_cf_tally(x->run, it, run_one(x->run->b, &x->c, x->msg, sizeof x->msg), where, x->msg, save, x);
 }
 
 static const char *const CORPORA[] = {"tp/curated", "tp/regressions", "tp"};
 
 void rs_cf_suite_tp(rs_cf_run *run) {
-  if (!(rs_cf_backend_caps(run->b) & RS_CF_TP)) {
-    rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_TP, 0, "backend_tp_oracle");
-    if (it) {
-      it->skip = 1;
-      RS_CF_PRINT(it->message, "the backend lacks the capability 'tp'");
-    }
-    return;
-  }
+  if (!rs_cf_require(run, RS_CF_SUITE_TP, RS_CF_TP, "backend_tp_oracle")) return;
   campaign(run);
   if (!run->fixtures) return;
   corpus_ctx *x = calloc(1, sizeof *x);

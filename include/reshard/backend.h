@@ -96,18 +96,21 @@ typedef struct rs_backend {
 
   /* Cross-config P2P. model_json is a P2P model (docs/p2p.md). p2p_plan emits a plan through
    * sink. p2p_execute moves the source config's locals (src: per (parameter, world rank) of the
-   * source config, name = parameter) into the destination config's (dst, likewise) over the copy
-   * service cs (plain C vtable of copy_service.h, every rank in this process: `me` is the rank
-   * acting); plan_json is the plan to execute (`reshard p2p plan --json` form) or NULL: its own. */
+   * source config, name = parameter) into the destination config's (dst, likewise; an MXFP8
+   * destination's scales follow it as a buffer named "<parameter>.scale"). plan_json is a plan
+   * to execute (`reshard p2p plan --json` form) or NULL: its own; cs/cs_self a copy service to
+   * move bytes over (copy_service.h's vtable, every rank in this process) or NULL: its own
+   * transport. ABI version 1 always passes NULL for both. */
   int (*p2p_plan)(void *self, const char *model_json, const rs_backend_p2p_sink *sink, char *msg,
                   size_t cap);
   int (*p2p_execute)(void *self, const char *model_json, const char *plan_json,
                      const rs_copy_service_vtable *cs, void *cs_self, const rs_backend_bufs *src,
                      rs_backend_bufs *dst, char *msg, size_t cap);
 
-  /* Checkpoints. state_json is a state spec (docs/ckpt.md). ckpt_save writes the tensors (per key
-   * and rank, name = key) of the spec's layout into directory dir; ckpt_load reads a checkpoint
-   * it saved (with another spec, another layout) into the load spec's buffers. */
+  /* Checkpoints. state_json is a state spec (docs/ckpt.md; tensors only). ckpt_save writes the
+   * tensors (per key and rank, name = key, rank = the spec's world rank) of the spec's layout into
+   * the empty directory dir; ckpt_load reads a checkpoint it saved (with another spec: other
+   * ranks, another layout) into the load spec's buffers. */
   int (*ckpt_save)(void *self, const char *state_json, const rs_backend_bufs *tensors,
                    const char *dir, char *msg, size_t cap);
   int (*ckpt_load)(void *self, const char *dir, const char *state_json, rs_backend_bufs *tensors,
@@ -115,7 +118,9 @@ typedef struct rs_backend {
 
   /* Tensor-parallel styles: case_json is a TP case (fixtures/tp form). inputs holds the global
    * (unsharded) input and every module's weight and bias (rank -1, named "input",
-   * "<path>.weight", "<path>.bias"); out receives every rank's local output (F32), mesh order. */
+   * "<path>.weight", "<path>.bias"); out receives every rank's local output (F32), mesh order:
+   * each output buffer comes shaped as the global output with room for all of it, and the
+   * backend writes its local shape (the harness holds it to the box of the styles' layout). */
   int (*tp_forward)(void *self, const char *case_json, const rs_backend_bufs *inputs,
                     rs_backend_bufs *out, char *msg, size_t cap);
 } rs_backend;
