@@ -327,7 +327,7 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
       cJSON_AddItemToArray(inputs, rs_proto_tensor(-1, bb->ndim, bb->shape, bb->data, bb->nbytes, "name", bb->name));
     }
     cJSON *ans = rs__cf_request(b, req, call);
-    if (ans) read_locals(b, ans, "locals", &c->mesh, 4, out, call);
+    if (ans) read_locals(b, ans, "locals", &c->mesh, rs_dtype_size(rs_tp_dtype_of(c->dtype)), out, call);
     cJSON_Delete(ans);
     cJSON_Delete(req);
     goto out;
@@ -343,7 +343,7 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
     goto out;
   }
   for (int p = 0; p < n && call->result == RS_BACKEND_OK; p++) {
-    if (rs_local_resize(&out->r[p], 3, gshape, 4)) rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
+    if (rs_local_resize(&out->r[p], 3, gshape, rs_dtype_size(rs_tp_dtype_of(c->dtype)))) rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
     else buf_of(&bo[p], c->mesh.ranks[p], &out->r[p], NULL);
   }
   if (call->result == RS_BACKEND_OK) {
@@ -352,7 +352,7 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
     if (call->result != RS_BACKEND_OK && call->result != RS_BACKEND_UNSUPPORTED) call->result = RS_BACKEND_ERROR;
     char why[512];
     for (int p = 0; p < n && call->result == RS_BACKEND_OK; p++)
-      if (!take_buf(&bo[p], &out->r[p], 4, why, sizeof why)) rs__cf_bad_answer(b, call, why);
+      if (!take_buf(&bo[p], &out->r[p], rs_dtype_size(rs_tp_dtype_of(c->dtype)), why, sizeof why)) rs__cf_bad_answer(b, call, why);
   }
   free(bo);
 out:

@@ -359,7 +359,7 @@ static cJSON *serve_one(const rs_backend *b, void *self, const cJSON *req) {
         shape[p][0] = c->batch, shape[p][1] = c->seq, shape[p][2] = c->mod[c->nmod - 1].out;
       }
       a = shape && ndim ? run_op(b, self, b->tp_forward, req, cj, cJSON_GetObjectItemCaseSensitive(req, "inputs"),
-                                 "inputs", 0, tp_elem, c, &c->mesh, shape, ndim, 4)
+                                 "inputs", 0, tp_elem, c, &c->mesh, shape, ndim, rs_dtype_size(rs_tp_dtype_of(c->dtype)))
                         : refuse(req, RS_BACKEND_ERROR, "out of memory");
     }
     free(c);

@@ -486,6 +486,26 @@ rs_outcome rs_tp_prop_backend(const rs_tp_case *c, const rs_tp_check_opts *o, ch
   rs_tp_result r;
   rs_status st = rs_tp_oracle_forward(c, &gt, &g);
   if (st) return say(RS_FAIL, msg, cap, "oracle: %s", rs_last_error());
+  /* a case the rules refuse (PyTorch raises, or the contract keeps its own answer): a refusal is
+   * the backend's result to give; an output there is a failure, "unsupported" a skip */
+  char why[256];
+  expect_mod *e = calloc(RS_TP_MAX_MODULES, sizeof *e);
+  if (!e) {
+    free(g);
+    return rs_prop_oom(msg, cap, "tp expectations");
+  }
+  int defined = expect_chain(c, c->nmod, e, why, sizeof why);
+  free(e);
+  if (!defined) {
+    free(g);
+    rs_locals none = {0};
+    char bmsg[512];
+    rs_outcome bo = o->backend(o->backend_ctx, c, &none, bmsg, sizeof bmsg);
+    rs_locals_free(&none);
+    if (bo == RS_PASS) return say(RS_FAIL, msg, cap, "backend_tp_oracle: the backend ran a case the rules refuse (%s)", why);
+    if (bo == RS_SKIP) return say(RS_SKIP, msg, cap, "%s", bmsg);
+    return RS_PASS; /* refused, as the rules do */
+  }
   /* the output layout the styles name comes from ref's forward (tp_layout holds ref to it) */
   if ((st = rs_tp_ref_forward(c, &r))) {
     free(g);
