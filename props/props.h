@@ -115,6 +115,9 @@ typedef struct rs_prop_env {
   void *world;
   int distributed; /* 1: world is MPI - each process checks only the mesh position it plays */
   rs_prop_memo *memo;
+  /* optional (props/report_html.h): a failing comparison adds the global indices of every
+   * differing element, for a report that draws the case */
+  struct rs_html_diff *diff;
 } rs_prop_env;
 
 typedef enum rs_outcome { RS_PASS = 0, RS_FAIL = 1, RS_SKIP = 2 } rs_outcome;
@@ -144,6 +147,7 @@ typedef struct rs_campaign_opts {
   rs_impl impl;
   rs_gen_opts gen;
   const char *junit, *json, *regress_dir;
+  const char *report_dir; /* --report: DIR/check.html (check-opt.html for opt), failing cases drawn */
   int quiet;
   int shrink_runs;      /* default 2000 */
   int max_failures;     /* stop after this many distinct failing properties (default: all) */

@@ -76,3 +76,14 @@ endif()
 if(TARGET reshard)
   add_test(NAME cli_gen COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_gen.sh $<TARGET_FILE:reshard>)
 endif()
+
+# ---- reports people read ----
+# reports: JUnit XML read by junitparser and the --report HTML pages screenshotted by headless
+# Chromium (a passing campaign, report_demo's failing one and, in mutation builds, a planted bug).
+add_executable(report_demo ${CMAKE_SOURCE_DIR}/tests/report_demo.c)
+target_link_libraries(report_demo PRIVATE rs_props)
+if(TARGET reshard)
+  add_test(NAME reports COMMAND bash ${CMAKE_SOURCE_DIR}/tests/reports.sh $<TARGET_FILE:reshard>
+           $<TARGET_FILE:report_demo> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/reports-venv)
+  set_tests_properties(reports PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
