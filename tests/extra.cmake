@@ -87,3 +87,7 @@ if(TARGET reshard)
            $<TARGET_FILE:report_demo> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/reports-venv)
   set_tests_properties(reports PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+# install: `cmake --install` into a temporary prefix; an outside program built against it with
+# find_package(reshard) and with pkg-config; an outside backend plug-in held to `reshard conform`.
+add_test(NAME install COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+set_tests_properties(install PROPERTIES TIMEOUT 300)
