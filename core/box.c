@@ -67,25 +67,31 @@ void rs_local_shape_offset(const rs_mesh *m, const rs_sharding *s, const rs_tens
 
 /* A shape with a zero dim has no elements, but its other dims still enter strides and products
  * (values, oracle, views), so the product of the non-zero sizes and its byte count must fit too. */
-rs_status rs_shape_numel(int ndim, const int64_t *shape, int64_t *numel) {
+static rs_status shape_numel_at(const char *field, int ndim, const int64_t *shape, int64_t *numel) {
   *numel = 0;
   for (int d = 0; d < ndim; ++d)
-    if (shape[d] < 0) return rs_fail(RS_ERR_INVALID, "shape[%d]: negative size", d);
+    if (shape[d] < 0) return rs_fail(RS_ERR_INVALID, "%s[%d]: negative size", field, d);
   if (!rs__numel_ok(shape, ndim, numel))
-    return rs_fail(RS_ERR_OVERFLOW, "shape: element count overflows int64");
+    return rs_fail(RS_ERR_OVERFLOW, "%s: element count overflows int64", field);
   return RS_OK;
 }
 
-rs_status rs_tensor_nbytes(const rs_tensor *t, int64_t *nbytes) {
+rs_status rs_shape_numel(int ndim, const int64_t *shape, int64_t *numel) {
+  return shape_numel_at("shape", ndim, shape, numel);
+}
+
+rs_status rs__tensor_nbytes_at(const rs_tensor *t, const char *field, int64_t *nbytes) {
   int64_t n = 0;
-  rs_status st = rs_shape_numel(t->ndim, t->shape, &n);
+  rs_status st = shape_numel_at(field, t->ndim, t->shape, &n);
   if (st) return st;
   int es = rs_dtype_size(t->dtype);
-  if (es == 0) return rs_fail(RS_ERR_INVALID, "tensor.dtype: invalid");
+  if (es == 0) return rs_fail(RS_ERR_INVALID, "%s: dtype invalid", field);
   int64_t nz = 1, nzb;
   for (int d = 0; d < t->ndim; ++d)
     if (t->shape[d]) (void)rs__mul_ok(nz, t->shape[d], &nz); /* fits: checked by rs__numel_ok */
-  if (!rs__mul_ok(nz, es, &nzb)) return rs_fail(RS_ERR_OVERFLOW, "tensor.shape: byte count overflows int64");
+  if (!rs__mul_ok(nz, es, &nzb)) return rs_fail(RS_ERR_OVERFLOW, "%s: byte count overflows int64", field);
   *nbytes = n * es;
   return RS_OK;
 }
+
+rs_status rs_tensor_nbytes(const rs_tensor *t, int64_t *nbytes) { return rs__tensor_nbytes_at(t, "tensor.shape", nbytes); }

@@ -1,6 +1,7 @@
 /* status.c - the thread-local last-error message behind rs_fail / rs_last_error. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "reshard/status.h"
 #include "core/last_status.h"
 
@@ -18,10 +19,14 @@ void rs_clear_error(void) {
 
 rs_status rs_fail(rs_status code, const char *fmt, ...) {
   va_list ap;
+  char tmp[sizeof rs_err_buf];
   rs_err_code = code;
+  /* formatted apart, then copied: an argument may be rs_last_error() itself (re-coding or
+   * prefixing the current message), and vsnprintf into its own source is undefined behaviour */
   va_start(ap, fmt);
-  vsnprintf(rs_err_buf, sizeof rs_err_buf, fmt, ap);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
+  memcpy(rs_err_buf, tmp, sizeof tmp);
   /* one line: control characters (a hostile key name may hold a newline) become '?', so the
    * message never ends early and never spans lines */
   for (char *p = rs_err_buf; *p; ++p)
@@ -46,7 +51,5 @@ const char *rs_status_name(rs_status s) {
 }
 
 rs_status rs_fail_prefix(rs_status code, const char *prefix) {
-  char tmp[sizeof rs_err_buf];
-  snprintf(tmp, sizeof tmp, "%s", rs_err_buf);
-  return rs_fail(code, "%s%s", prefix, tmp);
+  return rs_fail(code, "%s%s", prefix, rs_err_buf);
 }

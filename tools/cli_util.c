@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cli.h"
 #include "core/checked.h"
+#include "core/box.h"
 #include "core/last_status.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -187,7 +188,7 @@ int cli_build_mesh_tensor(const char *cmd, const cli_layout_args *a, rs_case *c)
   if (a->shape && rs_parse_dims(a->shape, RS_MAX_DIMS, c->tensor.shape, &c->tensor.ndim) != RS_OK)
     return cli_status_error(cmd, "--shape");
   int64_t nb;
-  if (rs_tensor_nbytes(&c->tensor, &nb) != RS_OK) return cli_status_error(cmd, "--shape");
+  if (rs__tensor_nbytes_at(&c->tensor, "--shape", &nb) != RS_OK) return cli_status_error(cmd, NULL);
   return CLI_OK;
 }
 

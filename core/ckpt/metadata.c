@@ -8,6 +8,7 @@
 #include <string.h>
 #include <xxhash.h>
 #include "core/checked.h"
+#include "core/box.h"
 #include "core/ckpt/internal.h"
 #include "core/json.h"
 
@@ -337,11 +338,9 @@ static rs_status parse_tensors(const cJSON *ts, rs__metadata *m) {
     rs_tensor tt = {t->dtype, t->ndim, {0}};
     memcpy(tt.shape, t->shape, sizeof tt.shape);
     int64_t nb;
-    if ((st = rs_tensor_nbytes(&tt, &nb))) {
-      char pre[400]; /* rs_fail must not format its own buffer */
-      snprintf(pre, sizeof pre, "metadata %.300s.shape: ", what);
-      return rs_fail_prefix(RS_ERR_OVERFLOW, pre);
-    }
+    char field[400];
+    snprintf(field, sizeof field, "metadata %.300s.shape", what);
+    if ((st = rs__tensor_nbytes_at(&tt, field, &nb))) return st;
     cJSON_ArrayForEach(co, cs) {
       if (!rs__grow((void **)&t->c, t->nc, &t->capc, sizeof *t->c)) return rs_fail(RS_ERR_NOMEM, "out of memory");
       char cw[1300];

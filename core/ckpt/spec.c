@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/checked.h"
+#include "core/box.h"
 #include "core/ckpt/internal.h"
 #include "core/json.h"
 #include "reshard/case.h"
@@ -109,7 +110,7 @@ static rs_status read_tensor(const cJSON *it, const char *field, int world, rs_s
   if ((st = rs_json_i64_array(sh, f, RS_MAX_DIMS, 0, INT64_MAX, t->t.shape, &t->t.ndim))) return st;
   t->t.dtype = t->dtype;
   int64_t nb;
-  if ((st = rs_tensor_nbytes(&t->t, &nb))) return rs_fail_prefix(st, f);
+  if ((st = rs__tensor_nbytes_at(&t->t, f, &nb))) return st;
   if ((st = rs_json_member(it, field, "seed", cJSON_Number, &sd))) return st;
   if (sd) {
     snprintf(f, sizeof f, "%s.seed", field);

@@ -291,11 +291,9 @@ rs_status rs_p2p_model_finish(rs_p2p_model *m) {
   for (int64_t p = 0; p < m->nparams; ++p) {
     int64_t nb;
     m->param[p].key = 0x7032700000000000ull ^ rs__p2p_name_hash(m->param[p].name);
-    if ((st = rs_tensor_nbytes(&m->param[p].t, &nb))) {
-      char pre[160];
-      snprintf(pre, sizeof pre, "model.params.%s.", m->param[p].name);
-      return rs_fail_prefix(st, pre);
-    }
+    char field[160];
+    snprintf(field, sizeof field, "model.params.%s.shape", m->param[p].name);
+    if ((st = rs__tensor_nbytes_at(&m->param[p].t, field, &nb))) return st;
     if (m->param[p].transform == RS_XFORM_MXFP8 && m->param[p].t.dtype != RS_BF16)
       return rs_fail(RS_ERR_INVALID, "model.params.%s.transform: mxfp8 needs a BF16 parameter", m->param[p].name);
     if (m->param[p].transform == RS_XFORM_MXFP8 && m->param[p].t.ndim == 0)

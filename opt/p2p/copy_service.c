@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/world.h"
+#include "core/elf_check.h"
 #include "cuda/cuda_api.h"
 #include "p2p/opt_p2p.h"
 
@@ -137,6 +138,38 @@ static int is_plugin_path(const char *s) {
   return strchr(s, '/') || (n > 3 && !strcmp(s + n - 3, ".so"));
 }
 
+/* A plug-in is a file: a name without '/' is taken in the current directory, never looked up on
+ * the loader's search path, so the file checked below is the file loaded. The check comes first
+ * (core/elf_check.h): a truncated library would crash dlopen with SIGBUS. Every message names the
+ * library once ('PATH': reason); the CLI puts its flag in front. */
+static rs_status open_plugin(rs_copy_service *cs, const char *name, struct rs_world *w) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s%s", strchr(name, '/') ? "" : "./", name) >= (int)sizeof path)
+    return rs_fail(RS_ERR_INVALID, "'%.64s...': path longer than %zu bytes", name, sizeof path - 1);
+  rs_status st = rs_elf_check_file(NULL, path);
+  if (st) return st;
+  cs->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!cs->dl) {
+    const char *e = dlerror();
+    return rs_fail(RS_ERR_INVALID, "'%s': cannot load: %s", path, e ? e : "dlopen failed");
+  }
+  rs_copy_service_abi_version_fn ver = (rs_copy_service_abi_version_fn)dlsym(cs->dl, "rs_copy_service_abi_version");
+  rs_copy_service_create_fn mk = (rs_copy_service_create_fn)dlsym(cs->dl, "rs_copy_service_create");
+  int local = !w || w->kind == RS_WORLD_LOCAL;
+  if (!ver || !mk)
+    return rs_fail(RS_ERR_INVALID, "'%s': does not export rs_copy_service_abi_version and rs_copy_service_create", path);
+  int abi = ver();
+  if (abi != RS_COPY_SERVICE_ABI_VERSION)
+    return rs_fail(RS_ERR_INVALID, "'%s': speaks copy-service ABI %d, reshard speaks %d", path, abi,
+                   RS_COPY_SERVICE_ABI_VERSION);
+  if (mk(local ? -1 : w->rank, local ? 1 : w->size, &cs->vt, &cs->self) || !cs->vt)
+    return rs_fail(RS_ERR_TRANSPORT, "'%s': failed to create a service", path);
+  if (cs->vt->abi_version != RS_COPY_SERVICE_ABI_VERSION || !cs->vt->submit_send || !cs->vt->submit_recv ||
+      !cs->vt->run || !cs->vt->destroy)
+    return rs_fail(RS_ERR_INVALID, "'%s': returned an incomplete vtable", path);
+  return RS_OK;
+}
+
 rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_service **out) {
   *out = NULL;
   rs_copy_service *cs = calloc(1, sizeof *cs);
@@ -146,24 +179,7 @@ rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_ser
   if (!is_plugin_path(name)) {
     st = rs__cs_builtin(name, w, &cs->vt, &cs->self);
   } else {
-    cs->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!cs->dl) {
-      st = rs_fail(RS_ERR_INVALID, "--copy-service: cannot load '%s': %s", name, dlerror());
-    } else {
-      rs_copy_service_abi_version_fn ver = (rs_copy_service_abi_version_fn)dlsym(cs->dl, "rs_copy_service_abi_version");
-      rs_copy_service_create_fn mk = (rs_copy_service_create_fn)dlsym(cs->dl, "rs_copy_service_create");
-      int local = !w || w->kind == RS_WORLD_LOCAL;
-      if (!ver || !mk)
-        st = rs_fail(RS_ERR_INVALID, "--copy-service: '%s' does not export rs_copy_service_abi_version and rs_copy_service_create", name);
-      else if (ver() != RS_COPY_SERVICE_ABI_VERSION)
-        st = rs_fail(RS_ERR_UNSUPPORTED, "--copy-service: '%s' speaks ABI %d, reshard speaks %d", name, ver(),
-                     RS_COPY_SERVICE_ABI_VERSION);
-      else if (mk(local ? -1 : w->rank, local ? 1 : w->size, &cs->vt, &cs->self) || !cs->vt)
-        st = rs_fail(RS_ERR_TRANSPORT, "--copy-service: '%s' failed to create a service", name);
-      else if (cs->vt->abi_version != RS_COPY_SERVICE_ABI_VERSION || !cs->vt->submit_send || !cs->vt->submit_recv ||
-               !cs->vt->run || !cs->vt->destroy)
-        st = rs_fail(RS_ERR_INVALID, "--copy-service: '%s' returned an incomplete vtable", name);
-    }
+    st = open_plugin(cs, name, w);
   }
   if (st) {
     rs_copy_service_close(cs);

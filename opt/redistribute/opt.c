@@ -197,6 +197,8 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
   char *played = calloc((size_t)n, 1);
   char **ptr = calloc((size_t)n * 3, sizeof(char *));
   rs_status st = RS_OK;
+  /* before the first goto: done: destroys it (a goto over its initialisation left it undefined) */
+  rs_comm *comm = NULL;
   if (!played || !ptr) {
     st = rs_fail(RS_ERR_NOMEM, "opt: out of memory");
     goto done;
@@ -210,7 +212,6 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
     if (pos >= 0) played[pos] = any = 1;
   }
   /* the comm first: making an NCCL mesh communicator is collective over the whole world */
-  rs_comm *comm = NULL;
   if (w) {
     if ((st = rs_world_comm(w, m, &comm))) goto done;
   } else {

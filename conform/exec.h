@@ -1,0 +1,54 @@
+/* exec.h - one child process spoken to in JSON lines: spawned with `sh -c CMD`, a line written to
+ * its stdin, a line read from its stdout within a timeout, its stderr kept (the last lines) for the
+ * failure report, never parsed. Generic: the conformance backends and the planner fuzzer both use
+ * it. A child that exits, hangs or writes something that is not one line of JSON is a fault of
+ * the exchange (rs_exec_fault), never of the harness; rs_exec_restart gives a fresh child. */
+#ifndef RS_CONFORM_EXEC_H
+#define RS_CONFORM_EXEC_H
+
+#include <stddef.h>
+#include "reshard/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rs_exec_fault {
+  RS_EXEC_FINE = 0,
+  RS_EXEC_CRASHED = 1, /* the child exited, was killed, or closed its stdout/stdin */
+  RS_EXEC_TIMEOUT = 2, /* no complete line within the timeout */
+  RS_EXEC_GARBAGE = 3, /* a line that is not what was asked for (not JSON, too long, binary) */
+  RS_EXEC_SPAWN = 4    /* the child could not be started */
+} rs_exec_fault;
+
+typedef struct rs_exec rs_exec;
+
+/* Start `sh -c cmd` in its own process group (stdin, stdout, stderr are pipes). max_line: the
+ * longest line accepted from the child (0: 1 GiB). */
+rs_status rs_exec_start(const char *cmd, size_t max_line, rs_exec **out);
+/* Write `line` and a '\n' (line has none) within timeout seconds. */
+rs_status rs_exec_send(rs_exec *x, const char *line, double timeout);
+/* Read one line (without its '\n') within timeout seconds; *line is the child's buffer, valid
+ * until the next call. */
+rs_status rs_exec_recv(rs_exec *x, double timeout, const char **line);
+/* What the last failing send/recv ran into (RS_EXEC_FINE after a success). rs_exec_recv never
+ * sets GARBAGE itself (it does not parse); callers that parse call rs_exec_set_garbage. */
+rs_exec_fault rs_exec_last_fault(const rs_exec *x);
+void rs_exec_set_garbage(rs_exec *x);
+const char *rs_exec_fault_name(rs_exec_fault f);
+/* The last lines (about 2 KiB) the child wrote to stderr, "" when none. */
+const char *rs_exec_stderr_tail(rs_exec *x);
+/* How the child ended ("exited with status 3", "killed by signal 11 (SIGSEGV)") or "running". */
+const char *rs_exec_exit_text(rs_exec *x);
+int rs_exec_pid(const rs_exec *x);
+/* Close the child's stdin, give it `grace` seconds to exit, then kill its process group. */
+void rs_exec_stop(rs_exec *x, double grace);
+/* Stop (grace 0) and start the same command again. */
+rs_status rs_exec_restart(rs_exec *x);
+/* Stop (grace seconds) and free. NULL is fine. */
+void rs_exec_free(rs_exec *x, double grace);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
