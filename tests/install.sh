@@ -49,9 +49,11 @@ if [ "$plugin" = 0 ]; then
   echo "note: this build installs no reshard/backend.h: the plug-in part is not run"
 elif ! "$P/bin/reshard" conform --help >/dev/null 2>&1; then
   echo "note: the installed reshard has no conform verb: the plug-in was built, not run"
-  [ -f proj/build/plugin.so ] || fail "plug-in not built: $(tail -10 "$T/bld.log")"
+  [ -f proj/build/libplugin.so ] || fail "plug-in not built: $(tail -10 "$T/bld.log")"
+  nm -D --defined-only proj/build/libplugin.so | grep -q ' rs_backend_entry$' ||
+    fail "the plug-in does not export rs_backend_entry"
 else
-  expect_rc 0 "$P/bin/reshard" conform --backend "$T/proj/build/plugin.so" --suite redistribute --cases 300 \
+  expect_rc 0 "$P/bin/reshard" conform --backend "$T/proj/build/libplugin.so" --suite redistribute --cases 300 \
     --seed 7 --regress-dir "$T/reg"
   expect_out "redistribute"
 fi
