@@ -14,6 +14,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash ci/deps.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export RS_REPORTS_VENV="$top/build/reports-venv" # junitparser + pillow for the ctest `reports`, one venv for every tree
 CASES=${RS_CASES:-100000}
 out="$top/out"
 mkdir -p "$out"

@@ -82,7 +82,8 @@ endif()
 # Chromium (a passing campaign, report_demo's failing one and, in mutation builds, a planted bug).
 add_executable(report_demo ${CMAKE_SOURCE_DIR}/tests/report_demo.c)
 target_link_libraries(report_demo PRIVATE rs_props)
-if(TARGET reshard)
+# Not in sanitizer builds (the pages are the same; the release and mutation trees run it).
+if(TARGET reshard AND NOT RS_SANITIZE)
   add_test(NAME reports COMMAND bash ${CMAKE_SOURCE_DIR}/tests/reports.sh $<TARGET_FILE:reshard>
            $<TARGET_FILE:report_demo> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/reports-venv)
   set_tests_properties(reports PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -9,7 +9,7 @@
 # chromium (apt-get). Exit 77 (skipped) only when chromium cannot be installed, after the JUnit checks.
 set -u
 R=${1:?usage: reports.sh RESHARD REPORT_DEMO SRC VENV_DIR}
-DEMO=$2 S=$3 V=$4
+DEMO=$2 S=$3 V=${RS_REPORTS_VENV:-$4} # ci/test.sh shares one venv between its build trees
 . "$S/tests/cli_lib.sh"
 PY="$V/bin/python"
 if ! "$PY" -c "import junitparser, PIL" 2>/dev/null; then
@@ -26,7 +26,8 @@ check junit "$T/pass.xml" pass
 "$DEMO" "$T/demo" >"$T/out" 2>&1 || fail "report_demo: $(cat "$T/out")"
 check junit "$T/demo/demo.junit.xml" fail greedy_oracle
 grep -q 'class="diff"' "$T/demo/html/demo.html" || fail "demo page marks no differing element"
-pages=("$T/pass/check.html:pass" "$T/demo/html/demo.html:fail")
+grep -q 'class="ok">passed' "$T/pass/check.html" || fail "the passing page does not say passed"
+pages=("$T/demo/html/demo.html:fail")
 # 3. a planted ref bug (all-gather concatenates in reverse order) caught by a real campaign
 RS_MUTANT=2 "$R" check --seed 1 --cases 300 --quiet --properties greedy_oracle,boxes --junit "$T/mut.xml" \
   --report "$T/mut" --regress-dir "$T/reg2" >"$T/mut.out" 2>&1 </dev/null
