@@ -61,6 +61,7 @@ static void enabled_props(const rs_campaign_opts *o, int *en) {
     if (rs_prop_needs_opt(id) && o->impl != RS_IMPL_OPT) en[i] = 0;
     if (k == RS_PLANNER_GREEDY && !(o->planners & 1)) en[i] = 0;
     if (k == RS_PLANNER_GRAPH && !(o->planners & 2)) en[i] = 0;
+    if (id == RS_PROP_BACKEND && !o->env.backend) en[i] = 0;
   }
 }
 
@@ -120,8 +121,9 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
       free(cj);
     }
     /* the file records impl and transport, so the plain command replays it as it failed */
-    if (wrote && env->distributed) printf("  replay: mpirun -np %d reshard replay %s\n", o->gen.world_size, s->fixture);
-    else if (wrote) printf("  replay: reshard replay %s\n", s->fixture);
+    const char *replay = o->replay ? o->replay : "reshard replay";
+    if (wrote && env->distributed) printf("  replay: mpirun -np %d %s %s\n", o->gen.world_size, replay, s->fixture);
+    else if (wrote) printf("  replay: %s %s\n", replay, s->fixture);
     fflush(stdout);
     if (html) draw_failure(html, env, id, c, msg, wrote ? s->fixture : NULL);
   }

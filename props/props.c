@@ -34,6 +34,7 @@ static const struct {
     [RS_PROP_OPT_ORACLE] = {"opt_oracle", RS_PLANNER_AUTO, 0, 1},
     [RS_PROP_OPT_PLAN] = {"opt_plan", RS_PLANNER_AUTO, 0, 1},
     [RS_PROP_VALUES] = {"values", RS_PLANNER_AUTO, 0, 0},
+    [RS_PROP_BACKEND] = {"backend_oracle", RS_PLANNER_AUTO, 0, 0},
 };
 
 const char *rs_prop_name(rs_prop_id id) {
@@ -720,6 +721,26 @@ static rs_outcome prop_opt(const rs_prop_env *env, const rs_case *c, int use_ref
 }
 #endif
 
+/* ---- 9. a backend under test (reshard conform) ---- */
+
+/* The backend runs the case from the source locals; what it answers is held to the oracle's result
+ * of the canonical event sequence (SPEC 5), as opt's own schedule is. The hook judges the answer
+ * (conform/ owns the comparison, the protocol and the faults). */
+static rs_outcome prop_backend(const rs_prop_env *env, const rs_case *c, char *msg, size_t cap) {
+  if (!env->backend) return say(RS_SKIP, msg, cap, "no backend under test");
+  scratch s = {0};
+  const rs_locals *in = NULL, *exp = NULL;
+  rs_events canon;
+  rs_status st;
+  rs_outcome o;
+  if ((st = rs_events_canonical(&c->mesh, &c->src, &c->dst, &canon))) o = fail_st(msg, cap, "rs_events_canonical", st);
+  else if ((st = rs_memo_source(env->memo, c, &s.in, &in))) o = fail_st(msg, cap, "rs_make_source", st);
+  else if ((st = rs_memo_expected(env->memo, c, &canon, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
+  else o = env->backend(env->backend_ctx, c, in, exp, msg, cap);
+  scratch_free(&s);
+  return o;
+}
+
 /* ---- 8. the test values themselves (SPEC 8) ---- */
 
 /* Every rank's source local is the values generator's piece at the rank's coordinate over the rank's
@@ -918,6 +939,7 @@ rs_outcome rs_prop_run(rs_prop_id id, const rs_prop_env *env, const rs_case *c, 
     case RS_PROP_REJECT_BAD: return prop_reject(env, c, msg, cap);
     case RS_PROP_COMPARE_SEES: return prop_compare_sees(env, c, msg, cap);
     case RS_PROP_VALUES: return prop_values(env, c, msg, cap);
+    case RS_PROP_BACKEND: return prop_backend(env, c, msg, cap);
 #ifdef RS_HAVE_OPT
     case RS_PROP_OPT_ORACLE: return prop_opt(env, c, 0, msg, cap);
     case RS_PROP_OPT_PLAN: return prop_opt(env, c, 1, msg, cap);

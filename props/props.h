@@ -88,6 +88,7 @@ typedef enum rs_prop_id {
   RS_PROP_OPT_ORACLE,     /* opt's own schedule == oracle (and == ref) */
   RS_PROP_OPT_PLAN,       /* opt executing ref's plan == ref == oracle */
   RS_PROP_VALUES,         /* sources of a non-empty tensor are not all zero; exact pieces reduce to G */
+  RS_PROP_BACKEND,        /* a backend under test (env.backend, reshard conform) == oracle */
   RS_PROP_COUNT
 } rs_prop_id;
 
@@ -108,6 +109,8 @@ typedef struct rs_prop_memo rs_prop_memo;
 rs_status rs_prop_memo_create(rs_prop_memo **out);
 void rs_prop_memo_free(rs_prop_memo *m);
 
+typedef enum rs_outcome { RS_PASS = 0, RS_FAIL = 1, RS_SKIP = 2 } rs_outcome;
+
 /* What the properties run against. opt/world are rs_opt* / rs_world* when built with opt. */
 typedef struct rs_prop_env {
   rs_impl impl;
@@ -118,9 +121,14 @@ typedef struct rs_prop_env {
   /* optional (props/report_html.h): a failing comparison adds the global indices of every
    * differing element, for a report that draws the case */
   struct rs_html_diff *diff;
+  /* A backend under test (reshard conform; RS_PROP_BACKEND runs only when set): given the case,
+   * its source locals and the oracle's expected dst locals (canonical events), run the backend and
+   * judge its answer. RS_SKIP when the backend does not do the case. */
+  rs_outcome (*backend)(void *ctx, const rs_case *c, const rs_locals *in, const rs_locals *expected,
+                        char *msg, size_t cap);
+  void *backend_ctx;
 } rs_prop_env;
 
-typedef enum rs_outcome { RS_PASS = 0, RS_FAIL = 1, RS_SKIP = 2 } rs_outcome;
 
 /* Run one property on one case. On RS_FAIL msg holds a one-line reason (plus diff lines); on
  * RS_SKIP a reason why the property does not apply. */
@@ -153,6 +161,8 @@ typedef struct rs_campaign_opts {
   int max_failures;     /* stop after this many distinct failing properties (default: all) */
   rs_prop_env env;
   int print;            /* 0: this process prints nothing (MPI ranks other than 0) */
+  const char *replay;   /* the command that replays a saved failure, before its path (default
+                           "reshard replay") */
 } rs_campaign_opts;
 
 typedef struct rs_prop_stats {

@@ -140,6 +140,9 @@ rs_status rs_saved_failure_replay(const rs_saved_failure *f, const rs_prop_env *
   }
   if (rs_prop_needs_opt(f->id) && env->impl != RS_IMPL_OPT)
     return rs_fail(RS_ERR_INVALID, "replay: property %s needs --impl opt", rs_prop_name(f->id));
+  if (f->id == RS_PROP_BACKEND && !env->backend)
+    return rs_fail(RS_ERR_INVALID, "replay: property %s is a backend's failure: replay it with reshard conform --backend B --replay FILE",
+                   rs_prop_name(f->id));
   char *m = malloc(8192);
   if (!m) return rs_fail(RS_ERR_NOMEM, "replay: out of memory");
   m[0] = 0;

@@ -238,7 +238,7 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
     if (s->fail) {
       cJSON *x = cJSON_CreateObject();
       char cmd[600];
-      snprintf(cmd, sizeof cmd, "reshard replay %s", s->fixture);
+      snprintf(cmd, sizeof cmd, "%s %s", o->replay ? o->replay : "reshard replay", s->fixture);
       cJSON_AddStringToObject(x, "property", rs_prop_name((rs_prop_id)i));
       cJSON_AddStringToObject(x, "message", s->message);
       cJSON_AddStringToObject(x, "fixture", s->fixture);

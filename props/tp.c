@@ -343,6 +343,38 @@ rs_outcome rs_tp_prop_run(const rs_tp_case *c, int impls, void *opt, int64_t *co
   return o;
 }
 
+rs_outcome rs_tp_prop_backend(const rs_tp_case *c, const rs_tp_check_opts *o, char *msg, size_t cap) {
+  rs_tensor gt;
+  float *g = NULL;
+  rs_tp_result r;
+  rs_status st = rs_tp_oracle_forward(c, &gt, &g);
+  if (st) return say(RS_FAIL, msg, cap, "oracle: %s", rs_last_error());
+  /* the output layout the styles name comes from ref's forward (tp_layout holds ref to it) */
+  if ((st = rs_tp_ref_forward(c, &r))) {
+    free(g);
+    return say(RS_FAIL, msg, cap, "tp_forward (ref): %s: %s", rs_status_name(st), rs_last_error());
+  }
+  rs_locals got = {0};
+  rs_outcome out = o->backend(o->backend_ctx, c, &got, msg, cap);
+  if (out == RS_PASS) {
+    rs_locals_free(&r.out);
+    r.out = got;
+    got = (rs_locals){0};
+    char *diff = malloc(4096);
+    int bad = diff ? rs_tp_oracle_compare(c, g, &r, diff, 4096) : 1;
+    if (bad) {
+      if (diff) diff[strcspn(diff, "\n")] = 0;
+      out = say(RS_FAIL, msg, cap, "backend_tp_oracle: %d rank(s) differ from the unsharded forward: %s", bad,
+                diff ? diff : "out of memory");
+    }
+    free(diff);
+  }
+  rs_locals_free(&got);
+  rs_tp_result_free(&r);
+  free(g);
+  return out;
+}
+
 /* ---------------------------------------------------------------- campaign */
 
 typedef struct pred_ctx {
@@ -351,12 +383,18 @@ typedef struct pred_ctx {
   rs_tp_case *c;
   char *msg;
   size_t cap;
+  const rs_tp_check_opts *o;
 } pred_ctx;
+
+static rs_outcome run_case(const pred_ctx *x, int64_t *comm) {
+  if (x->o->backend) return rs_tp_prop_backend(x->c, x->o, x->msg, x->cap);
+  return rs_tp_prop_run(x->c, x->impls, x->opt, comm, x->msg, x->cap);
+}
 
 static int still_fails(void *vx, rs_choices *ch) {
   pred_ctx *x = vx;
   if (rs_tp_gen_case(ch, x->max_ranks, x->c) != RS_OK) return 0;
-  return rs_tp_prop_run(x->c, x->impls, x->opt, NULL, x->msg, x->cap) == RS_FAIL;
+  return run_case(x, NULL) == RS_FAIL;
 }
 
 static rs_status write_regression(const char *dir, const rs_tp_case *c, const char *msg, char *path,
@@ -418,9 +456,9 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
   rs_status st = RS_OK;
   if (!c || !msg) st = rs_fail(RS_ERR_NOMEM, "tp check: out of memory");
 #ifdef RS_HAVE_OPT
-  if (st == RS_OK && (o->impls & RS_TP_OPT)) st = rs_opt_create((rs_opt **)&opt);
+  if (st == RS_OK && (o->impls & RS_TP_OPT) && !o->backend) st = rs_opt_create((rs_opt **)&opt);
 #else
-  if (st == RS_OK && (o->impls & RS_TP_OPT)) st = rs_fail(RS_ERR_UNSUPPORTED, "--impl opt: this build has no opt/");
+  if (st == RS_OK && (o->impls & RS_TP_OPT) && !o->backend) st = rs_fail(RS_ERR_UNSUPPORTED, "--impl opt: this build has no opt/");
 #endif
   double t0 = rs_now();
   int max_ranks = o->max_ranks > 0 ? o->max_ranks : 18;
@@ -434,14 +472,17 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
       continue;
     }
     count_features(c, r->feat);
-    rs_outcome out = rs_tp_prop_run(c, o->impls, opt, r->comm, msg, 4096);
+    pred_ctx x = {max_ranks, o->impls, opt, c, msg, 4096, o};
+    rs_outcome out = run_case(&x, r->comm);
     if (out == RS_PASS) {
       r->pass++;
+    } else if (out == RS_SKIP) {
+      r->skip++;
+    } else if (r->fail++ && o->keep_going) {
+      /* already reported: one shrunk failure is the report, later ones are counted */
     } else {
-      r->fail++;
       size_t n = ch.n;
       uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-      pred_ctx x = {max_ranks, o->impls, opt, c, msg, 4096};
       if (v) {
         memcpy(v, ch.v, n * sizeof *v);
         rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs > 0 ? o->shrink_runs : 2000);
@@ -458,7 +499,8 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
       if (write_regression(dir, c, r->message, r->fixture, sizeof r->fixture) != RS_OK)
         snprintf(r->fixture, sizeof r->fixture, "(not written: %s)", rs_last_error());
       rs_choices_free(&ch);
-      break; /* one shrunk failure is the report */
+      if (!o->keep_going) break; /* one shrunk failure is the report */
+      continue;
     }
     rs_choices_free(&ch);
   }

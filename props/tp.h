@@ -33,7 +33,17 @@ typedef struct rs_tp_check_opts {
   int shrink_runs;
   const char *regress_dir; /* default fixtures/tp/regressions */
   int quiet;
+  /* A backend under test (reshard conform): when set, it alone is checked (impls ignored). It runs
+   * the case into out (every rank's local output, mesh order, allocated by the hook) or answers
+   * RS_FAIL / RS_SKIP with a message; its output is held to the unsharded forward (rs_tp_prop_backend). */
+  rs_outcome (*backend)(void *ctx, const rs_tp_case *c, rs_locals *out, char *msg, size_t cap);
+  void *backend_ctx;
+  int keep_going;          /* count the failures after the first (shrunk) one instead of stopping */
 } rs_tp_check_opts;
+
+/* The backend property on one case: the hook's output against the unsharded forward, every
+ * rank's local in its box of the output layout the styles name (ref's), bit for bit. */
+rs_outcome rs_tp_prop_backend(const rs_tp_case *c, const rs_tp_check_opts *o, char *msg, size_t cap);
 
 /* What the campaign's cases exercised (counted over valid cases): a campaign of 2,000 cases or
  * more fails when one of these never occurs (a generator that stopped producing something). */

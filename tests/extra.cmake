@@ -92,3 +92,15 @@ endif()
 # find_package(reshard) and with pkg-config; an outside backend plug-in held to `reshard conform`.
 add_test(NAME install COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
 set_tests_properties(install PROPERTIES TIMEOUT 300)
+# ---- conform (reshard conform: other backends, docs/conformance.md) ----
+# opt wrapped as a backend plug-in (its options plant bugs), the same plug-in served as a separate
+# program over the process protocol, and the script that runs every example against them.
+if(TARGET rs_opt AND TARGET rs_conform AND TARGET reshard)
+  add_library(conform_opt_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
+  target_link_libraries(conform_opt_plugin PRIVATE rs_opt)
+  add_executable(conform_serve_child ${CMAKE_SOURCE_DIR}/tests/conform_serve_child.c
+                 ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
+  target_link_libraries(conform_serve_child PRIVATE rs_conform rs_opt)
+  add_test(NAME conform COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conform.sh $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(conform PROPERTIES TIMEOUT 300)
+endif()

@@ -100,5 +100,6 @@ int cmd_gen(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
 int cmd_tp(int argc, char **argv);
 int cmd_p2p(int argc, char **argv);
+int cmd_conform(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const char *HELP =
     "  bench    benchmarks: traffic ratio, planning time, throughput (prints a table, writes CSV)\n"
     "  ckpt     distributed checkpoints: save, load, verify, inspect, export, check, torture\n"
     "  tp       tensor-parallel styles: run a TP case, or the TP property campaign (docs/tp.md)\n"
+    "  conform  hold another backend (plug-in or process) to every suite (docs/conformance.md)\n"
     "\n"
     "examples:\n"
     "  reshard layout --mesh 4x2 --placements S0,S0 --shape 18x2 --json\n"
@@ -46,6 +47,7 @@ int main(int argc, char **argv) {
               {"ckpt", cmd_ckpt},
               {"tp", cmd_tp},
               {"p2p", cmd_p2p},
+              {"conform", cmd_conform},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmd, cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);

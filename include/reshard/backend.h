@@ -120,6 +120,8 @@ typedef struct rs_backend {
                     rs_backend_bufs *out, char *msg, size_t cap);
 } rs_backend;
 
+/* What a plug-in exports (declared here so its definition is checked against this header). */
+const rs_backend *rs_backend_entry(void);
 typedef const rs_backend *(*rs_backend_entry_fn)(void);
 
 #ifdef __cplusplus

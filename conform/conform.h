@@ -1,0 +1,114 @@
+/* conform.h - `reshard conform`: a backend under test (a plug-in of reshard/backend.h or a process
+ * speaking the protocol of docs/conformance.md) run through the property campaigns and fixture
+ * corpora of each suite, compared bit for bit with the oracle, failures shrunk and saved with the
+ * command that replays them against the same backend. */
+#ifndef RS_CONFORM_H
+#define RS_CONFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "conform/exec.h"
+#include "reshard/backend.h"
+#include "reshard/case.h"
+#include "reshard/tp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the backend under test (conform/backend.c) ---- */
+enum {
+  RS_CF_REDISTRIBUTE = 1,
+  RS_CF_P2P_PLAN = 2,
+  RS_CF_P2P_EXECUTE = 4,
+  RS_CF_CKPT = 8,
+  RS_CF_TP = 16
+};
+
+typedef struct rs_cf_backend rs_cf_backend;
+
+/* spec: "exec:CMD" (a process, sh -c CMD) or the path of a plug-in library, optionally followed by
+ * "?OPTIONS" (handed to its create). A missing or invalid library, a plug-in of another ABI
+ * version, or a process whose hello is not version 1 is RS_ERR_INVALID (bad input). timeout:
+ * seconds a process gets per exchange. */
+rs_status rs_cf_backend_open(const char *spec, double timeout, rs_cf_backend **out);
+void rs_cf_backend_close(rs_cf_backend *b);
+unsigned rs_cf_backend_caps(const rs_cf_backend *b);
+const char *rs_cf_backend_name(const rs_cf_backend *b);
+const char *rs_cf_backend_spec(const rs_cf_backend *b);
+/* 1 when checkpoints it saves are in reshard's format (then held to `reshard ckpt verify`). */
+int rs_cf_backend_ckpt_reshard(const rs_cf_backend *b);
+
+/* How one call ended: RS_BACKEND_OK, _ERROR (msg says why; fault says whether a process
+ * crashed, hung or wrote garbage) or _UNSUPPORTED (a skip). */
+typedef struct rs_cf_call {
+  int result;
+  rs_exec_fault fault;
+  char msg[4096];
+} rs_cf_call;
+
+/* Redistribute c from `in` (every mesh rank's src local); out receives every rank's answer as the
+ * backend gave it (allocated here; shapes as answered, to be compared). */
+void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in, rs_locals *out,
+                        rs_cf_call *call);
+/* The TP forward of c; out receives every rank's local output (F32) as answered. */
+void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_cf_call *call);
+
+/* ---- the campaign (conform/suites.c) ---- */
+enum { RS_CF_SUITE_REDISTRIBUTE = 1, RS_CF_SUITE_TP = 2, RS_CF_SUITE_P2P = 4, RS_CF_SUITE_CKPT = 8 };
+/* "redistribute", "tp", "p2p", "ckpt", "all" or a comma list of them. */
+rs_status rs_cf_parse_suites(const char *text, unsigned *out);
+const char *rs_cf_suite_name(unsigned suite);
+
+typedef struct rs_conform_opts {
+  unsigned suites;
+  uint64_t seed;
+  int64_t cases;            /* per suite's campaign; 0: seconds */
+  double seconds;
+  int shrink_runs;          /* per failure (default 2000; a process backend 300) */
+  const char *fixtures;     /* the fixtures/ folder (NULL: the source tree's, when present) */
+  const char *failures;     /* where shrunk failures are saved (default conform-failures) */
+  const char *junit, *json;
+  int quiet;
+} rs_conform_opts;
+
+/* One line of the report: a property campaign or a fixture file of one suite. */
+typedef struct rs_cf_item {
+  unsigned suite;
+  int fixture;              /* 0: a property campaign, 1: a fixture file */
+  char name[256];           /* property name or fixture path */
+  int64_t pass, fail, skip;
+  int not_implemented;      /* the suite is not driven yet: reported as such, never passed */
+  double seconds;
+  char message[1024];       /* first failure (shrunk) or why skipped */
+  char replay[1536];        /* the command that replays the first failure */
+} rs_cf_item;
+
+typedef struct rs_cf_result {
+  rs_cf_item *item;
+  int n, cap;
+  int failed;               /* items with a failure */
+} rs_cf_result;
+
+/* Run the chosen suites against b; RS_OK whether or not something failed (r->failed). */
+rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r);
+void rs_cf_result_free(rs_cf_result *r);
+/* Replay one saved failure (a file written by rs_conform_run) against b: *failed = 1 when it
+ * still fails; msg gets the outcome. */
+rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, char *msg, size_t cap);
+
+/* Reports: JUnit XML (one testsuite per suite, one testcase per property and fixture file) and
+ * JSON. */
+rs_status rs_cf_write_junit(const char *path, const rs_cf_backend *b, const rs_cf_result *r);
+rs_status rs_cf_write_json(const char *path, const rs_conform_opts *o, const rs_cf_backend *b,
+                           const rs_cf_result *r);
+
+/* ---- a plug-in served over the protocol (conform/serve.c) ---- */
+/* Answer the protocol on in/out with plug-in b (what a C backend needs to run as an exec child).
+ * Returns 0 after bye or end of input. */
+int rs_conform_serve(const rs_backend *b, const char *options, void *in_file, void *out_file);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,228 @@
+/* serve.c - a backend plug-in served over the process protocol: what lets a C or C++ backend run
+ * as `--backend exec:CMD` (in its own process, so a crash is that case's failure) with no JSON
+ * code of its own, and the reference implementation of the protocol's child side. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "conform/conform.h"
+#include "conform/proto.h"
+#include "core/json.h"
+
+static void answer(FILE *out, cJSON *a) {
+  char *s = cJSON_PrintUnformatted(a);
+  if (s) fprintf(out, "%s\n", s);
+  else fprintf(out, "{\"ok\":false,\"message\":\"out of memory\"}\n");
+  fflush(out);
+  free(s);
+  cJSON_Delete(a);
+}
+
+static cJSON *reply(const cJSON *req, int ok) {
+  cJSON *a = cJSON_CreateObject();
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+  cJSON_AddNumberToObject(a, "id", cJSON_IsNumber(id) ? id->valuedouble : -1);
+  cJSON_AddBoolToObject(a, "ok", ok);
+  return a;
+}
+
+static cJSON *refuse(const cJSON *req, int result, const char *msg) {
+  cJSON *a = reply(req, 0);
+  if (result == RS_BACKEND_UNSUPPORTED) cJSON_AddBoolToObject(a, "unsupported", 1);
+  cJSON_AddStringToObject(a, "message", msg && msg[0] ? msg : "(no message)");
+  return a;
+}
+
+static cJSON *hello(const rs_backend *b, const cJSON *req) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "version");
+  if (!cJSON_IsNumber(v) || v->valuedouble != 1) return refuse(req, RS_BACKEND_ERROR, "this backend speaks protocol version 1");
+  cJSON *a = cJSON_CreateObject(), *caps = cJSON_CreateArray();
+  cJSON_AddBoolToObject(a, "ok", 1);
+  cJSON_AddNumberToObject(a, "version", 1);
+  cJSON_AddStringToObject(a, "name", b->name ? b->name : "(unnamed)");
+  if (b->redistribute) cJSON_AddItemToArray(caps, cJSON_CreateString("redistribute"));
+  if (b->tp_forward) cJSON_AddItemToArray(caps, cJSON_CreateString("tp"));
+  cJSON_AddItemToObject(a, "capabilities", caps);
+  return a;
+}
+
+/* Decode a list of tensors into bufs (data malloc'd; elem: bytes per element, or a function of the
+ * tensor's name through elem_of). */
+static int decode(const cJSON *arr, const char *key, int elem, int (*elem_of)(const char *, void *), void *ctx,
+                  rs_backend_bufs *out, char *why, size_t cap) {
+  int n = cJSON_GetArraySize(arr), i = 0;
+  out->n = 0;
+  out->b = calloc((size_t)(n ? n : 1), sizeof *out->b);
+  if (!cJSON_IsArray(arr) || !out->b) {
+    snprintf(why, cap, "'%s' must be a list", key);
+    return 0;
+  }
+  const cJSON *t;
+  cJSON_ArrayForEach(t, arr) {
+    rs_backend_buf *bb = &out->b[i];
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name");
+    bb->name = cJSON_IsString(nm) ? nm->valuestring : NULL;
+    int es = elem_of ? elem_of(bb->name, ctx) : elem;
+    char what[64];
+    snprintf(what, sizeof what, "%s[%d]", key, i);
+    int nd = 0;
+    if (rs_proto_tensor_read(t, what, es, RS_BACKEND_MAX_DIMS, &bb->rank, &nd, bb->shape, &bb->data, &bb->nbytes)) {
+      snprintf(why, cap, "%s", rs_last_error());
+      return 0;
+    }
+    bb->ndim = nd;
+    bb->capacity = bb->nbytes;
+    out->n = ++i;
+  }
+  return 1;
+}
+
+static void bufs_free(rs_backend_bufs *v) {
+  for (int i = 0; v->b && i < v->n; i++) free(v->b[i].data);
+  free(v->b);
+  v->b = NULL, v->n = 0;
+}
+
+/* Output buffers, one per mesh rank: shape and capacity given (zeroed). */
+static int outputs(const rs_mesh *m, int64_t (*shape)[RS_BACKEND_MAX_DIMS], const int *ndim, int elem,
+                   rs_backend_bufs *out) {
+  out->n = m->nranks;
+  out->b = calloc((size_t)m->nranks, sizeof *out->b);
+  if (!out->b) return 0;
+  for (int p = 0; p < m->nranks; p++) {
+    rs_backend_buf *bb = &out->b[p];
+    int64_t n = 1;
+    bb->rank = m->ranks[p];
+    bb->ndim = ndim[p];
+    for (int d = 0; d < ndim[p]; d++) bb->shape[d] = shape[p][d], n *= shape[p][d];
+    bb->nbytes = bb->capacity = n * elem;
+    if (!(bb->data = calloc((size_t)(bb->nbytes ? bb->nbytes : 1), 1))) return 0;
+  }
+  return 1;
+}
+
+static cJSON *answer_locals(const cJSON *req, const rs_backend_bufs *out) {
+  cJSON *a = reply(req, 1), *arr = cJSON_CreateArray();
+  for (int p = 0; p < out->n; p++) {
+    const rs_backend_buf *bb = &out->b[p];
+    int64_t nb = bb->nbytes <= bb->capacity ? bb->nbytes : bb->capacity;
+    cJSON_AddItemToArray(arr, rs_proto_tensor(bb->rank, bb->ndim, bb->shape, bb->data, nb, NULL, NULL));
+  }
+  cJSON_AddItemToObject(a, "locals", arr);
+  return a;
+}
+
+typedef int (*op_fn)(void *self, const char *case_json, const rs_backend_bufs *in, rs_backend_bufs *out, char *msg,
+                     size_t cap);
+
+/* Both ops take a case, a list of input tensors and give per-rank outputs. */
+static cJSON *run_op(const rs_backend *b, void *self, op_fn fn, const cJSON *req, const char *case_json,
+                     const cJSON *inputs, const char *in_key, int in_elem, int (*elem_of)(const char *, void *),
+                     void *ctx, const rs_mesh *m, int64_t (*shape)[RS_BACKEND_MAX_DIMS], const int *ndim, int out_elem) {
+  (void)b;
+  rs_backend_bufs in = {0, NULL}, out = {0, NULL};
+  char *msg = calloc(1, 4096);
+  cJSON *a;
+  if (!msg) return refuse(req, RS_BACKEND_ERROR, "out of memory");
+  if (!decode(inputs, in_key, in_elem, elem_of, ctx, &in, msg, 4096)) a = refuse(req, RS_BACKEND_ERROR, msg);
+  else if (!outputs(m, shape, ndim, out_elem, &out)) a = refuse(req, RS_BACKEND_ERROR, "out of memory");
+  else {
+    int r = fn(self, case_json, &in, &out, msg, 4096);
+    a = r == RS_BACKEND_OK ? answer_locals(req, &out) : refuse(req, r == RS_BACKEND_UNSUPPORTED ? r : RS_BACKEND_ERROR, msg);
+  }
+  bufs_free(&in);
+  bufs_free(&out);
+  free(msg);
+  return a;
+}
+
+static int tp_elem(const char *name, void *ctx) {
+  const rs_tp_case *c = ctx;
+  return name && strcmp(name, "input") == 0 && c->mod[0].kind == RS_TP_EMBEDDING ? 8 : 4;
+}
+
+static cJSON *serve_one(const rs_backend *b, void *self, const cJSON *req) {
+  const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op"), *cs = cJSON_GetObjectItemCaseSensitive(req, "case");
+  const char *o = cJSON_IsString(op) ? op->valuestring : "";
+  int is_rd = strcmp(o, "redistribute") == 0 && b->redistribute, is_tp = strcmp(o, "tp") == 0 && b->tp_forward;
+  if (!is_rd && !is_tp) return refuse(req, RS_BACKEND_UNSUPPORTED, "this backend does not do this op");
+  char *cj = cJSON_IsObject(cs) ? cJSON_PrintUnformatted(cs) : NULL;
+  if (!cj) return refuse(req, RS_BACKEND_ERROR, "request has no 'case' object");
+  cJSON *a;
+  int64_t (*shape)[RS_BACKEND_MAX_DIMS] = NULL;
+  int *ndim = NULL;
+  if (is_rd) {
+    rs_case *c = malloc(sizeof *c);
+    rs_locals dst = {0, NULL};
+    if (!c || rs_case_from_json(cj, c) || rs_locals_for_layout(&dst, c, &c->dst)) {
+      a = refuse(req, RS_BACKEND_ERROR, c ? rs_last_error() : "out of memory");
+    } else {
+      shape = calloc((size_t)dst.n, sizeof *shape);
+      ndim = calloc((size_t)dst.n, sizeof *ndim);
+      for (int p = 0; shape && ndim && p < dst.n; p++) {
+        ndim[p] = dst.r[p].ndim;
+        memcpy(shape[p], dst.r[p].shape, sizeof(int64_t) * (size_t)dst.r[p].ndim);
+      }
+      a = shape && ndim ? run_op(b, self, b->redistribute, req, cj, cJSON_GetObjectItemCaseSensitive(req, "locals"),
+                                 "locals", rs_dtype_size(c->tensor.dtype), NULL, NULL, &c->mesh, shape, ndim,
+                                 rs_dtype_size(c->tensor.dtype))
+                        : refuse(req, RS_BACKEND_ERROR, "out of memory");
+    }
+    rs_locals_free(&dst);
+    free(c);
+  } else {
+    rs_tp_case *c = malloc(sizeof *c);
+    if (!c || rs_tp_case_from_json(cj, c)) {
+      a = refuse(req, RS_BACKEND_ERROR, c ? rs_last_error() : "out of memory");
+    } else {
+      /* each rank gets room for the whole output: the backend writes its local shape */
+      shape = calloc((size_t)c->mesh.nranks, sizeof *shape);
+      ndim = calloc((size_t)c->mesh.nranks, sizeof *ndim);
+      for (int p = 0; shape && ndim && p < c->mesh.nranks; p++) {
+        ndim[p] = 3;
+        shape[p][0] = c->batch, shape[p][1] = c->seq, shape[p][2] = c->mod[c->nmod - 1].out;
+      }
+      a = shape && ndim ? run_op(b, self, b->tp_forward, req, cj, cJSON_GetObjectItemCaseSensitive(req, "inputs"),
+                                 "inputs", 0, tp_elem, c, &c->mesh, shape, ndim, 4)
+                        : refuse(req, RS_BACKEND_ERROR, "out of memory");
+    }
+    free(c);
+  }
+  free(shape);
+  free(ndim);
+  free(cj);
+  return a;
+}
+
+int rs_conform_serve(const rs_backend *b, const char *options, void *in_file, void *out_file) {
+  FILE *in = in_file, *out = out_file;
+  void *self = NULL;
+  char msg[1024] = "";
+  if (b->create && b->create(options ? options : "", &self, msg, sizeof msg) != RS_BACKEND_OK) {
+    fprintf(stderr, "create failed: %s\n", msg);
+    return 1;
+  }
+  char *line = NULL;
+  size_t cap = 0;
+  int rc = 0;
+  while (getline(&line, &cap, in) >= 0) {
+    cJSON *req = NULL;
+    if (rs_json_parse(line, &req) || !cJSON_IsObject(req)) {
+      cJSON_Delete(req);
+      fprintf(stderr, "not a JSON object: %.80s\n", line);
+      rc = 1;
+      break;
+    }
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
+    if (cJSON_IsString(op) && strcmp(op->valuestring, "bye") == 0) {
+      cJSON_Delete(req);
+      break;
+    }
+    if (cJSON_IsString(op) && strcmp(op->valuestring, "hello") == 0) answer(out, hello(b, req));
+    else answer(out, serve_one(b, self, req));
+    cJSON_Delete(req);
+  }
+  free(line);
+  if (b->destroy && self) b->destroy(self);
+  return rc;
+}

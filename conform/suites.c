@@ -1,0 +1,292 @@
+/* suites.c - `reshard conform`'s run: the chosen suites in order of value (redistribute, tp, p2p,
+ * ckpt), a capability the backend lacks reported as skipped, a suite not driven yet reported as
+ * not implemented (never as passed); the fixture corpora walk, saved failures and their replay. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+#include <zlib.h>
+#include "conform/suite.h"
+#include "core/json.h"
+#include "props/tp.h"
+
+static const struct {
+  const char *name;
+  unsigned bit;
+} SUITES[] = {{"redistribute", RS_CF_SUITE_REDISTRIBUTE}, {"tp", RS_CF_SUITE_TP}, {"p2p", RS_CF_SUITE_P2P},
+              {"ckpt", RS_CF_SUITE_CKPT}};
+#define NSUITES (sizeof SUITES / sizeof SUITES[0])
+
+const char *rs_cf_suite_name(unsigned suite) {
+  for (size_t i = 0; i < NSUITES; i++)
+    if (SUITES[i].bit == suite) return SUITES[i].name;
+  return "?";
+}
+
+rs_status rs_cf_parse_suites(const char *text, unsigned *out) {
+  *out = 0;
+  const char *p = text;
+  if (!p || !*p) return rs_fail(RS_ERR_INVALID, "--suite: empty (redistribute, tp, p2p, ckpt, all or a comma list)");
+  while (*p) {
+    size_t n = strcspn(p, ",");
+    unsigned bit = 0;
+    if (n == 3 && strncmp(p, "all", 3) == 0) bit = RS_CF_SUITE_REDISTRIBUTE | RS_CF_SUITE_TP | RS_CF_SUITE_P2P | RS_CF_SUITE_CKPT;
+    for (size_t i = 0; i < NSUITES && !bit; i++)
+      if (strlen(SUITES[i].name) == n && strncmp(p, SUITES[i].name, n) == 0) bit = SUITES[i].bit;
+    if (!bit) return rs_fail(RS_ERR_INVALID, "--suite: unknown suite '%.*s' (redistribute, tp, p2p, ckpt, all)", (int)n, p);
+    *out |= bit;
+    p += n;
+    if (*p == ',') p++;
+  }
+  return RS_OK;
+}
+
+void rs_cf_print(char *buf, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+}
+
+rs_cf_item *rs_cf_add_item(rs_cf_result *r, unsigned suite, int fixture, const char *name) {
+  if (r->n == r->cap) {
+    int nc = r->cap ? r->cap * 2 : 32;
+    rs_cf_item *ni = realloc(r->item, sizeof *ni * (size_t)nc);
+    if (!ni) return NULL;
+    r->item = ni, r->cap = nc;
+  }
+  rs_cf_item *it = &r->item[r->n++];
+  memset(it, 0, sizeof *it);
+  it->suite = suite;
+  it->fixture = fixture;
+  RS_CF_PRINT(it->name, "%s", name);
+  return it;
+}
+
+void rs_cf_item_failed(const rs_cf_run *run, rs_cf_item *it, const char *where, const char *msg,
+                       const char *saved_path) {
+  if (it->fail++) return;
+  RS_CF_PRINT(it->message, "%s: %s", where, msg);
+  it->message[strcspn(it->message, "\n")] = 0;
+  if (saved_path) RS_CF_PRINT(it->replay, "%s %s", run->replay, saved_path);
+  printf("FAIL %s fixture %s\n  %s\n", rs_cf_suite_name(it->suite), where, msg);
+  if (saved_path) printf("  replay: %s\n", it->replay);
+  fflush(stdout);
+}
+
+void rs_cf_result_free(rs_cf_result *r) {
+  free(r->item);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- corpora ---- */
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int ends_with(const char *s, const char *suf) {
+  size_t n = strlen(s), m = strlen(suf);
+  return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* Lines of a gzip'd JSON-lines file, however long. */
+static void walk_gz(const char *path, const char *name, rs_cf_item *it, rs_cf_case_fn fn, void *ctx) {
+  gzFile g = gzopen(path, "rb");
+  if (!g) {
+    it->fail++;
+    RS_CF_PRINT(it->message, "%s: cannot open", name);
+    return;
+  }
+  size_t cap = 1 << 16, len = 0;
+  char *line = malloc(cap);
+  long lineno = 0;
+  while (line) {
+    if (!gzgets(g, line + len, (int)(cap - len))) {
+      if (len) {
+        lineno++;
+        char where[600];
+        rs_cf_print(where, sizeof where, "%s:%ld", name, lineno);
+        fn(ctx, it, line, where);
+      }
+      break;
+    }
+    len += strlen(line + len);
+    if (len && line[len - 1] != '\n' && len + 1 == cap) {
+      char *nl = realloc(line, cap * 2);
+      if (!nl) break;
+      line = nl, cap *= 2;
+      continue;
+    }
+    lineno++;
+    if (len > 1) {
+      char where[600];
+      rs_cf_print(where, sizeof where, "%s:%ld", name, lineno);
+      fn(ctx, it, line, where);
+    }
+    len = 0;
+  }
+  free(line);
+  gzclose(g);
+}
+
+int rs_cf_walk_corpus(rs_cf_run *run, unsigned suite, const char *dir, rs_cf_case_fn fn, void *ctx) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!ends_with(e->d_name, ".json") && !ends_with(e->d_name, ".jsonl.gz")) continue;
+    if (n == cap) {
+      char **nn = realloc(names, sizeof *nn * (cap = cap ? cap * 2 : 64));
+      if (!nn) break;
+      names = nn;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  closedir(d);
+  if (n) qsort(names, n, sizeof *names, by_name);
+  size_t top = run->fixtures ? strlen(run->fixtures) : 0;
+  for (size_t i = 0; i < n; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    const char *shown = top && strncmp(path, run->fixtures, top) == 0 && path[top] == '/' ? path + top + 1 : path;
+    rs_cf_item *it = rs_cf_add_item(run->r, suite, 1, shown);
+    if (!it) break;
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+      it->fail++;
+      RS_CF_PRINT(it->message, "%s: not a regular file (symbolic links are refused)", shown);
+      continue;
+    }
+    if (ends_with(names[i], ".jsonl.gz")) walk_gz(path, shown, it, fn, ctx);
+    else {
+      char *text = rs_read_text(path);
+      if (!text) {
+        it->fail++;
+        RS_CF_PRINT(it->message, "%s", rs_last_error());
+        continue;
+      }
+      fn(ctx, it, text, shown);
+      free(text);
+    }
+  }
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return (int)n;
+}
+
+rs_status rs_cf_save_failure(const rs_cf_run *run, const char *text, const char *stem, char *path,
+                             size_t cap) {
+  if (mkdir(run->failures, 0777) != 0 && errno != EEXIST)
+    return rs_fail(RS_ERR_IO, "--failures: mkdir %s: %s", run->failures, strerror(errno));
+  snprintf(path, cap, "%s/%s-%016llx.json", run->failures, stem,
+           (unsigned long long)XXH3_64bits(text, strlen(text)));
+  FILE *f = fopen(path, "w");
+  if (!f) return rs_fail(RS_ERR_IO, "--failures: cannot write %s: %s", path, strerror(errno));
+  int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
+  if (fclose(f) || bad) return rs_fail(RS_ERR_IO, "--failures: cannot write %s", path);
+  return RS_OK;
+}
+
+/* ---- the run ---- */
+
+static void quote(const char *s, char *out, size_t cap) {
+  size_t n = 0;
+  if (cap < 3) return;
+  out[n++] = '\'';
+  for (; *s && n + 6 < cap; s++) {
+    if (*s == '\'') {
+      memcpy(out + n, "'\\''", 4);
+      n += 4;
+    } else
+      out[n++] = *s;
+  }
+  out[n++] = '\'';
+  out[n] = 0;
+}
+
+static void not_implemented(rs_cf_run *run, unsigned suite) {
+  rs_cf_item *it = rs_cf_add_item(run->r, suite, 0, "suite");
+  if (!it) return;
+  it->not_implemented = 1;
+  RS_CF_PRINT(it->message, "the %s suite is not implemented in this version of reshard conform",
+           rs_cf_suite_name(suite));
+  printf("NOT IMPLEMENTED %s: nothing was checked (not a pass)\n", rs_cf_suite_name(suite));
+}
+
+rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r) {
+  memset(r, 0, sizeof *r);
+  rs_cf_run run = {o, b, r, o->fixtures, o->failures ? o->failures : "conform-failures", ""};
+  char q[1800];
+  quote(rs_cf_backend_spec(b), q, sizeof q);
+  snprintf(run.replay, sizeof run.replay, "reshard conform --backend %s --replay", q);
+  for (size_t i = 0; i < NSUITES; i++) {
+    unsigned s = SUITES[i].bit;
+    if (!(o->suites & s)) continue;
+    int before = r->n;
+    if (!o->quiet) printf("== suite %s (backend %s)\n", SUITES[i].name, rs_cf_backend_name(b));
+    fflush(stdout);
+    if (s == RS_CF_SUITE_REDISTRIBUTE) rs_cf_suite_redistribute(&run);
+    else if (s == RS_CF_SUITE_TP) rs_cf_suite_tp(&run);
+    else not_implemented(&run, s);
+    (void)before;
+  }
+  r->failed = 0;
+  for (int i = 0; i < r->n; i++) r->failed += r->item[i].fail > 0;
+  return RS_OK;
+}
+
+/* ---- replay ---- */
+
+rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, char *msg, size_t cap) {
+  *failed = 0;
+  char *text = rs_read_text(path);
+  if (!text) return rs_fail(RS_ERR_INVALID, "--replay: %s", rs_last_error());
+  cJSON *root = NULL;
+  rs_status st = rs_json_parse(text, &root);
+  if (st) {
+    free(text);
+    return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, rs_last_error());
+  }
+  int is_tp = cJSON_GetObjectItemCaseSensitive(root, "tp_dim") != NULL;
+  cJSON_Delete(root);
+  rs_outcome o;
+  char *m = malloc(8192);
+  if (!m) {
+    free(text);
+    return rs_fail(RS_ERR_NOMEM, "--replay: out of memory");
+  }
+  m[0] = 0;
+  if (is_tp) {
+    rs_tp_case *c = malloc(sizeof *c);
+    if (!c || (st = rs_tp_case_from_json(text, c))) {
+      free(c), free(m), free(text);
+      return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, c ? rs_last_error() : "out of memory");
+    }
+    if (!(rs_cf_backend_caps(b) & RS_CF_TP)) o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capability 'tp'");
+    else o = rs_cf_tp_one(b, c, m, 8192);
+    free(c);
+  } else {
+    rs_case *c = malloc(sizeof *c);
+    if (!c || (st = rs_case_from_json(text, c))) {
+      free(c), free(m), free(text);
+      return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, c ? rs_last_error() : "out of memory");
+    }
+    if (!(rs_cf_backend_caps(b) & RS_CF_REDISTRIBUTE)) o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capability 'redistribute'");
+    else o = rs_cf_redistribute_one(b, c, m, 8192);
+    free(c);
+  }
+  *failed = o == RS_FAIL;
+  snprintf(msg, cap, "%s: %s%s%s", is_tp ? "tp" : "redistribute", o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
+           m[0] ? ": " : "", m);
+  free(m);
+  free(text);
+  return RS_OK;
+}

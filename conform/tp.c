@@ -1,0 +1,139 @@
+/* tp.c - the tensor-parallel suite of `reshard conform`: props' TP campaign (rs_tp_check) with the
+ * backend hook, then the TP corpora of fixtures/tp (curated, regressions, recorded PyTorch). A
+ * backend's forward is held to the unsharded forward bit for bit, each rank's local output in its
+ * box of the output layout the styles name. The collectives it issues are its own business. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "conform/suite.h"
+#include "props/tp.h"
+
+static rs_outcome forward(void *ctx, const rs_tp_case *c, rs_locals *out, char *msg, size_t cap) {
+  rs_cf_call *call = malloc(sizeof *call);
+  if (!call) {
+    snprintf(msg, cap, "conform: out of memory");
+    return RS_FAIL;
+  }
+  rs_cf_tp_forward(ctx, c, out, call);
+  rs_outcome o = RS_PASS;
+  if (call->result == RS_BACKEND_UNSUPPORTED) {
+    snprintf(msg, cap, "unsupported: %s", call->msg);
+    o = RS_SKIP;
+  } else if (call->result != RS_BACKEND_OK) {
+    snprintf(msg, cap, "backend failed%s%s: %s", call->fault ? " - " : "",
+             call->fault ? rs_exec_fault_name(call->fault) : "", call->msg);
+    o = RS_FAIL;
+  }
+  free(call);
+  return o;
+}
+
+static void hook(rs_tp_check_opts *t, rs_cf_backend *b) {
+  memset(t, 0, sizeof *t);
+  t->backend = forward;
+  t->backend_ctx = b;
+}
+
+rs_outcome rs_cf_tp_one(rs_cf_backend *b, const rs_tp_case *c, char *msg, size_t cap) {
+  rs_tp_check_opts t;
+  hook(&t, b);
+  return rs_tp_prop_backend(c, &t, msg, cap);
+}
+
+static void campaign(rs_cf_run *run) {
+  rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_TP, 0, "backend_tp_oracle");
+  if (!it) return;
+  rs_tp_check_opts t;
+  hook(&t, run->b);
+  t.seed = run->o->seed;
+  /* rs_tp_check counts cases; a --seconds run gets a case count from a first timed batch */
+  t.cases = run->o->cases > 0 ? run->o->cases : 0;
+  t.shrink_runs = run->o->shrink_runs;
+  t.regress_dir = run->failures;
+  t.quiet = run->o->quiet;
+  t.keep_going = 1;
+  rs_tp_check_result *res = calloc(1, sizeof *res);
+  if (!res) return;
+  if (t.cases <= 0) {
+    /* by time: batches of 50 cases with seeds following on, until the time is up */
+    double spent = 0;
+    for (int64_t done = 0; spent < run->o->seconds; done += 50) {
+      rs_tp_check_result part;
+      t.cases = 50;
+      t.seed = run->o->seed + (uint64_t)done;
+      if (rs_tp_check(&t, &part) != RS_OK) break;
+      res->cases += part.cases, res->pass += part.pass, res->fail += part.fail, res->skip += part.skip;
+      if (part.fail && !res->message[0]) {
+        memcpy(res->message, part.message, sizeof res->message);
+        memcpy(res->fixture, part.fixture, sizeof res->fixture);
+      }
+      spent += part.seconds;
+    }
+    res->seconds = spent;
+  } else if (rs_tp_check(&t, res) != RS_OK) {
+    it->fail++;
+    RS_CF_PRINT(it->message, "campaign: %s", rs_last_error());
+  }
+  it->pass += res->pass, it->fail += res->fail, it->skip += res->skip;
+  it->seconds = res->seconds;
+  if (res->fail) {
+    RS_CF_PRINT(it->message, "%s", res->message);
+    RS_CF_PRINT(it->replay, "%s %s", run->replay, res->fixture);
+    printf("FAIL tp %s (shrunk)\n  %s\n  replay: %s\n", it->name, it->message, it->replay);
+  }
+  if (!run->o->quiet || res->fail)
+    printf("tp: %lld cases: %lld pass, %lld fail, %lld skip (%.2f s)\n", (long long)res->cases, (long long)res->pass,
+           (long long)res->fail, (long long)res->skip, res->seconds);
+  fflush(stdout);
+  free(res);
+}
+
+typedef struct corpus_ctx {
+  rs_cf_run *run;
+  rs_tp_case c;
+  char msg[8192];
+} corpus_ctx;
+
+static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char *where) {
+  corpus_ctx *x = vctx;
+  if (rs_tp_case_from_json(text, &x->c) != RS_OK) {
+    it->skip++;
+    RS_CF_PRINT(it->message, "%s: not a TP case: %s", where, rs_last_error());
+    return;
+  }
+  rs_outcome out = rs_cf_tp_one(x->run->b, &x->c, x->msg, sizeof x->msg);
+  if (out == RS_PASS) it->pass++;
+  else if (out == RS_SKIP) {
+    if (!it->skip++ && !it->fail) RS_CF_PRINT(it->message, "%s: %s", where, x->msg);
+  } else {
+    char path[1024] = "";
+    char *cj = it->fail ? NULL : rs_tp_case_to_json(&x->c);
+    if (!cj || rs_cf_save_failure(x->run, cj, "tp", path, sizeof path)) path[0] = 0;
+    free(cj);
+    rs_cf_item_failed(x->run, it, where, x->msg, path[0] ? path : NULL);
+  }
+}
+
+static const char *const CORPORA[] = {"tp/curated", "tp/regressions", "tp"};
+
+void rs_cf_suite_tp(rs_cf_run *run) {
+  if (!(rs_cf_backend_caps(run->b) & RS_CF_TP)) {
+    rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_TP, 0, "backend_tp_oracle");
+    if (it) {
+      it->skip = 1;
+      RS_CF_PRINT(it->message, "the backend lacks the capability 'tp'");
+    }
+    return;
+  }
+  campaign(run);
+  if (!run->fixtures) return;
+  corpus_ctx *x = calloc(1, sizeof *x);
+  if (!x) return;
+  x->run = run;
+  for (size_t i = 0; i < sizeof CORPORA / sizeof CORPORA[0]; i++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", run->fixtures, CORPORA[i]);
+    rs_cf_walk_corpus(run, RS_CF_SUITE_TP, dir, one_fixture, x);
+  }
+  free(x);
+}

@@ -1,0 +1,159 @@
+/* cmd_conform.c - `reshard conform`: hold another backend (a plug-in library or a process speaking
+ * the JSON-lines protocol) to the contract: the property campaigns and fixture corpora of each
+ * suite, bit for bit against the oracle, failures shrunk with the command that replays them
+ * (docs/conformance.md). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "conform/conform.h"
+
+static const char *C = "conform";
+
+static const char *HELP =
+    "usage: reshard conform --backend LIB.so[?OPTIONS]|exec:'CMD ARGS' [options]\n"
+    "Runs the property campaigns and the fixture corpora of the chosen suites against another\n"
+    "backend, compares every result bit for bit with the oracle, shrinks each failure and prints\n"
+    "the command that replays it against the same backend (docs/conformance.md).\n"
+    "  --backend B        a plug-in (include/reshard/backend.h) or exec:CMD (the process protocol)\n"
+    "  --suite LIST       redistribute, tp, p2p, ckpt, all, or a comma list (default all)\n"
+    "  --seed S           campaign seed (default 1)\n"
+    "  --cases N          cases per suite's campaign (default 1000), or\n"
+    "  --seconds T        run each suite's campaign for T seconds\n"
+    "  --timeout SEC      a process backend's time per exchange (default 30)\n"
+    "  --shrink-runs N    attempts per shrunk failure (default 2000; a process backend 300)\n"
+    "  --fixtures DIR|none  the fixtures folder whose corpora run too (default: the source tree's)\n"
+    "  --failures DIR     where shrunk failures are saved (default conform-failures)\n"
+    "  --junit F, --json F  reports; --quiet: only failures and the summary\n"
+    "  --replay FILE      re-run one saved failure against the backend (exit 1 if it still fails)\n"
+    "Exit: 0 all passed, 1 a failure, 2 bad usage or input (a missing or invalid backend), 3 out of memory.\n"
+    "Capabilities the backend lacks are reported as skipped, never as passed.\n";
+
+static int parse_seconds(const char *flag, const char *v, double *out) {
+  char *end;
+  double t = v ? strtod(v, &end) : 0;
+  if (!v || *end || !(t > 0) || t > 86400) return cli_usage_error(C, "%s: expected seconds in (0, 86400]", flag);
+  *out = t;
+  return CLI_OK;
+}
+
+static void summary(const rs_conform_opts *o, const rs_cf_backend *b, const rs_cf_result *r) {
+  printf("%-14s %-44s %8s %6s %6s\n", "suite", "property / fixture", "pass", "fail", "skip");
+  int64_t p = 0, f = 0, s = 0;
+  int ni = 0;
+  for (int i = 0; i < r->n; i++) {
+    const rs_cf_item *it = &r->item[i];
+    p += it->pass, f += it->fail, s += it->skip;
+    if (it->not_implemented) {
+      ni++;
+      printf("%-14s %-44s %s\n", rs_cf_suite_name(it->suite), it->name, "NOT IMPLEMENTED (not a pass)");
+      continue;
+    }
+    if (o->quiet && !it->fail) continue;
+    const char *nm = it->name;
+    size_t len = strlen(nm);
+    printf("%-14s %-44s %8lld %6lld %6lld%s\n", rs_cf_suite_name(it->suite), len > 44 ? nm + len - 44 : nm,
+           (long long)it->pass, (long long)it->fail, (long long)it->skip,
+           it->fail ? "  FAILED" : (!it->pass && it->skip) ? "  SKIPPED" : "");
+    if ((it->fail || (!it->pass && it->skip)) && it->message[0]) printf("    %s\n", it->message);
+    if (it->replay[0]) printf("    replay: %s\n", it->replay);
+  }
+  printf("backend %s: %lld passed, %lld failed, %lld skipped; %d of %d items failed%s\n", rs_cf_backend_name(b),
+         (long long)p, (long long)f, (long long)s, r->failed, r->n, ni ? "; some suites NOT IMPLEMENTED" : "");
+}
+
+int cmd_conform(int argc, char **argv) {
+  rs_conform_opts o;
+  memset(&o, 0, sizeof o);
+  o.seed = 1;
+  const char *backend = NULL, *suite = "all", *replay = NULL, *fixtures = NULL, *v;
+  double timeout = 30;
+  long long cases = 0, shrink = 0;
+  int r;
+  int seconds_given = 0;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      fputs(HELP, stdout);
+      return CLI_OK;
+    }
+    if (cli_flag(argv, i, "--quiet")) {
+      o.quiet = 1;
+      continue;
+    }
+    CLI_OPT(C, "--backend", backend);
+    CLI_OPT(C, "--suite", suite);
+    CLI_OPT(C, "--replay", replay);
+    CLI_OPT(C, "--fixtures", fixtures);
+    CLI_OPT(C, "--failures", o.failures);
+    CLI_OPT(C, "--junit", o.junit);
+    CLI_OPT(C, "--json", o.json);
+    if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
+      unsigned long long s;
+      if (r < 0 || cli_u64(v, &s)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+      o.seed = s;
+      continue;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
+      if (r < 0 || cli_int(v, 1, (long long)1 << 40, &cases)) return cli_usage_error(C, "--cases: expected a positive integer");
+      continue;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--shrink-runs", &v)) != 0) {
+      if (r < 0 || cli_int(v, 0, 1000000, &shrink)) return cli_usage_error(C, "--shrink-runs: expected 0..1000000");
+      continue;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--seconds", &v)) != 0) {
+      if (parse_seconds("--seconds", r < 0 ? NULL : v, &o.seconds)) return CLI_USAGE;
+      seconds_given = 1;
+      continue;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--timeout", &v)) != 0) {
+      if (parse_seconds("--timeout", r < 0 ? NULL : v, &timeout)) return CLI_USAGE;
+      continue;
+    }
+    return cli_usage_error(C, "unknown argument '%s' (see reshard conform --help)", argv[i]);
+  }
+  if (!backend) return cli_usage_error(C, "--backend: required (a plug-in .so or exec:CMD)");
+  if (cases && seconds_given) return cli_usage_error(C, "--cases and --seconds: give one of them");
+  o.cases = seconds_given ? 0 : cases ? cases : 1000;
+  if (rs_cf_parse_suites(suite, &o.suites)) return cli_status_error(C, NULL);
+  int is_exec = strncmp(backend, "exec:", 5) == 0;
+  o.shrink_runs = shrink ? (int)shrink : is_exec ? 300 : 2000;
+  if (fixtures && strcmp(fixtures, "none") == 0) o.fixtures = NULL;
+  else if (fixtures) {
+    if (access(fixtures, R_OK) != 0) return cli_usage_error(C, "--fixtures: '%s': no such folder", fixtures);
+    o.fixtures = fixtures;
+  } else {
+#ifdef RS_SOURCE_FIXTURES
+    if (access(RS_SOURCE_FIXTURES, R_OK) == 0) o.fixtures = RS_SOURCE_FIXTURES;
+#endif
+  }
+  rs_cf_backend *b;
+  rs_status st = rs_cf_backend_open(backend, timeout, &b);
+  if (st) return cli_status_error(C, NULL);
+  int rc = CLI_OK;
+  if (replay) {
+    int failed = 0;
+    char msg[8192];
+    st = rs_conform_replay(b, replay, &failed, msg, sizeof msg);
+    if (st) rc = cli_status_error(C, NULL);
+    else {
+      printf("%s\n", msg);
+      rc = failed ? CLI_FAIL : CLI_OK;
+    }
+    rs_cf_backend_close(b);
+    return rc;
+  }
+  if (!o.quiet) printf("backend %s (%s)\n", rs_cf_backend_name(b), backend);
+  rs_cf_result res;
+  st = rs_conform_run(&o, b, &res);
+  if (st) rc = cli_status_error(C, NULL);
+  else {
+    summary(&o, b, &res);
+    if (o.junit && rs_cf_write_junit(o.junit, b, &res)) rc = cli_status_error(C, NULL);
+    else if (o.json && rs_cf_write_json(o.json, &o, b, &res)) rc = cli_status_error(C, NULL);
+    else rc = res.failed ? CLI_FAIL : CLI_OK;
+  }
+  rs_cf_result_free(&res);
+  rs_cf_backend_close(b);
+  return rc;
+}
