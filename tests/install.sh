@@ -54,8 +54,9 @@ elif ! "$P/bin/reshard" conform --help >/dev/null 2>&1; then
     fail "the plug-in does not export rs_backend_entry"
 else
   expect_rc 0 "$P/bin/reshard" conform --backend "$T/proj/build/libplugin.so" --suite redistribute --cases 300 \
-    --seed 7 --regress-dir "$T/reg"
+    --seed 7 --failures "$T/reg" --fixtures "$S/fixtures"
   expect_out "redistribute"
+  tail -n 4 "$T/out"
 fi
 [ "$fails" = 0 ] || exit 1
-echo "install: the package installed, found by find_package and pkg-config, consumer ran both ways"
+echo "install: the package installed, found by find_package and pkg-config, consumer ran both ways${plugin:+, plug-in built}"

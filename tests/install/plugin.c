@@ -1,14 +1,42 @@
 /* plugin.c - a backend plug-in written outside the tree against the installed headers
- * (reshard/backend.h) and library: its redistribute is reshard's own ref, so `reshard conform`
+ * (reshard/backend.h) and library: its redistribute is reshard's opt (its own schedule follows the
+ * canonical event order, so Partial destinations hold the contract's pieces), so `reshard conform`
  * must pass it. tests/install.sh builds it from the installed package and runs conform on it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <reshard/backend.h>
+#include <reshard/opt.h>
 #include <reshard/reshard.h>
+
+typedef struct plugin {
+  rs_world *world;
+  rs_opt *opt;
+} plugin;
+
+static int create(const char *options, void **self, char *msg, size_t cap) {
+  (void)options;
+  plugin *p = calloc(1, sizeof *p);
+  if (!p || rs_world_init("local", NULL, NULL, &p->world) != RS_OK || rs_opt_create(&p->opt) != RS_OK) {
+    snprintf(msg, cap, "opt: %s", p ? rs_last_error() : "out of memory");
+    if (p && p->world) rs_world_finalize(p->world);
+    free(p);
+    return RS_BACKEND_ERROR;
+  }
+  *self = p;
+  return RS_BACKEND_OK;
+}
+
+static void destroy(void *self) {
+  plugin *p = self;
+  rs_opt_destroy(p->opt);
+  rs_world_finalize(p->world);
+  free(p);
+}
 
 static int redistribute(void *self, const char *case_json, const rs_backend_bufs *in, rs_backend_bufs *out,
                         char *msg, size_t cap) {
-  (void)self;
+  plugin *p = self;
   rs_case c;
   rs_locals src = {0}, dst = {0};
   int rc = RS_BACKEND_ERROR;
@@ -30,7 +58,7 @@ static int redistribute(void *self, const char *case_json, const rs_backend_bufs
     }
     if (src.r[i].nbytes) memcpy(src.r[i].data, in->b[i].data, (size_t)src.r[i].nbytes);
   }
-  if (rs_ref_redistribute(&c, &src, &dst, NULL) != RS_OK) goto done;
+  if (rs_opt_redistribute(p->opt, p->world, &c, &src, &dst, NULL) != RS_OK) goto done;
   for (int i = 0; i < out->n; i++) {
     rs_backend_buf *b = &out->b[i];
     if (dst.r[i].nbytes > b->capacity) {
@@ -55,7 +83,9 @@ out:
 static const rs_backend BACKEND = {
     .struct_size = sizeof(rs_backend),
     .abi_version = RS_BACKEND_ABI_VERSION,
-    .name = "install-test (reshard ref behind the plug-in ABI)",
+    .name = "install-test (reshard opt behind the plug-in ABI)",
+    .create = create,
+    .destroy = destroy,
     .redistribute = redistribute,
 };
 
