@@ -17,8 +17,12 @@ per-rank LocalTensors, so PyTorch's own code paths run end to end on CPU:
                 its local shard under its global offset)
 
 A case PyTorch refuses (an exception inside torch) is answered ok:false with its message: a
-failure of that case, which is what a conformance run should show. Stdout carries only protocol
-lines; torch's warnings go to stderr.
+failure of that case, which is what a conformance run should show. Options:
+  --refusals-skip  answer such cases "unsupported" instead (skipped), so that a campaign's failures
+                   are only wrong bytes or shapes and its shrunk failure is one of those
+  --log FILE       append one JSON line per refused case ({"op", "message"}) to FILE, to count
+                   PyTorch's refusals by kind
+Stdout carries only protocol lines; torch's warnings go to stderr.
 """
 import base64
 import json
@@ -231,6 +235,11 @@ OPS = {"redistribute": op_redistribute, "tp": op_tp, "ckpt_save": op_ckpt_save, 
 
 
 def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--refusals-skip", action="store_true")
+    ap.add_argument("--log")
+    args = ap.parse_args()
     for line in sys.stdin:
         try:
             req = json.loads(line)
@@ -255,7 +264,13 @@ def main():
             except Exception as e:  # PyTorch refused or failed this case: a failure of the case
                 traceback.print_exc(file=sys.stderr)
                 first = (str(e).strip().splitlines() or [""])[0][:300]
-                ans.update({"ok": False, "message": "%s: %s" % (type(e).__name__, first)})
+                msg = "%s: %s" % (type(e).__name__, first)
+                ans.update({"ok": False, "message": msg})
+                if args.refusals_skip:
+                    ans.update({"unsupported": True, "message": "PyTorch refused: " + msg})
+                if args.log:
+                    with open(args.log, "a") as f:
+                        f.write(json.dumps({"op": op, "message": msg}) + "\n")
         ans.setdefault("id", req.get("id"))
         send(ans)
 
