@@ -179,4 +179,24 @@ if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
   RS_FUZZ_OUT="$out/fuzz" RS_FUZZ_SECONDS=${RS_FUZZ_SECONDS:-20} bash ci/fuzz.sh
 fi
 
+# ---- live PyTorch behind `reshard conform` (tools/pytorch/backend.py, docs/conformance.md) ------------
+# Only where torch imports (RS_TORCH_PYTHON, default python3). PyTorch's own refusals are reported
+# as skipped (--refusals-skip) and its disagreements are findings, not CI failures: the stage gates
+# on the protocol (exit 0 or 1, a JSON report with passing cases), not on PyTorch. ~50 s with torch.
+TPY=${RS_TORCH_PYTHON:-python3}
+if "$TPY" -c "import torch, numpy" 2>/dev/null; then
+  stage "live PyTorch backend: redistribute and tp, $(( CASES / 2000 )) cases each"
+  for suite in redistribute tp; do
+    rc=0
+    $R conform --backend "exec:$TPY tools/pytorch/backend.py --refusals-skip" --suite $suite --fixtures none \
+      --cases $(( CASES / 2000 )) --seed 1 --shrink-runs 30 --timeout 120 --failures "$out/conform-pytorch" \
+      --json "$out/pytorch-$suite.json" --quiet >"$out/pytorch-$suite.log" 2>&1 || rc=$?
+    tail -n 3 "$out/pytorch-$suite.log"
+    [ "$rc" -le 1 ] && grep -Eq '"pass":[[:space:]]*[1-9]' "$out/pytorch-$suite.json" ||
+      { echo "live PyTorch backend ($suite): exit $rc"; tail -n 20 "$out/pytorch-$suite.log"; exit 1; }
+  done
+else
+  echo "skipped: live PyTorch backend (no torch for $TPY; set RS_TORCH_PYTHON to a python with torch)"
+fi
+
 stage "all tests passed"
