@@ -88,7 +88,11 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
 /* XML text or attribute value: markup characters escaped, control characters other than tab and
  * line feed dropped (XML 1.0 cannot hold them), and bytes of invalid UTF-8 replaced by '?' so a
  * parser never rejects the file. */
-void rs__xml_escape(FILE *f, const char *s) {
+static void xml_out(FILE *f, const char *s, int attr);
+void rs__xml_escape(FILE *f, const char *s) { xml_out(f, s, 1); }
+void rs__xml_text(FILE *f, const char *s) { xml_out(f, s, 0); }
+
+static void xml_out(FILE *f, const char *s, int attr) {
   const unsigned char *p = (const unsigned char *)s;
   while (*p) {
     unsigned char c = *p;
@@ -109,8 +113,8 @@ void rs__xml_escape(FILE *f, const char *s) {
       case '<': fputs("&lt;", f); break;
       case '>': fputs("&gt;", f); break;
       case '&': fputs("&amp;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\n': fputs("&#10;", f); break;
+      case '"': fputs(attr ? "&quot;" : "\"", f); break;
+      case '\n': fputs(attr ? "&#10;" : "\n", f); break;
       default:
         if (c >= 0x20 || c == '\t') fputc(c, f);
     }
@@ -146,14 +150,14 @@ void rs__junit_property(FILE *f, const char *suite, const char *name, const char
       /* the command first (what a person copies), then the shrunk case itself, so the report stands
        * alone when the regression directory is not kept as an artifact */
       fprintf(f, "replay: ");
-      rs__xml_escape(f, replay);
+      rs__xml_text(f, replay);
       fputc(' ', f);
-      rs__xml_escape(f, fixture);
+      rs__xml_text(f, fixture);
       struct stat sb;
       char *text = lstat(fixture, &sb) == 0 && S_ISREG(sb.st_mode) ? rs_read_text(fixture) : NULL;
       if (text) {
         fputs("\nshrunk case:\n", f);
-        rs__xml_escape(f, text);
+        rs__xml_text(f, text);
         free(text);
       }
       rs_clear_error();

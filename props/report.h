@@ -34,8 +34,10 @@ FILE *rs__junit_open(const char *path, const char *suite, int tests, int failure
 void rs__junit_property(FILE *f, const char *suite, const char *name, const char *failure, const char *replay,
                         const char *fixture, int skipped);
 rs_status rs__junit_close(FILE *f, const char *path);
-/* s as XML text (also valid inside a double-quoted attribute). */
+/* s escaped for a double-quoted XML attribute (line feeds as &#10;), and for element text (line
+ * feeds and quotes kept, so the file reads as it prints). */
 void rs__xml_escape(FILE *f, const char *s);
+void rs__xml_text(FILE *f, const char *s);
 
 /* A campaign's JSON summary: `root` printed (and freed) into the file at `path`, one line feed after. */
 rs_status rs__report_json_write(cJSON *root, const char *path);

@@ -279,7 +279,7 @@ rs_status rs_html_failure_add(rs_html *h, const rs_html_failure *fl) {
   fprintf(f, "<section class=\"failure\" id=\"f%d\"><h2>FAIL ", h->nfail);
   rs__xml_escape(f, fl->name);
   fprintf(f, "</h2>\n<pre class=\"msg\">");
-  rs__xml_escape(f, fl->message ? fl->message : "");
+  rs__xml_text(f, fl->message ? fl->message : "");
   fprintf(f, "</pre>\n");
   if (fl->replay && fl->replay[0]) {
     fprintf(f, "<p>replay: <code class=\"cmd\">");
@@ -316,7 +316,7 @@ rs_status rs_html_failure_add(rs_html *h, const rs_html_failure *fl) {
   }
   if (fl->case_json) {
     fprintf(f, "<details open><summary>shrunk case</summary><pre>");
-    rs__xml_escape(f, fl->case_json);
+    rs__xml_text(f, fl->case_json);
     fprintf(f, "</pre></details>\n");
   }
   fprintf(f, "</section>\n");
