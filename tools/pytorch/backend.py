@@ -93,6 +93,12 @@ def op_redistribute(req):
         return {"ok": False, "message": "%d locals for %d mesh ranks" % (len(locs), n)}
     graph = {"auto": None, "greedy": False, "graph": True}[case.planner]
     out = RUNNER.redistribute(n, locs, src_spec, dst_spec, graph)
+    want = rs_torch.TORCH_DTYPES[case.dtype]
+    changed = sorted({str(t.dtype) for t in out if t.dtype != want})
+    if changed:
+        # PyTorch's true division of integers (R -> P(sum) partition, P(avg)): its answer is not in
+        # the case's dtype, so it cannot be the contract's bytes; said as such, not sent as garbage
+        return {"ok": False, "message": "PyTorch changed the dtype: %s -> %s" % (case.dtype, ", ".join(changed))}
     return {"ok": True, "locals": [encode(out[p], case.ranks[p]) for p in range(n)]}
 
 
