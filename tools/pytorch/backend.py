@@ -18,8 +18,9 @@ per-rank LocalTensors, so PyTorch's own code paths run end to end on CPU:
 
 A case PyTorch refuses (an exception inside torch) is answered ok:false with its message: a
 failure of that case, which is what a conformance run should show. Options:
-  --refusals-skip  answer such cases "unsupported" instead (skipped), so that a campaign's failures
-                   are only wrong bytes or shapes and its shrunk failure is one of those
+  --refusals-skip  answer such cases, and results in another dtype (PyTorch's true division of
+                   integers), "unsupported" instead (skipped), so that a campaign's failures are
+                   only wrong bytes or shapes and its shrunk failure is one of those
   --log FILE       append one JSON line per refused case ({"op", "message"}) to FILE, to count
                    PyTorch's refusals by kind
 Stdout carries only protocol lines; torch's warnings go to stderr.
@@ -98,7 +99,7 @@ def op_redistribute(req):
     if changed:
         # PyTorch's true division of integers (R -> P(sum) partition, P(avg)): its answer is not in
         # the case's dtype, so it cannot be the contract's bytes; said as such, not sent as garbage
-        return {"ok": False, "message": "PyTorch changed the dtype: %s -> %s" % (case.dtype, ", ".join(changed))}
+        raise Deviates("PyTorch changed the dtype: %s -> %s" % (case.dtype, ", ".join(changed)))
     return {"ok": True, "locals": [encode(out[p], case.ranks[p]) for p in range(n)]}
 
 
@@ -185,6 +186,11 @@ class Unsupported(Exception):
     pass
 
 
+class Deviates(Exception):
+    """PyTorch answered, but in a form the contract does not allow (another dtype): a failure of the
+    case, or with --refusals-skip a skip, like a refusal."""
+
+
 def _boxes(dtype, shape, mshape, placements, ranks):
     """Each rank's (rank, start, size) for a layout (SPEC 4, default shard order)."""
     case = rs_model.Case({"mesh": {"shape": mshape, "ranks": ranks}, "tensor": {"shape": shape, "dtype": dtype},
@@ -268,12 +274,15 @@ def main():
             except Unsupported as e:
                 ans.update({"ok": False, "unsupported": True, "message": str(e)})
             except Exception as e:  # PyTorch refused or failed this case: a failure of the case
-                traceback.print_exc(file=sys.stderr)
                 first = (str(e).strip().splitlines() or [""])[0][:300]
-                msg = "%s: %s" % (type(e).__name__, first)
+                if isinstance(e, Deviates):
+                    msg = first
+                else:
+                    traceback.print_exc(file=sys.stderr)
+                    msg = "%s: %s" % (type(e).__name__, first)
                 ans.update({"ok": False, "message": msg})
                 if args.refusals_skip:
-                    ans.update({"unsupported": True, "message": "PyTorch refused: " + msg})
+                    ans.update({"unsupported": True, "message": "not held (--refusals-skip): " + msg})
                 if args.log:
                     with open(args.log, "a") as f:
                         f.write(json.dumps({"op": op, "message": msg}) + "\n")
