@@ -167,6 +167,15 @@ $R tp check --impl both --seed 1 --cases "$CASES" --quiet --regress-dir "$out/re
 if [ -x build-asan/reshard ]; then
   build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions/tp"
 fi
+# reshard conform (docs/conformance.md): opt wrapped as a backend plug-in through every suite:
+# CASES/10 campaign cases for redistribute, tp and p2p plus every fixture corpus (~4,800 recorded and
+# hand-made cases), CASES/200 for ckpt (each case writes and fsyncs a checkpoint). The planted-bug
+# backends and the crashing, hanging and garbage children ran in ctest (conform).
+stage "conform: opt as a backend plug-in, $(( CASES / 10 )) cases per suite ($(( CASES / 200 )) ckpt) and every corpus"
+$R conform --backend build/tests/libconform_opt_plugin.so --suite redistribute,tp,p2p --cases $(( CASES / 10 )) --quiet \
+  --failures "$out/conform-failures" --junit "$out/conform.junit.xml" --json "$out/conform.json"
+$R conform --backend build/tests/libconform_opt_plugin.so --suite ckpt --cases $(( CASES / 200 )) --quiet \
+  --failures "$out/conform-failures" --junit "$out/conform-ckpt.junit.xml" --json "$out/conform-ckpt.json"
 # ---- input robustness (docs/cli-robustness.md): the build matrix and the fuzz targets ---------------
 # Hostile-input, replay and --enumeration tests (test_hostile_input, cli_hostile, cli_enumeration,
 # replay_opt_failure, fuzz_*_seeds) already ran in every ctest above; these two stages need their own

@@ -7,22 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "conform/conform.h"
-#include "conform/proto.h"
+#include "conform/backend_internal.h"
 #include "core/elf_check.h"
 #include "core/json.h"
 #include "core/mutant.h"
 
-struct rs_cf_backend {
-  char *spec;
-  rs_proto *proto;   /* exec: */
-  void *dl;          /* plug-in */
-  rs_backend abi;    /* the plug-in's struct, zero past its struct_size */
-  void *self;
-  char name[128];
-  unsigned caps;
-  int ckpt_reshard;
-};
+
 
 unsigned rs_cf_backend_caps(const rs_cf_backend *b) { return b->caps; }
 const char *rs_cf_backend_name(const rs_cf_backend *b) { return b->name; }
@@ -134,20 +124,20 @@ void rs_cf_backend_close(rs_cf_backend *b) {
 
 /* ---- calls ---- */
 
-static void call_set(rs_cf_call *call, int result, rs_exec_fault fault, const char *fmt, const char *arg) {
+void rs__cf_call_set(rs_cf_call *call, int result, rs_exec_fault fault, const char *fmt, const char *arg) {
   call->result = result;
   call->fault = fault;
   snprintf(call->msg, sizeof call->msg, fmt, arg);
 }
 
 /* An answer that does not have the fields it must: garbage from a process (it restarts). */
-static void bad_answer(rs_cf_backend *b, rs_cf_call *call, const char *why) {
+void rs__cf_bad_answer(rs_cf_backend *b, rs_cf_call *call, const char *why) {
   if (b->proto) rs_proto_reject_answer(b->proto);
-  call_set(call, RS_BACKEND_ERROR, b->proto ? RS_EXEC_GARBAGE : RS_EXEC_FINE, "malformed answer: %s", why);
+  rs__cf_call_set(call, RS_BACKEND_ERROR, b->proto ? RS_EXEC_GARBAGE : RS_EXEC_FINE, "malformed answer: %s", why);
 }
 
 /* Send a request, classify the answer. Returns the answer on RS_BACKEND_OK (caller deletes). */
-static cJSON *request(rs_cf_backend *b, cJSON *req, rs_cf_call *call) {
+cJSON *rs__cf_request(rs_cf_backend *b, cJSON *req, rs_cf_call *call) {
   cJSON *ans = NULL;
   rs_exec_fault fault;
   rs_proto_result r = rs_proto_call(b->proto, req, &ans, call->msg, sizeof call->msg, &fault);
@@ -198,11 +188,11 @@ static int read_locals(rs_cf_backend *b, const cJSON *ans, const char *key, cons
   char why[512];
   if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != m->nranks) {
     snprintf(why, sizeof why, "'%s' must list %d tensors, one per mesh rank", key, m->nranks);
-    bad_answer(b, call, why);
+    rs__cf_bad_answer(b, call, why);
     return 0;
   }
   if (rs_locals_alloc(out, m->nranks)) {
-    call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
+    rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
     return 0;
   }
   int pos = 0;
@@ -214,13 +204,13 @@ static int read_locals(rs_cf_backend *b, const cJSON *ans, const char *key, cons
     int32_t rank;
     void *data;
     if (rs_proto_tensor_read(t, what, elem, RS_MAX_DIMS, &rank, &l->ndim, l->shape, &data, &l->nbytes)) {
-      bad_answer(b, call, rs_last_error());
+      rs__cf_bad_answer(b, call, rs_last_error());
       return 0;
     }
     l->data = data;
     if (rank != m->ranks[pos]) {
       snprintf(why, sizeof why, "%s.rank is %d, mesh position %d is world rank %d", what, rank, pos, m->ranks[pos]);
-      bad_answer(b, call, why);
+      rs__cf_bad_answer(b, call, why);
       return 0;
     }
     pos++;
@@ -233,7 +223,7 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
   memset(call, 0, sizeof *call);
   int n = c->mesh.nranks, es = rs_dtype_size(c->tensor.dtype);
   char *cj = rs_case_to_json(c);
-  if (!cj) return call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
+  if (!cj) return rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
   if (b->proto) {
     cJSON *req = cJSON_CreateObject(), *cs = NULL, *locals = cJSON_CreateArray();
     rs_json_parse(cj, &cs);
@@ -244,7 +234,7 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
       const rs_local *l = &in->r[p];
       cJSON_AddItemToArray(locals, rs_proto_tensor(c->mesh.ranks[p], l->ndim, l->shape, l->data, l->nbytes, NULL, NULL));
     }
-    cJSON *ans = request(b, req, call);
+    cJSON *ans = rs__cf_request(b, req, call);
     if (ans) read_locals(b, ans, "locals", &c->mesh, es, out, call);
     cJSON_Delete(ans);
     cJSON_Delete(req);
@@ -253,7 +243,7 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
   }
   rs_backend_buf *bi = calloc((size_t)n, sizeof *bi), *bo = calloc((size_t)n, sizeof *bo);
   if (!bi || !bo || rs_locals_for_layout(out, c, &c->dst)) {
-    call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", bi && bo ? rs_last_error() : "out of memory");
+    rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", bi && bo ? rs_last_error() : "out of memory");
   } else {
     for (int p = 0; p < n; p++) {
       buf_of(&bi[p], c->mesh.ranks[p], &in->r[p], NULL);
@@ -264,7 +254,7 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
     if (call->result != RS_BACKEND_OK && call->result != RS_BACKEND_UNSUPPORTED) call->result = RS_BACKEND_ERROR;
     char why[512];
     for (int p = 0; p < n && call->result == RS_BACKEND_OK; p++)
-      if (!take_buf(&bo[p], &out->r[p], es, why, sizeof why)) bad_answer(b, call, why);
+      if (!take_buf(&bo[p], &out->r[p], es, why, sizeof why)) rs__cf_bad_answer(b, call, why);
   }
   free(bi);
   free(bo);
@@ -323,7 +313,7 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
   tp_inputs *t = calloc(1, sizeof *t);
   char *cj = rs_tp_case_to_json(c);
   if (!t || !cj || tp_make_inputs(c, t)) {
-    call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "tp inputs: %s", t && cj ? rs_last_error() : "out of memory");
+    rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "tp inputs: %s", t && cj ? rs_last_error() : "out of memory");
     goto out;
   }
   if (b->proto) {
@@ -336,7 +326,7 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
       const rs_backend_buf *bb = &t->b[i];
       cJSON_AddItemToArray(inputs, rs_proto_tensor(-1, bb->ndim, bb->shape, bb->data, bb->nbytes, "name", bb->name));
     }
-    cJSON *ans = request(b, req, call);
+    cJSON *ans = rs__cf_request(b, req, call);
     if (ans) read_locals(b, ans, "locals", &c->mesh, 4, out, call);
     cJSON_Delete(ans);
     cJSON_Delete(req);
@@ -347,11 +337,11 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
   rs_backend_buf *bo = calloc((size_t)n, sizeof *bo);
   if (!bo || rs_locals_alloc(out, n)) {
     free(bo);
-    call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", "out of memory");
+    rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", "out of memory");
     goto out;
   }
   for (int p = 0; p < n && call->result == RS_BACKEND_OK; p++) {
-    if (rs_local_resize(&out->r[p], 3, gshape, 4)) call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
+    if (rs_local_resize(&out->r[p], 3, gshape, 4)) rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
     else buf_of(&bo[p], c->mesh.ranks[p], &out->r[p], NULL);
   }
   if (call->result == RS_BACKEND_OK) {
@@ -360,7 +350,7 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
     if (call->result != RS_BACKEND_OK && call->result != RS_BACKEND_UNSUPPORTED) call->result = RS_BACKEND_ERROR;
     char why[512];
     for (int p = 0; p < n && call->result == RS_BACKEND_OK; p++)
-      if (!take_buf(&bo[p], &out->r[p], 4, why, sizeof why)) bad_answer(b, call, why);
+      if (!take_buf(&bo[p], &out->r[p], 4, why, sizeof why)) rs__cf_bad_answer(b, call, why);
   }
   free(bo);
 out:

@@ -54,6 +54,21 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
 /* The TP forward of c; out receives every rank's local output (F32) as answered. */
 void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_cf_call *call);
 
+/* Cross-config (conform/backend_p2p.c): the backend's plan of model m, and its execution of m
+ * (src: every source local; got: the destination locals, allocated by the caller, filled here). */
+struct rs_p2p_model;
+struct rs_p2p_plan;
+struct rs_p2p_locals;
+void rs_cf_p2p_plan(rs_cf_backend *b, const struct rs_p2p_model *m, struct rs_p2p_plan *plan, rs_cf_call *call);
+void rs_cf_p2p_execute(rs_cf_backend *b, const struct rs_p2p_model *m, const struct rs_p2p_locals *src,
+                       struct rs_p2p_locals *got, rs_cf_call *call);
+/* Checkpoints (conform/backend_ckpt.c): save every tensor shard of w (the world of state spec
+ * `spec`, JSON) into dir; load the checkpoint in dir into w's shards (the world of `spec`). */
+struct rs_ckpt_world;
+void rs_cf_ckpt_save(rs_cf_backend *b, const char *spec, const struct rs_ckpt_world *w, const char *dir,
+                     rs_cf_call *call);
+void rs_cf_ckpt_load(rs_cf_backend *b, const char *spec, const char *dir, struct rs_ckpt_world *w, rs_cf_call *call);
+
 /* ---- the campaign (conform/suites.c) ---- */
 enum { RS_CF_SUITE_REDISTRIBUTE = 1, RS_CF_SUITE_TP = 2, RS_CF_SUITE_P2P = 4, RS_CF_SUITE_CKPT = 8 };
 /* "redistribute", "tp", "p2p", "ckpt", "all" or a comma list of them. */
@@ -78,7 +93,6 @@ typedef struct rs_cf_item {
   int fixture;              /* 0: a property campaign, 1: a fixture file */
   char name[256];           /* property name or fixture path */
   int64_t pass, fail, skip;
-  int not_implemented;      /* the suite is not driven yet: reported as such, never passed */
   double seconds;
   char message[1024];       /* first failure (shrunk) or why skipped */
   char replay[1536];        /* the command that replays the first failure */

@@ -31,14 +31,14 @@ const char *rs_proto_hello_str(const rs_proto *p, const char *key) {
 }
 
 /* Send one object, read one line and parse it as an object. */
-static rs_status exchange(rs_proto *p, const cJSON *req, cJSON **ans) {
+static rs_status exchange(rs_proto *p, const cJSON *req, double timeout, cJSON **ans) {
   *ans = NULL;
   char *line = cJSON_PrintUnformatted(req);
   if (!line) return rs_fail(RS_ERR_NOMEM, "protocol: out of memory printing a request");
-  rs_status st = rs_exec_send(p->x, line, p->timeout);
+  rs_status st = rs_exec_send(p->x, line, timeout);
   free(line);
   const char *got = NULL;
-  if (!st) st = rs_exec_recv(p->x, p->timeout, &got);
+  if (!st) st = rs_exec_recv(p->x, timeout, &got);
   if (st) return st;
   cJSON *a = NULL;
   if (rs_json_parse(got, &a) || !cJSON_IsObject(a)) {
@@ -59,7 +59,8 @@ static rs_status hello(rs_proto *p) {
   cJSON_AddStringToObject(req, "protocol", "reshard-conform");
   cJSON_AddNumberToObject(req, "version", RS_PROTO_VERSION);
   cJSON_AddStringToObject(req, "role", p->role);
-  rs_status st = exchange(p, req, &ans);
+  /* starting an interpreter (and importing a framework) takes longer than a case */
+  rs_status st = exchange(p, req, p->timeout > RS_PROTO_HELLO_TIMEOUT ? p->timeout : RS_PROTO_HELLO_TIMEOUT, &ans);
   cJSON_Delete(req);
   if (st) {
     if (rs_exec_last_fault(p->x) == RS_EXEC_GARBAGE) return rs_fail(RS_ERR_INVALID, "hello: %s", rs_last_error());
@@ -149,7 +150,7 @@ rs_proto_result rs_proto_call(rs_proto *p, cJSON *req, cJSON **answer, char *msg
   cJSON_DeleteItemFromObjectCaseSensitive(req, "id");
   cJSON_AddNumberToObject(req, "id", (double)id);
   cJSON *a = NULL;
-  if (exchange(p, req, &a)) {
+  if (exchange(p, req, p->timeout, &a)) {
     fault_msg(p, msg, cap, fault);
     return RS_PROTO_FAULT;
   }

@@ -15,6 +15,9 @@ extern "C" {
 #endif
 
 #define RS_PROTO_VERSION 1
+/* Seconds a child gets for hello (at start and after each restart) when the per-case timeout is
+ * shorter: an interpreter importing its framework needs longer than one case. */
+#define RS_PROTO_HELLO_TIMEOUT 60.0
 
 typedef struct rs_proto rs_proto;
 
@@ -28,7 +31,8 @@ typedef enum rs_proto_result {
 
 /* Start `sh -c cmd` and say hello as `role`. A child that starts but answers hello with anything
  * but {"ok":true,"version":1,"capabilities":[...]} is RS_ERR_INVALID (bad input: exit 2); one that
- * crashes or hangs on hello is RS_ERR_TRANSPORT. timeout: seconds per exchange. */
+ * crashes or hangs on hello is RS_ERR_TRANSPORT. timeout: seconds per exchange (hello: at least
+ * RS_PROTO_HELLO_TIMEOUT). */
 rs_status rs_proto_open(const char *cmd, const char *role, double timeout, rs_proto **out);
 const char *rs_proto_name(const rs_proto *p);
 /* 1 when the hello answer listed capability `cap`. */

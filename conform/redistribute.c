@@ -27,8 +27,7 @@ static rs_outcome judge(void *ctx, const rs_case *c, const rs_locals *in, const 
     snprintf(msg, cap, "unsupported: %s", call->msg);
     o = RS_MUTANT(751) ? RS_PASS : RS_SKIP; /* planted: a skip counted as a pass */
   } else if (call->result != RS_BACKEND_OK) {
-    snprintf(msg, cap, "backend failed%s%s: %s", call->fault ? " - " : "",
-             call->fault ? rs_exec_fault_name(call->fault) : "", call->msg);
+    snprintf(msg, cap, "backend failed: %s", call->msg);
     o = RS_FAIL;
   } else {
     rs_locals view = got;

@@ -1,6 +1,6 @@
 /* report.c - `reshard conform`'s reports: JUnit XML (a testsuite per suite, a testcase per property
  * campaign and per fixture file; a failure carries the shrunk case's message and the replay
- * command, a skip or a suite not implemented is <skipped/>) and JSON. */
+ * command, a skip is <skipped/>) and JSON. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@ rs_status rs_cf_write_junit(const char *path, const rs_cf_backend *b, const rs_c
       if (r->item[i].suite == s) {
         const rs_cf_item *it = &r->item[i];
         n++, fails += it->fail > 0, secs += it->seconds;
-        skips += !it->fail && (it->not_implemented || (!it->pass && it->skip));
+        skips += !it->fail && !it->pass && it->skip;
       }
     if (!n) continue;
     fprintf(f, " <testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n",
@@ -53,7 +53,7 @@ rs_status rs_cf_write_junit(const char *path, const rs_cf_backend *b, const rs_c
           xml_text(f, it->replay);
         }
         fprintf(f, "</failure>\n  ");
-      } else if (it->not_implemented || (!it->pass && it->skip)) {
+      } else if (!it->pass && it->skip) {
         fprintf(f, "\n   <skipped message=\"");
         xml_text(f, it->message);
         fprintf(f, "\"/>\n  ");
@@ -83,15 +83,13 @@ rs_status rs_cf_write_json(const char *path, const rs_conform_opts *o, const rs_
   for (unsigned s = 1; s <= RS_CF_SUITE_CKPT; s <<= 1) {
     if (!(o->suites & s)) continue;
     int64_t t[3] = {0, 0, 0};
-    int ni = 0;
     for (int i = 0; i < r->n; i++)
-      if (r->item[i].suite == s)
-        t[0] += r->item[i].pass, t[1] += r->item[i].fail, t[2] += r->item[i].skip, ni |= r->item[i].not_implemented;
+      if (r->item[i].suite == s) t[0] += r->item[i].pass, t[1] += r->item[i].fail, t[2] += r->item[i].skip;
     cJSON *js = cJSON_CreateObject();
     cJSON_AddNumberToObject(js, "pass", (double)t[0]);
     cJSON_AddNumberToObject(js, "fail", (double)t[1]);
     cJSON_AddNumberToObject(js, "skip", (double)t[2]);
-    cJSON_AddStringToObject(js, "status", ni ? "not_implemented" : t[1] ? "failed" : t[0] ? "passed" : "skipped");
+    cJSON_AddStringToObject(js, "status", t[1] ? "failed" : t[0] ? "passed" : "skipped");
     cJSON_AddItemToObject(suites, rs_cf_suite_name(s), js);
     for (int k = 0; k < 3; k++) tot[k] += t[k];
   }
@@ -99,7 +97,7 @@ rs_status rs_cf_write_json(const char *path, const rs_conform_opts *o, const rs_
     const rs_cf_item *it = &r->item[i];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "suite", rs_cf_suite_name(it->suite));
-    cJSON_AddStringToObject(j, "kind", it->fixture ? "fixture" : it->not_implemented ? "not_implemented" : "property");
+    cJSON_AddStringToObject(j, "kind", it->fixture ? "fixture" : "property");
     cJSON_AddStringToObject(j, "name", it->name);
     cJSON_AddNumberToObject(j, "pass", (double)it->pass);
     cJSON_AddNumberToObject(j, "fail", (double)it->fail);

@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "conform/conform.h"
+#include "conform/backend_internal.h"
 #include "conform/proto.h"
 #include "core/json.h"
+#include "reshard/ckpt.h"
+#include "reshard/p2p.h"
 
 static void answer(FILE *out, cJSON *a) {
   char *s = cJSON_PrintUnformatted(a);
@@ -42,14 +45,20 @@ static cJSON *hello(const rs_backend *b, const cJSON *req) {
   cJSON_AddStringToObject(a, "name", b->name ? b->name : "(unnamed)");
   if (b->redistribute) cJSON_AddItemToArray(caps, cJSON_CreateString("redistribute"));
   if (b->tp_forward) cJSON_AddItemToArray(caps, cJSON_CreateString("tp"));
+  if (b->p2p_plan) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_plan"));
+  if (b->p2p_execute) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_execute"));
+  if (b->ckpt_save && b->ckpt_load) {
+    cJSON_AddItemToArray(caps, cJSON_CreateString("ckpt"));
+    cJSON_AddStringToObject(a, "ckpt_format", b->ckpt_format == RS_BACKEND_CKPT_RESHARD ? "reshard" : "own");
+  }
   cJSON_AddItemToObject(a, "capabilities", caps);
   return a;
 }
 
 /* Decode a list of tensors into bufs (data malloc'd; elem: bytes per element, or a function of the
  * tensor's name through elem_of). */
-static int decode(const cJSON *arr, const char *key, int elem, int (*elem_of)(const char *, void *), void *ctx,
-                  rs_backend_bufs *out, char *why, size_t cap) {
+static int decode(const cJSON *arr, const char *key, const char *name_key, int elem,
+                  int (*elem_of)(const char *, void *), void *ctx, rs_backend_bufs *out, char *why, size_t cap) {
   int n = cJSON_GetArraySize(arr), i = 0;
   out->n = 0;
   out->b = calloc((size_t)(n ? n : 1), sizeof *out->b);
@@ -60,7 +69,7 @@ static int decode(const cJSON *arr, const char *key, int elem, int (*elem_of)(co
   const cJSON *t;
   cJSON_ArrayForEach(t, arr) {
     rs_backend_buf *bb = &out->b[i];
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name");
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, name_key);
     bb->name = cJSON_IsString(nm) ? nm->valuestring : NULL;
     int es = elem_of ? elem_of(bb->name, ctx) : elem;
     char what[64];
@@ -124,7 +133,7 @@ static cJSON *run_op(const rs_backend *b, void *self, op_fn fn, const cJSON *req
   char *msg = calloc(1, 4096);
   cJSON *a;
   if (!msg) return refuse(req, RS_BACKEND_ERROR, "out of memory");
-  if (!decode(inputs, in_key, in_elem, elem_of, ctx, &in, msg, 4096)) a = refuse(req, RS_BACKEND_ERROR, msg);
+  if (!decode(inputs, in_key, "name", in_elem, elem_of, ctx, &in, msg, 4096)) a = refuse(req, RS_BACKEND_ERROR, msg);
   else if (!outputs(m, shape, ndim, out_elem, &out)) a = refuse(req, RS_BACKEND_ERROR, "out of memory");
   else {
     int r = fn(self, case_json, &in, &out, msg, 4096);
@@ -141,10 +150,177 @@ static int tp_elem(const char *name, void *ctx) {
   return name && strcmp(name, "input") == 0 && c->mod[0].kind == RS_TP_EMBEDDING ? 8 : 4;
 }
 
+/* ---- cross-config ---- */
+
+typedef struct plan_sink {
+  const rs_p2p_model *m;
+  cJSON *arr;
+} plan_sink;
+
+static int sink_add(void *vctx, int64_t task, int32_t param, int32_t src, int32_t dst, int32_t ndim,
+                    const int64_t *start, const int64_t *size) {
+  plan_sink *x = vctx;
+  if (param < 0 || param >= x->m->nparams) return 1;
+  cJSON *t = cJSON_CreateObject(), *o = cJSON_CreateArray(), *s = cJSON_CreateArray();
+  cJSON_AddNumberToObject(t, "task_id", (double)task);
+  cJSON_AddStringToObject(t, "param", x->m->param[param].name);
+  cJSON_AddNumberToObject(t, "src_rank", src);
+  cJSON_AddNumberToObject(t, "dst_rank", dst);
+  for (int d = 0; d < ndim; d++) {
+    cJSON_AddItemToArray(o, cJSON_CreateNumber((double)start[d]));
+    cJSON_AddItemToArray(s, cJSON_CreateNumber((double)size[d]));
+  }
+  cJSON_AddItemToObject(t, "offsets", o);
+  cJSON_AddItemToObject(t, "sizes", s);
+  cJSON_AddItemToArray(x->arr, t);
+  return 0;
+}
+
+static int p2p_elem(const char *name, void *ctx) {
+  const rs_p2p_model *m = ctx;
+  for (int64_t p = 0; name && p < m->nparams; p++)
+    if (strcmp(m->param[p].name, name) == 0) return rs_dtype_size(m->param[p].t.dtype);
+  return 1;
+}
+
+static cJSON *serve_p2p(const rs_backend *b, void *self, const cJSON *req, int execute, const char *model_json) {
+  rs_p2p_model m;
+  if (rs_p2p_model_parse(model_json, &m)) return refuse(req, RS_BACKEND_ERROR, rs_last_error());
+  char *msg = calloc(1, 4096);
+  cJSON *a = NULL;
+  if (!msg) a = refuse(req, RS_BACKEND_ERROR, "out of memory");
+  else if (!execute) {
+    plan_sink x = {&m, cJSON_CreateArray()};
+    rs_backend_p2p_sink sink = {&x, sink_add};
+    int r = b->p2p_plan(self, model_json, &sink, msg, 4096);
+    if (r == RS_BACKEND_OK) {
+      a = reply(req, 1);
+      cJSON_AddItemToObject(a, "transfers", x.arr);
+    } else {
+      cJSON_Delete(x.arr);
+      a = refuse(req, r, msg);
+    }
+  } else {
+    rs_backend_bufs in = {0, NULL};
+    rs_p2p_locals dst = {0};
+    int nd = 0;
+    char **names = NULL;
+    rs_backend_buf *db = NULL;
+    if (!decode(cJSON_GetObjectItemCaseSensitive(req, "src"), "src", "param", 0, p2p_elem, &m, &in, msg, 4096))
+      a = refuse(req, RS_BACKEND_ERROR, msg);
+    else if (rs_p2p_locals_alloc(&m, RS_P2P_DST, -1, &dst) || !(db = rs__cf_p2p_bufs(&m, RS_P2P_DST, &dst, &nd, &names)))
+      a = refuse(req, RS_BACKEND_ERROR, rs_last_error());
+    else {
+      rs_backend_bufs out = {nd, db};
+      int r = b->p2p_execute(self, model_json, NULL, NULL, NULL, &in, &out, msg, 4096);
+      if (r != RS_BACKEND_OK) a = refuse(req, r, msg);
+      else {
+        a = reply(req, 1);
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; i < nd; i++) {
+          const rs_backend_buf *bb = &db[i];
+          int scaled = i + 1 < nd && names[i + 1] != NULL; /* only scale buffers have a stored name */
+          cJSON *t = rs_proto_tensor(bb->rank, bb->ndim, bb->shape, bb->data, bb->nbytes, "param", bb->name);
+          if (scaled) {
+            /* the scales ride along with their tensor */
+            cJSON *s = rs_proto_tensor(bb->rank, 1, db[i + 1].shape, db[i + 1].data, db[i + 1].nbytes, NULL, NULL);
+            cJSON_AddItemToObject(t, "scale", cJSON_DetachItemFromObjectCaseSensitive(s, "data"));
+            cJSON_Delete(s);
+            i++;
+          }
+          cJSON_AddItemToArray(arr, t);
+        }
+        cJSON_AddItemToObject(a, "dst", arr);
+      }
+    }
+    free(db);
+    rs__cf_free_names(names, nd);
+    rs_p2p_locals_free(&dst);
+    bufs_free(&in);
+  }
+  free(msg);
+  rs_p2p_model_free(&m);
+  return a;
+}
+
+/* ---- checkpoints ---- */
+
+static int ckpt_elem(const char *key, void *ctx) {
+  const rs_state_spec *s = ctx;
+  for (int i = 0; key && i < s->nt; i++)
+    if (strcmp(s->t[i].key, key) == 0) return rs_dtype_size(s->t[i].dtype);
+  return 1;
+}
+
+static cJSON *serve_ckpt(const rs_backend *b, void *self, const cJSON *req, int load, const char *spec_json) {
+  const cJSON *dir = cJSON_GetObjectItemCaseSensitive(req, "dir");
+  rs_state_spec s;
+  if (!cJSON_IsString(dir)) return refuse(req, RS_BACKEND_ERROR, "request has no 'dir' string");
+  if (rs_state_spec_from_json(spec_json, &s)) return refuse(req, RS_BACKEND_ERROR, rs_last_error());
+  char *msg = calloc(1, 4096);
+  cJSON *a = NULL;
+  rs_backend_bufs v = {0, NULL};
+  rs_ckpt_world w = {0, NULL};
+  if (!msg) a = refuse(req, RS_BACKEND_ERROR, "out of memory");
+  else if (!load) {
+    if (!decode(cJSON_GetObjectItemCaseSensitive(req, "tensors"), "tensors", "key", 0, ckpt_elem, &s, &v, msg, 4096))
+      a = refuse(req, RS_BACKEND_ERROR, msg);
+    else {
+      int r = b->ckpt_save(self, spec_json, &v, dir->valuestring, msg, 4096);
+      a = r == RS_BACKEND_OK ? reply(req, 1) : refuse(req, r, msg);
+    }
+    bufs_free(&v);
+  } else if (rs_state_spec_build(&s, RS_FILL_INITIAL, &w)) {
+    a = refuse(req, RS_BACKEND_ERROR, rs_last_error());
+  } else {
+    int n = 0, k = 0;
+    for (int r = 0; r < w.n; r++) n += w.sd[r].nt;
+    rs_backend_buf *bb = calloc((size_t)(n ? n : 1), sizeof *bb);
+    for (int r = 0; bb && r < w.n; r++)
+      for (int i = 0; i < w.sd[r].nt; i++) {
+        const rs_sh_tensor *t = &w.sd[r].t[i];
+        rs_backend_buf *x = &bb[k++];
+        x->rank = r, x->ndim = t->ndim, x->nbytes = x->capacity = t->nbytes, x->data = t->data, x->name = t->key;
+        memcpy(x->shape, t->local_shape, sizeof(int64_t) * (size_t)t->ndim);
+      }
+    rs_backend_bufs out = {n, bb};
+    int r = bb ? b->ckpt_load(self, dir->valuestring, spec_json, &out, msg, 4096) : RS_BACKEND_ERROR;
+    if (r != RS_BACKEND_OK) a = refuse(req, r, bb ? msg : "out of memory");
+    else {
+      a = reply(req, 1);
+      cJSON *arr = cJSON_CreateArray();
+      for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, rs_proto_tensor(bb[i].rank, bb[i].ndim, bb[i].shape, bb[i].data, bb[i].nbytes, "key", bb[i].name));
+      cJSON_AddItemToObject(a, "tensors", arr);
+    }
+    free(bb);
+  }
+  rs_ckpt_world_free(&w);
+  rs_state_spec_free(&s);
+  free(msg);
+  return a;
+}
+
 static cJSON *serve_one(const rs_backend *b, void *self, const cJSON *req) {
   const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op"), *cs = cJSON_GetObjectItemCaseSensitive(req, "case");
   const char *o = cJSON_IsString(op) ? op->valuestring : "";
   int is_rd = strcmp(o, "redistribute") == 0 && b->redistribute, is_tp = strcmp(o, "tp") == 0 && b->tp_forward;
+  int is_plan = strcmp(o, "p2p_plan") == 0 && b->p2p_plan, is_exec = strcmp(o, "p2p_execute") == 0 && b->p2p_execute;
+  int is_save = strcmp(o, "ckpt_save") == 0 && b->ckpt_save, is_load = strcmp(o, "ckpt_load") == 0 && b->ckpt_load;
+  if (is_save || is_load) {
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(req, "state");
+    char *sj = cJSON_IsObject(so) ? cJSON_PrintUnformatted(so) : NULL;
+    cJSON *a = sj ? serve_ckpt(b, self, req, is_load, sj) : refuse(req, RS_BACKEND_ERROR, "request has no 'state' object");
+    free(sj);
+    return a;
+  }
+  if (is_plan || is_exec) {
+    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(req, "model");
+    char *mj = cJSON_IsObject(mo) ? cJSON_PrintUnformatted(mo) : NULL;
+    cJSON *a = mj ? serve_p2p(b, self, req, is_exec, mj) : refuse(req, RS_BACKEND_ERROR, "request has no 'model' object");
+    free(mj);
+    return a;
+  }
   if (!is_rd && !is_tp) return refuse(req, RS_BACKEND_UNSUPPORTED, "this backend does not do this op");
   char *cj = cJSON_IsObject(cs) ? cJSON_PrintUnformatted(cs) : NULL;
   if (!cj) return refuse(req, RS_BACKEND_ERROR, "request has no 'case' object");

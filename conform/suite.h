@@ -41,8 +41,14 @@ rs_status rs_cf_save_failure(const rs_cf_run *run, const char *text, const char 
 
 void rs_cf_suite_redistribute(rs_cf_run *run);
 void rs_cf_suite_tp(rs_cf_run *run);
+void rs_cf_suite_p2p(rs_cf_run *run);
+void rs_cf_suite_ckpt(rs_cf_run *run);
+/* A saved ckpt failure (its text) replayed against b. */
+rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap);
 /* Replay helpers: run one saved case of a suite against the backend. */
 rs_outcome rs_cf_redistribute_one(rs_cf_backend *b, const rs_case *c, char *msg, size_t cap);
 rs_outcome rs_cf_tp_one(rs_cf_backend *b, const rs_tp_case *c, char *msg, size_t cap);
+struct rs_p2p_model;
+rs_outcome rs_cf_p2p_one(rs_cf_backend *b, const struct rs_p2p_model *m, char *msg, size_t cap);
 
 #endif

@@ -1,6 +1,6 @@
 /* suites.c - `reshard conform`'s run: the chosen suites in order of value (redistribute, tp, p2p,
- * ckpt), a capability the backend lacks reported as skipped, a suite not driven yet reported as
- * not implemented (never as passed); the fixture corpora walk, saved failures and their replay. */
+ * ckpt), a capability the backend lacks reported as skipped (never as passed); the fixture corpora
+ * walk, saved failures and their replay. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -14,6 +14,7 @@
 #include <zlib.h>
 #include "conform/suite.h"
 #include "core/json.h"
+#include "props/p2p.h"
 #include "props/tp.h"
 
 static const struct {
@@ -212,15 +213,6 @@ static void quote(const char *s, char *out, size_t cap) {
   out[n] = 0;
 }
 
-static void not_implemented(rs_cf_run *run, unsigned suite) {
-  rs_cf_item *it = rs_cf_add_item(run->r, suite, 0, "suite");
-  if (!it) return;
-  it->not_implemented = 1;
-  RS_CF_PRINT(it->message, "the %s suite is not implemented in this version of reshard conform",
-           rs_cf_suite_name(suite));
-  printf("NOT IMPLEMENTED %s: nothing was checked (not a pass)\n", rs_cf_suite_name(suite));
-}
-
 rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r) {
   memset(r, 0, sizeof *r);
   rs_cf_run run = {o, b, r, o->fixtures, o->failures ? o->failures : "conform-failures", ""};
@@ -230,13 +222,12 @@ rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_resul
   for (size_t i = 0; i < NSUITES; i++) {
     unsigned s = SUITES[i].bit;
     if (!(o->suites & s)) continue;
-    int before = r->n;
     if (!o->quiet) printf("== suite %s (backend %s)\n", SUITES[i].name, rs_cf_backend_name(b));
     fflush(stdout);
     if (s == RS_CF_SUITE_REDISTRIBUTE) rs_cf_suite_redistribute(&run);
     else if (s == RS_CF_SUITE_TP) rs_cf_suite_tp(&run);
-    else not_implemented(&run, s);
-    (void)before;
+    else if (s == RS_CF_SUITE_P2P) rs_cf_suite_p2p(&run);
+    else rs_cf_suite_ckpt(&run);
   }
   r->failed = 0;
   for (int i = 0; i < r->n; i++) r->failed += r->item[i].fail > 0;
@@ -256,6 +247,8 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
     return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, rs_last_error());
   }
   int is_tp = cJSON_GetObjectItemCaseSensitive(root, "tp_dim") != NULL;
+  int is_p2p = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model"));
+  int is_ckpt = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "save"));
   cJSON_Delete(root);
   rs_outcome o;
   char *m = malloc(8192);
@@ -264,7 +257,20 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
     return rs_fail(RS_ERR_NOMEM, "--replay: out of memory");
   }
   m[0] = 0;
-  if (is_tp) {
+  if (is_ckpt) {
+    if (!(rs_cf_backend_caps(b) & RS_CF_CKPT)) o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capability 'ckpt'");
+    else o = rs_cf_ckpt_replay(b, text, m, 8192);
+  } else if (is_p2p) {
+    rs_p2p_model pm;
+    if ((st = rs_p2p_model_parse(text, &pm))) {
+      free(m), free(text);
+      return rs_fail(RS_ERR_INVALID, "--replay: %s: %s", path, rs_last_error());
+    }
+    if (!(rs_cf_backend_caps(b) & (RS_CF_P2P_PLAN | RS_CF_P2P_EXECUTE)))
+      o = RS_SKIP, snprintf(m, 8192, "the backend lacks the capabilities 'p2p_plan' and 'p2p_execute'");
+    else o = rs_cf_p2p_one(b, &pm, m, 8192);
+    rs_p2p_model_free(&pm);
+  } else if (is_tp) {
     rs_tp_case *c = malloc(sizeof *c);
     if (!c || (st = rs_tp_case_from_json(text, c))) {
       free(c), free(m), free(text);
@@ -284,7 +290,7 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
     free(c);
   }
   *failed = o == RS_FAIL;
-  snprintf(msg, cap, "%s: %s%s%s", is_tp ? "tp" : "redistribute", o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
+  snprintf(msg, cap, "%s: %s%s%s", is_ckpt ? "ckpt" : is_p2p ? "p2p" : is_tp ? "tp" : "redistribute", o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
            m[0] ? ": " : "", m);
   free(m);
   free(text);

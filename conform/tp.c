@@ -20,8 +20,7 @@ static rs_outcome forward(void *ctx, const rs_tp_case *c, rs_locals *out, char *
     snprintf(msg, cap, "unsupported: %s", call->msg);
     o = RS_SKIP;
   } else if (call->result != RS_BACKEND_OK) {
-    snprintf(msg, cap, "backend failed%s%s: %s", call->fault ? " - " : "",
-             call->fault ? rs_exec_fault_name(call->fault) : "", call->msg);
+    snprintf(msg, cap, "backend failed: %s", call->msg);
     o = RS_FAIL;
   }
   free(call);

@@ -33,6 +33,10 @@ typedef struct rs_p2p_env {
   void *world;    /* rs_world* (opt) */
   const char *copy_service; /* NULL: the world's transport */
   int distributed;          /* 1: each process plays its world rank only */
+  /* A backend under test (reshard conform): when set, it alone is checked, as the property
+   * p2p_opt_oracle's place (the campaign runs only that one). */
+  rs_outcome (*backend)(void *ctx, const rs_p2p_model *m, char *msg, size_t cap);
+  void *backend_ctx;
 } rs_p2p_env;
 
 /* Run one property on one model; RS_FAIL fills msg. */

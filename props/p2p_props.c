@@ -142,6 +142,7 @@ static rs_outcome opt_oracle(const rs_p2p_env *env, const rs_p2p_model *m, char 
 
 rs_outcome rs_p2p_prop_run(rs_p2p_prop p, const rs_p2p_env *env, const rs_p2p_model *m, char *msg, size_t cap) {
   msg[0] = 0;
+  if (env->backend) return env->backend(env->backend_ctx, m, msg, cap);
   switch (p) {
     case RS_P2P_PROP_REF_PLAN: {
       rs_p2p_plan plan;
@@ -208,7 +209,7 @@ static int still_fails(void *ctx, rs_choices *ch) {
 }
 
 static int applies(const rs_p2p_campaign *o, rs_p2p_prop p) {
-  if (o->env.distributed) return p == RS_P2P_PROP_OPT_ORACLE;
+  if (o->env.distributed || o->env.backend) return p == RS_P2P_PROP_OPT_ORACLE;
   if (o->env.impl == RS_IMPL_REF) return p <= RS_P2P_PROP_REF_ORACLE;
   return 1;
 }

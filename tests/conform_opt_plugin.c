@@ -5,13 +5,19 @@
  *   bug=dst_order  redistribute lays the destination out in the default shard order, ignoring the
  *                  order the case names (what a planner that predates shard orders does);
  *   bug=tp_ranks   the TP output lists a 2-d mesh's locals column-major (mesh dims swapped);
- *   bug=last_rank  an off-by-one in the rank loop: the last rank's output is never written.
+ *   bug=last_rank  an off-by-one in the rank loop: the last rank's output is never written (P2P:
+ *                  the plan's last transfer and the last destination local are dropped; ckpt:
+ *                  the last shard of a load is not filled).
  * The same file built into a program (conform_serve_child.c) serves it over the process protocol. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "reshard/backend.h"
+#include "reshard/ckpt.h"
+#include "reshard/ckpt_opt.h"
+#include "reshard/copy_service.h"
 #include "reshard/opt.h"
+#include "reshard/p2p.h"
 #include "reshard/tp.h"
 
 typedef struct plugin {
@@ -117,6 +123,139 @@ static int tp_forward(void *self, const char *case_json, const rs_backend_bufs *
   return r;
 }
 
+/* ---- cross-config (SPEC 10): opt's plan, opt's executor over the local copy service ---- */
+
+static int64_t param_of(const rs_p2p_model *m, const char *name, int *is_scale) {
+  size_t n = name ? strlen(name) : 0;
+  *is_scale = n > 6 && strcmp(name + n - 6, ".scale") == 0;
+  for (int64_t p = 0; name && p < m->nparams; p++)
+    if (strncmp(m->param[p].name, name, *is_scale ? n - 6 : n) == 0 && m->param[p].name[*is_scale ? n - 6 : n] == 0)
+      return p;
+  return -1;
+}
+
+static int p2p_plan(void *self, const char *model_json, const rs_backend_p2p_sink *sink, char *msg, size_t cap) {
+  plugin *p = self;
+  rs_p2p_model m;
+  rs_p2p_plan plan;
+  if (rs_p2p_model_parse(model_json, &m)) return snprintf(msg, cap, "model: %s", rs_last_error()), RS_BACKEND_ERROR;
+  int r = RS_BACKEND_OK;
+  if (rs_p2p_opt_plan(&m, &plan)) r = RS_BACKEND_ERROR, snprintf(msg, cap, "rs_p2p_opt_plan: %s", rs_last_error());
+  else {
+    int64_t n = p->last_rank && plan.n ? plan.n - 1 : plan.n; /* planted: off by one */
+    for (int64_t i = 0; i < n && r == RS_BACKEND_OK; i++) {
+      const rs_p2p_xfer *x = &plan.x[i];
+      int nd = m.param[x->param].t.ndim;
+      if (sink->add(sink->ctx, x->task, x->param, x->src, x->dst, nd, plan.coords + x->box, plan.coords + x->box + nd))
+        r = RS_BACKEND_ERROR, snprintf(msg, cap, "the harness refused transfer %lld", (long long)x->task);
+    }
+    rs_p2p_plan_free(&plan);
+  }
+  rs_p2p_model_free(&m);
+  return r;
+}
+
+static int p2p_execute(void *self, const char *model_json, const char *plan_json, const rs_copy_service_vtable *cs,
+                       void *cs_self, const rs_backend_bufs *src, rs_backend_bufs *dst, char *msg, size_t cap) {
+  plugin *p = self;
+  (void)plan_json, (void)cs, (void)cs_self; /* its own plan over reshard's local copy service */
+  rs_p2p_model m;
+  if (rs_p2p_model_parse(model_json, &m)) return snprintf(msg, cap, "model: %s", rs_last_error()), RS_BACKEND_ERROR;
+  rs_p2p_plan plan = {0};
+  rs_p2p_locals in = {0}, out = {0};
+  rs_copy_service *svc = NULL;
+  int r = RS_BACKEND_OK, sc;
+  if (rs_p2p_opt_plan(&m, &plan) || rs_p2p_locals_alloc(&m, RS_P2P_SRC, -1, &in) || rs_copy_service_open("local", NULL, &svc))
+    r = RS_BACKEND_ERROR, snprintf(msg, cap, "%s", rs_last_error());
+  for (int i = 0; i < src->n && r == RS_BACKEND_OK; i++) {
+    const rs_backend_buf *b = &src->b[i];
+    int64_t k = param_of(&m, b->name, &sc), q = k >= 0 ? rs_p2p_pos(&m, RS_P2P_SRC, k, b->rank) : -1;
+    if (q < 0 || b->nbytes != in.loc[k][q].numel * rs_dtype_size(m.param[k].t.dtype))
+      r = RS_BACKEND_ERROR, snprintf(msg, cap, "src %s on rank %d: not a local of the source config", b->name, b->rank);
+    else memcpy(in.loc[k][q].data, b->data, (size_t)b->nbytes);
+  }
+  if (r == RS_BACKEND_OK && rs_p2p_opt_execute(&m, &plan, svc, -1, &in, &out, NULL))
+    r = RS_BACKEND_ERROR, snprintf(msg, cap, "rs_p2p_opt_execute: %s", rs_last_error());
+  int n = p->last_rank && dst->n ? dst->n - 1 : dst->n; /* planted: off by one */
+  for (int i = 0; i < n && r == RS_BACKEND_OK; i++) {
+    rs_backend_buf *b = &dst->b[i];
+    int64_t k = param_of(&m, b->name, &sc), q = k >= 0 ? rs_p2p_pos(&m, RS_P2P_DST, k, b->rank) : -1;
+    const rs_p2p_local *l = q >= 0 ? &out.loc[k][q] : NULL;
+    int64_t bytes = !l ? 0 : sc ? l->numel / RS_MXFP8_BLOCK
+                          : l->numel * (l->scale ? 1 : rs_dtype_size(m.param[k].t.dtype));
+    if (!l || bytes > b->capacity) r = RS_BACKEND_ERROR, snprintf(msg, cap, "dst %s on rank %d: no room", b->name, b->rank);
+    else {
+      memcpy(b->data, sc ? (void *)l->scale : (void *)l->data, (size_t)bytes);
+      b->nbytes = bytes;
+    }
+  }
+  rs_copy_service_close(svc);
+  rs_p2p_locals_free(&in);
+  rs_p2p_locals_free(&out);
+  rs_p2p_plan_free(&plan);
+  rs_p2p_model_free(&m);
+  return r;
+}
+
+/* ---- checkpoints (SPEC 11): opt's save and load, reshard's format ---- */
+
+/* The shard of (key, rank) among the harness's buffers. */
+static rs_backend_buf *shard(const rs_backend_bufs *b, const char *key, int rank) {
+  for (int i = 0; i < b->n; i++)
+    if (b->b[i].rank == rank && b->b[i].name && strcmp(b->b[i].name, key) == 0) return &b->b[i];
+  return NULL;
+}
+
+static int ckpt_save(void *self, const char *state_json, const rs_backend_bufs *tensors, const char *dir,
+                     char *msg, size_t cap) {
+  (void)self;
+  rs_state_spec s;
+  rs_ckpt_world w = {0, NULL};
+  if (rs_state_spec_from_json(state_json, &s)) return snprintf(msg, cap, "state: %s", rs_last_error()), RS_BACKEND_ERROR;
+  int r = RS_BACKEND_OK;
+  if (rs_state_spec_build(&s, RS_FILL_VALUES, &w)) r = RS_BACKEND_ERROR, snprintf(msg, cap, "%s", rs_last_error());
+  for (int k = 0; k < w.n && r == RS_BACKEND_OK; k++)
+    for (int i = 0; i < w.sd[k].nt && r == RS_BACKEND_OK; i++) {
+      rs_sh_tensor *t = &w.sd[k].t[i];
+      const rs_backend_buf *b = shard(tensors, t->key, k);
+      if (!b || b->nbytes != t->nbytes) r = RS_BACKEND_ERROR, snprintf(msg, cap, "no shard of %s on rank %d", t->key, k);
+      else memcpy(t->data, b->data, (size_t)t->nbytes); /* the harness's bytes, not our own values */
+    }
+  if (r == RS_BACKEND_OK && rs_opt_ckpt_save(NULL, &w, dir, 1, NULL, NULL))
+    r = RS_BACKEND_ERROR, snprintf(msg, cap, "rs_opt_ckpt_save: %s", rs_last_error());
+  rs_ckpt_world_free(&w);
+  rs_state_spec_free(&s);
+  return r;
+}
+
+static int ckpt_load(void *self, const char *dir, const char *state_json, rs_backend_bufs *tensors, char *msg,
+                     size_t cap) {
+  plugin *p = self;
+  rs_state_spec s;
+  rs_ckpt_world w = {0, NULL};
+  rs_ckpt_report rep;
+  memset(&rep, 0, sizeof rep);
+  if (rs_state_spec_from_json(state_json, &s)) return snprintf(msg, cap, "state: %s", rs_last_error()), RS_BACKEND_ERROR;
+  int r = RS_BACKEND_OK;
+  if (rs_state_spec_build(&s, RS_FILL_INITIAL, &w) ||
+      rs_opt_ckpt_load(NULL, &w, dir, -1, RS_STRICT_ASSUME_OK_UNEXPECTED, NULL, &rep, NULL))
+    r = RS_BACKEND_ERROR, snprintf(msg, cap, "rs_opt_ckpt_load: %s", rs_last_error());
+  int n = 0;
+  for (int k = 0; k < w.n; k++) n += w.sd[k].nt;
+  if (p->last_rank) n--; /* planted: off by one */
+  for (int k = 0; k < w.n && r == RS_BACKEND_OK; k++)
+    for (int i = 0; i < w.sd[k].nt && r == RS_BACKEND_OK && n-- > 0; i++) {
+      const rs_sh_tensor *t = &w.sd[k].t[i];
+      rs_backend_buf *b = shard(tensors, t->key, k);
+      if (!b || b->capacity < t->nbytes) r = RS_BACKEND_ERROR, snprintf(msg, cap, "no room for %s on rank %d", t->key, k);
+      else memcpy(b->data, t->data, (size_t)t->nbytes), b->nbytes = t->nbytes;
+    }
+  rs_ckpt_report_free(&rep);
+  rs_ckpt_world_free(&w);
+  rs_state_spec_free(&s);
+  return r;
+}
+
 static const rs_backend BACKEND = {
     .struct_size = sizeof(rs_backend),
     .abi_version = RS_BACKEND_ABI_VERSION,
@@ -126,6 +265,10 @@ static const rs_backend BACKEND = {
     .destroy = destroy,
     .redistribute = redistribute,
     .tp_forward = tp_forward,
+    .p2p_plan = p2p_plan,
+    .p2p_execute = p2p_execute,
+    .ckpt_save = ckpt_save,
+    .ckpt_load = ckpt_load,
 };
 
 const rs_backend *rs_backend_entry(void) { return &BACKEND; }

@@ -101,7 +101,8 @@ set_tests_properties(install PROPERTIES TIMEOUT 300)
 # program over the process protocol, and the script that runs every example against them.
 if(TARGET rs_opt AND TARGET rs_conform AND TARGET reshard)
   add_library(conform_opt_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
-  target_link_libraries(conform_opt_plugin PRIVATE rs_opt)
+  # rs_ref: opt/ckpt names strict modes with rs_strict_name, which lives in ref/ckpt
+  target_link_libraries(conform_opt_plugin PRIVATE rs_opt rs_ref)
   add_executable(conform_serve_child ${CMAKE_SOURCE_DIR}/tests/conform_serve_child.c
                  ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
   target_link_libraries(conform_serve_child PRIVATE rs_conform rs_opt)

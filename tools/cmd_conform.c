@@ -26,7 +26,8 @@ static const char *HELP =
     "  --failures DIR     where shrunk failures are saved (default conform-failures)\n"
     "  --junit F, --json F  reports; --quiet: only failures and the summary\n"
     "  --replay FILE      re-run one saved failure against the backend (exit 1 if it still fails)\n"
-    "Exit: 0 all passed, 1 a failure, 2 bad usage or input (a missing or invalid backend), 3 out of memory.\n"
+    "Exit: 0 all passed (at least one case), 1 a failure or nothing checked, 2 bad usage or input (a\n"
+    "missing or invalid backend, another protocol version), 3 out of memory.\n"
     "Capabilities the backend lacks are reported as skipped, never as passed.\n";
 
 static int parse_seconds(const char *flag, const char *v, double *out) {
@@ -37,18 +38,13 @@ static int parse_seconds(const char *flag, const char *v, double *out) {
   return CLI_OK;
 }
 
-static void summary(const rs_conform_opts *o, const rs_cf_backend *b, const rs_cf_result *r) {
+/* Returns the number of cases that passed. */
+static int64_t summary(const rs_conform_opts *o, const rs_cf_backend *b, const rs_cf_result *r) {
   printf("%-14s %-44s %8s %6s %6s\n", "suite", "property / fixture", "pass", "fail", "skip");
   int64_t p = 0, f = 0, s = 0;
-  int ni = 0;
   for (int i = 0; i < r->n; i++) {
     const rs_cf_item *it = &r->item[i];
     p += it->pass, f += it->fail, s += it->skip;
-    if (it->not_implemented) {
-      ni++;
-      printf("%-14s %-44s %s\n", rs_cf_suite_name(it->suite), it->name, "NOT IMPLEMENTED (not a pass)");
-      continue;
-    }
     if (o->quiet && !it->fail) continue;
     const char *nm = it->name;
     size_t len = strlen(nm);
@@ -58,8 +54,10 @@ static void summary(const rs_conform_opts *o, const rs_cf_backend *b, const rs_c
     if ((it->fail || (!it->pass && it->skip)) && it->message[0]) printf("    %s\n", it->message);
     if (it->replay[0]) printf("    replay: %s\n", it->replay);
   }
-  printf("backend %s: %lld passed, %lld failed, %lld skipped; %d of %d items failed%s\n", rs_cf_backend_name(b),
-         (long long)p, (long long)f, (long long)s, r->failed, r->n, ni ? "; some suites NOT IMPLEMENTED" : "");
+  printf("backend %s: %lld passed, %lld failed, %lld skipped; %d of %d items failed\n", rs_cf_backend_name(b),
+         (long long)p, (long long)f, (long long)s, r->failed, r->n);
+  if (!p && !f) printf("nothing passed: every chosen suite was skipped (exit 1, not a pass)\n");
+  return p;
 }
 
 int cmd_conform(int argc, char **argv) {
@@ -148,10 +146,10 @@ int cmd_conform(int argc, char **argv) {
   st = rs_conform_run(&o, b, &res);
   if (st) rc = cli_status_error(C, NULL);
   else {
-    summary(&o, b, &res);
+    int64_t passed = summary(&o, b, &res);
     if (o.junit && rs_cf_write_junit(o.junit, b, &res)) rc = cli_status_error(C, NULL);
     else if (o.json && rs_cf_write_json(o.json, &o, b, &res)) rc = cli_status_error(C, NULL);
-    else rc = res.failed ? CLI_FAIL : CLI_OK;
+    else rc = res.failed || !passed ? CLI_FAIL : CLI_OK;
   }
   rs_cf_result_free(&res);
   rs_cf_backend_close(b);

@@ -170,7 +170,7 @@ static int cmd_run_(int argc, char **argv) {
   }
   int bad = 0;
   char msg[512];
-  rs_p2p_env env = {RS_IMPL_REF, NULL, NULL, 0};
+  rs_p2p_env env = {RS_IMPL_REF, NULL, NULL, 0, NULL, NULL};
   if (!strcmp(impl, "ref")) {
     if (strcmp(transport, "local") || svc) {
       rs_p2p_model_free(&m);

@@ -1,0 +1,37 @@
+/* backend_internal.h - the backend under test's insides, shared by the files that make its calls
+ * (conform/backend.c: redistribute and TP; conform/backend_p2p.c: cross-config). */
+#ifndef RS_CONFORM_BACKEND_INTERNAL_H
+#define RS_CONFORM_BACKEND_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include "conform/conform.h"
+#include "conform/proto.h"
+
+struct rs_cf_backend {
+  char *spec;
+  rs_proto *proto;   /* exec: */
+  void *dl;          /* plug-in */
+  rs_backend abi;    /* the plug-in's struct, zero past its struct_size */
+  void *self;
+  char name[128];
+  unsigned caps;
+  int ckpt_reshard;
+};
+
+/* Set a call's outcome with a message (fmt takes one string). */
+void rs__cf_call_set(rs_cf_call *call, int result, rs_exec_fault fault, const char *fmt, const char *arg);
+/* An answer that lacks what it must have: a failure, and garbage from a process (it restarts). */
+void rs__cf_bad_answer(rs_cf_backend *b, rs_cf_call *call, const char *why);
+/* Send a request to a process backend and classify the answer; the answer on RS_BACKEND_OK. */
+cJSON *rs__cf_request(rs_cf_backend *b, cJSON *req, rs_cf_call *call);
+
+/* Every (parameter, position) local of config `which` as plug-in buffers pointing into l (name: the
+ * parameter), each MXFP8 destination's scales as the next buffer ("<param>.scale", names holds
+ * those strings: free with rs__cf_free_names(names, *n)). NULL on out of memory. */
+struct rs_p2p_model;
+struct rs_p2p_locals;
+rs_backend_buf *rs__cf_p2p_bufs(const struct rs_p2p_model *m, int which, const struct rs_p2p_locals *l, int *n,
+                                char ***names);
+void rs__cf_free_names(char **names, int n);
+
+#endif

@@ -1,0 +1,179 @@
+/* p2p.c - the cross-config suite of `reshard conform` (SPEC 10): props' P2P campaign (model
+ * generator: templates, MoE stacks, explicit layouts, uneven and empty shards, MXFP8, collocated,
+ * disjoint and idle rank sets) with the backend hook, then the model files of fixtures/p2p. A
+ * backend's plan must pass SPEC 10's checks (every destination element written exactly once, from
+ * a rank that holds it, task ids unique per pair) and give the oracle's locals when reshard's ref
+ * executes it; its execution must give the oracle's destination locals bit for bit (MXFP8 bytes and
+ * scales included). Its traffic against the lower bound is its own business. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "conform/suite.h"
+#include "props/p2p.h"
+
+static rs_outcome outcome_of(const rs_cf_call *call, const char *what, char *msg, size_t cap) {
+  if (call->result == RS_BACKEND_OK) return RS_PASS;
+  snprintf(msg, cap, "%s: %s%s", what, call->result == RS_BACKEND_UNSUPPORTED ? "unsupported: " : "backend failed: ", call->msg);
+  return call->result == RS_BACKEND_UNSUPPORTED ? RS_SKIP : RS_FAIL;
+}
+
+/* The oracle's destination locals against got. */
+static rs_outcome against_oracle(const rs_p2p_model *m, const rs_p2p_locals *got, const char *what, char *msg, size_t cap) {
+  rs_p2p_locals want;
+  if (rs_p2p_oracle_expected(m, -1, &want)) {
+    snprintf(msg, cap, "oracle: %s", rs_last_error());
+    return RS_FAIL;
+  }
+  rs_outcome o = RS_PASS;
+  if (rs_p2p_compare(m, &want, got)) {
+    snprintf(msg, cap, "%s vs oracle: %s", what, rs_last_error());
+    o = RS_FAIL;
+  }
+  rs_p2p_locals_free(&want);
+  return o;
+}
+
+static rs_outcome check_plan(rs_cf_backend *b, const rs_p2p_model *m, rs_cf_call *call, char *msg, size_t cap) {
+  rs_p2p_plan plan;
+  rs_cf_p2p_plan(b, m, &plan, call);
+  rs_outcome o = outcome_of(call, "p2p_plan", msg, cap);
+  rs_p2p_locals src = {0}, got = {0};
+  if (o == RS_PASS && rs_p2p_plan_verify(m, &plan)) {
+    snprintf(msg, cap, "p2p_plan breaks SPEC 10: %s", rs_last_error());
+    o = RS_FAIL;
+  }
+  if (o == RS_PASS) {
+    if (rs_p2p_source_locals(m, -1, &src) || rs_p2p_ref_execute(m, &plan, &src, &got)) {
+      snprintf(msg, cap, "p2p_plan: ref cannot execute it: %s", rs_last_error());
+      o = RS_FAIL;
+    } else
+      o = against_oracle(m, &got, "p2p_plan executed by ref", msg, cap);
+  }
+  rs_p2p_locals_free(&src);
+  rs_p2p_locals_free(&got);
+  rs_p2p_plan_free(&plan);
+  return o;
+}
+
+static rs_outcome check_execute(rs_cf_backend *b, const rs_p2p_model *m, rs_cf_call *call, char *msg, size_t cap) {
+  rs_p2p_locals src = {0}, got = {0};
+  rs_outcome o = RS_PASS;
+  if (rs_p2p_source_locals(m, -1, &src) || rs_p2p_locals_alloc(m, RS_P2P_DST, -1, &got)) {
+    snprintf(msg, cap, "p2p locals: %s", rs_last_error());
+    o = RS_FAIL;
+  } else {
+    rs_cf_p2p_execute(b, m, &src, &got, call);
+    o = outcome_of(call, "p2p_execute", msg, cap);
+    if (o == RS_PASS) o = against_oracle(m, &got, "p2p_execute", msg, cap);
+  }
+  rs_p2p_locals_free(&src);
+  rs_p2p_locals_free(&got);
+  return o;
+}
+
+/* The hook: plan, then execute, whichever the backend does; skipped only when it does neither. */
+static rs_outcome judge(void *ctx, const rs_p2p_model *m, char *msg, size_t cap) {
+  rs_cf_backend *b = ctx;
+  rs_cf_call *call = malloc(sizeof *call);
+  if (!call) return snprintf(msg, cap, "conform: out of memory"), RS_FAIL;
+  unsigned caps = rs_cf_backend_caps(b);
+  rs_outcome o = RS_SKIP, r;
+  if (caps & RS_CF_P2P_PLAN) o = check_plan(b, m, call, msg, cap);
+  if (o != RS_FAIL && (caps & RS_CF_P2P_EXECUTE)) {
+    char *m2 = malloc(cap);
+    r = m2 ? check_execute(b, m, call, m2, cap) : RS_FAIL;
+    if (r == RS_FAIL || o == RS_SKIP) {
+      o = r;
+      snprintf(msg, cap, "%s", m2 ? m2 : "conform: out of memory");
+    } else if (r == RS_SKIP && o == RS_PASS) {
+      /* the plan passed: the case passed; the skipped half is still counted in the message */
+    }
+    free(m2);
+  }
+  free(call);
+  return o;
+}
+
+rs_outcome rs_cf_p2p_one(rs_cf_backend *b, const rs_p2p_model *m, char *msg, size_t cap) {
+  return judge(b, m, msg, cap);
+}
+
+static void campaign(rs_cf_run *run) {
+  rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_P2P, 0, "backend_p2p_oracle");
+  if (!it) return;
+  rs_p2p_campaign c;
+  memset(&c, 0, sizeof c);
+  c.seed = run->o->seed;
+  c.cases = run->o->cases;
+  c.seconds = run->o->seconds;
+  rs_p2p_gen_opts_default(&c.gen);
+  c.env.backend = judge;
+  c.env.backend_ctx = run->b;
+  c.regress_dir = run->failures;
+  c.quiet = run->o->quiet;
+  c.print = 1;
+  c.shrink_runs = run->o->shrink_runs;
+  rs_p2p_campaign_result *r = calloc(1, sizeof *r);
+  if (!r) return;
+  if (rs_p2p_campaign_run(&c, r)) {
+    it->fail++;
+    RS_CF_PRINT(it->message, "campaign: %s", rs_last_error());
+  } else {
+    int p = RS_P2P_PROP_OPT_ORACLE;
+    it->pass = r->pass[p], it->fail = r->fail[p], it->skip = r->skip[p], it->seconds = r->seconds;
+    if (r->fail[p]) {
+      RS_CF_PRINT(it->message, "%s", r->message[p]);
+      RS_CF_PRINT(it->replay, "%s %s", run->replay, r->fixture[p]);
+      printf("FAIL p2p %s (shrunk; found at case %lld)\n  %s\n  replay: %s\n", it->name, (long long)r->caught_at[p],
+             it->message, it->replay);
+    }
+    if (!run->o->quiet || r->fail[p])
+      printf("p2p: %lld cases: %lld pass, %lld fail, %lld skip (%.2f s)\n", (long long)r->cases, (long long)it->pass,
+             (long long)it->fail, (long long)it->skip, r->seconds);
+  }
+  fflush(stdout);
+  free(r);
+}
+
+static void one_fixture(void *vctx, rs_cf_item *it, const char *text, const char *where) {
+  rs_cf_run *run = vctx;
+  rs_p2p_model m;
+  char msg[2048];
+  if (rs_p2p_model_parse(text, &m)) {
+    /* fixtures/p2p/bad holds models the parser must refuse: not a backend's business */
+    it->skip++;
+    RS_CF_PRINT(it->message, "%s: not a model: %s", where, rs_last_error());
+    return;
+  }
+  rs_outcome o = judge(run->b, &m, msg, sizeof msg);
+  if (o == RS_PASS) it->pass++;
+  else if (o == RS_SKIP) {
+    if (!it->skip++ && !it->fail) RS_CF_PRINT(it->message, "%s: %s", where, msg);
+  } else {
+    char path[1024] = "";
+    char *t = NULL;
+    if (!it->fail && !rs_p2p_model_to_json(&m, NULL, &t) && rs_cf_save_failure(run, t, "p2p", path, sizeof path)) path[0] = 0;
+    free(t);
+    rs_cf_item_failed(run, it, where, msg, path[0] ? path : NULL);
+  }
+  rs_p2p_model_free(&m);
+}
+
+void rs_cf_suite_p2p(rs_cf_run *run) {
+  if (!(rs_cf_backend_caps(run->b) & (RS_CF_P2P_PLAN | RS_CF_P2P_EXECUTE))) {
+    rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_P2P, 0, "backend_p2p_oracle");
+    if (it) {
+      it->skip = 1;
+      RS_CF_PRINT(it->message, "the backend lacks the capabilities 'p2p_plan' and 'p2p_execute'");
+    }
+    return;
+  }
+  campaign(run);
+  if (!run->fixtures) return;
+  static const char *const CORPORA[] = {"p2p", "p2p/regressions"};
+  for (size_t i = 0; i < sizeof CORPORA / sizeof CORPORA[0]; i++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", run->fixtures, CORPORA[i]);
+    rs_cf_walk_corpus(run, RS_CF_SUITE_P2P, dir, one_fixture, run);
+  }
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# conform.sh RESHARD SRC - `reshard conform` against the example backends (docs/conformance.md):
+# opt as a plug-in and as a separate C program passes; each planted-bug backend (plug-in, C
+# program, Python program) is caught with a shrunk case whose replay command fails again; children
+# that crash, hang, write garbage or answer another request's id fail those cases while the
+# campaign goes on (exit 1); a backend lacking a capability is skipped, never passed; bad input is
+# exit 2. Also the runner of conform/MUTANTS.md's planted bugs.
+set -uo pipefail
+bin=$1
+src=$2
+tests=$(cd "$(dirname "$bin")" && pwd)/tests
+plugin=$tests/libconform_opt_plugin.so
+child=$tests/conform_serve_child
+py="python3 $src/tests/conform_child.py"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# conform OUT.json EXPECTED_RC ARGS...: run, keep the log, check the exit status
+conform() {
+  local json=$1 want=$2
+  shift 2
+  "$bin" conform --json "$tmp/$json" --failures "$tmp/failures" "$@" >"$tmp/$json.log" 2>&1
+  local rc=$?
+  if [ "$rc" != "$want" ]; then
+    fail "reshard conform $* exited $rc, expected $want"
+    tail -n 20 "$tmp/$json.log"
+  fi
+}
+# field FILE.json PYTHON-EXPR: a value of the JSON report (j is the parsed object)
+field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$tmp/$1"; }
+# suite_status FILE.json SUITE
+status() { field "$1" "j['suites']['$2']['status']"; }
+# the replay command of the first failure in a log, run: must exit 1 (it still fails)
+replays() {
+  local cmd
+  cmd=$(grep -m1 -oE "replay: reshard conform .*" "$tmp/$1.log" | sed 's/^replay: reshard /"$bin" /')
+  [ -n "$cmd" ] || { fail "$1: no replay command printed"; return; }
+  eval "$cmd" >"$tmp/$1.replay" 2>&1
+  [ $? = 1 ] || fail "$1: the replay command did not fail again: $cmd"
+}
+# the shrunk case of a log's first failure has at most N mesh dims
+mesh_dims_at_most() {
+  local f
+  f=$(grep -m1 -oE "\-\-replay [^ ]+\.json" "$tmp/$1.log" | cut -d' ' -f2)
+  [ -f "$f" ] || { fail "$1: no saved failure"; return; }
+  local n
+  n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['mesh']['shape']))" "$f")
+  [ "$n" -le "$2" ] || fail "$1: shrunk case has $n mesh dims (at most $2 expected)"
+}
+
+# 1. opt as a plug-in: every implemented suite passes, campaigns and every corpus
+conform opt.json 0 --backend "$plugin" --suite redistribute,tp,p2p --cases 300 --fixtures "$src/fixtures" --quiet
+conform optckpt.json 0 --backend "$plugin" --suite ckpt --cases 40 --fixtures "$src/fixtures" --quiet
+[ "$(status optckpt.json ckpt)" = passed ] || fail "opt plug-in: suite ckpt is $(status optckpt.json ckpt)"
+for s in redistribute tp p2p; do
+  [ "$(status opt.json $s)" = passed ] || fail "opt plug-in: suite $s is $(status opt.json $s)"
+done
+[ "$(field opt.json "sum(1 for i in j['items'] if i['kind']=='fixture')")" -ge 8 ] || fail "opt plug-in: fixture files were not run"
+
+# nothing checked is never a pass: a backend lacking every chosen capability exits 1
+conform none.json 1 --backend "exec:$py" --suite tp,ckpt --cases 10 --fixtures none --quiet
+[ "$(status none.json ckpt)" = skipped ] || fail "python backend without ckpt: suite ckpt is $(status none.json ckpt)"
+
+# 2. opt served as a separate C program over the protocol: passes too
+# (with the hand-made corpora only: the recorded ones are thousands of cases, run in-process above)
+mkdir -p "$tmp/fx/tp" "$tmp/fx/p2p"
+cp -r "$src/fixtures/curated" "$tmp/fx/"
+cp -r "$src/fixtures/tp/curated" "$tmp/fx/tp/"
+cp "$src/fixtures/p2p/"*.json "$tmp/fx/p2p/"
+cp -r "$src/fixtures/ckpt" "$tmp/fx/"
+conform serve.json 0 --backend "exec:$child" --suite all --cases 40 --fixtures "$tmp/fx" --quiet
+[ "$(field serve.json "sum(1 for i in j['items'] if i['kind']=='fixture' and i['pass'] > 0)")" -ge 3 ] || fail "served: fixture files were not run"
+
+# 3. planted-bug plug-ins: caught, shrunk (redistribute: <= 2 mesh dims), the replay fails again
+conform order.json 1 --backend "$plugin?bug=dst_order" --suite redistribute --cases 400 --fixtures none --quiet
+[ "$(status order.json redistribute)" = failed ] || fail "bug=dst_order: not caught"
+replays order.json
+mesh_dims_at_most order.json 2
+conform tpranks.json 1 --backend "$plugin?bug=tp_ranks" --suite tp --cases 300 --fixtures none --quiet
+[ "$(status tpranks.json tp)" = failed ] || fail "bug=tp_ranks: not caught"
+replays tpranks.json
+conform p2plast.json 1 --backend "$plugin?bug=last_rank" --suite p2p --cases 100 --fixtures none --quiet
+[ "$(status p2plast.json p2p)" = failed ] || fail "bug=last_rank (p2p plug-in): not caught"
+replays p2plast.json
+
+# 4. planted-bug C program (off by one in the rank loop): caught in every suite
+conform last.json 1 --backend "exec:$child bug=last_rank" --suite all --cases 40 --fixtures none --quiet
+for s in redistribute tp p2p ckpt; do
+  [ "$(status last.json $s)" = failed ] || fail "bug=last_rank: suite $s is $(status last.json $s)"
+done
+replays last.json
+mesh_dims_at_most last.json 2
+
+# 5. a Python backend written from scratch: copy-only cases pass, Partial ones are skipped (never
+# passed), a lacking capability is skipped
+conform py.json 0 --backend "exec:$py" --suite redistribute,tp --cases 120 --fixtures none --quiet
+[ "$(field py.json "j['suites']['redistribute']['pass']")" -gt 0 ] || fail "python backend: nothing passed"
+[ "$(field py.json "j['suites']['redistribute']['skip']")" -gt 0 ] || fail "python backend: Partial cases were not skipped"
+[ "$(status py.json tp)" = skipped ] || fail "python backend without tp: suite tp is $(status py.json tp)"
+
+# 6. the Python backend's planted bug (numpy.array_split's uneven chunks): caught, shrunk
+conform pybug.json 1 --backend "exec:$py --bug array_split" --suite redistribute --cases 200 --fixtures none --quiet
+replays pybug.json
+mesh_dims_at_most pybug.json 2
+
+# 7. children that crash, hang, write garbage, answer another id: those cases fail, the campaign
+# goes on (other cases pass), exit 1
+for m in crash hang garbage wrong-id; do
+  conform "f$m.json" 1 --backend "exec:$py --$m" --suite redistribute --cases 16 --shrink-runs 8 --timeout 1 --fixtures none --quiet
+  [ "$(field "f$m.json" "j['suites']['redistribute']['fail']")" -gt 0 ] || fail "--$m: no failure"
+  [ "$(field "f$m.json" "j['suites']['redistribute']['pass']")" -gt 0 ] || fail "--$m: the campaign did not go on"
+done
+grep -q "crashed" "$tmp/fcrash.json.log" || fail "--crash: not reported as a crash"
+grep -q "about to abort" "$tmp/fcrash.json.log" || fail "--crash: the child's stderr is not in the report"
+grep -q "timed out" "$tmp/fhang.json.log" || fail "--hang: not reported as a timeout"
+grep -q "not a JSON object" "$tmp/fgarbage.json.log" || fail "--garbage: not reported as garbage"
+grep -q "id of another request" "$tmp/fwrong-id.json.log" || fail "--wrong-id: not reported"
+
+# 8. bad input: exit 2 before any case
+bad() {
+  "$bin" conform "$@" >"$tmp/bad.log" 2>&1
+  local rc=$?
+  [ $rc = 2 ] || fail "reshard conform $* exited $rc, expected 2: $(head -c 300 "$tmp/bad.log")"
+}
+bad --backend "$tmp/missing.so"
+echo "not an ELF file" >"$tmp/text.so"
+bad --backend "$tmp/text.so"
+ln -s "$plugin" "$tmp/link.so"
+bad --backend "$tmp/link.so"
+bad --backend "exec:$py --version 2"
+bad --backend "exec:exit 3"
+bad --backend "$plugin" --suite bogus
+bad --backend "$plugin" --cases 12abc
+bad --backend "$plugin" --cases 5 --seconds 1
+bad --backend "$plugin" --timeout -1
+bad --suite all
+
+if [ $fails -ne 0 ]; then
+  echo "conform.sh: $fails check(s) failed"
+  exit 1
+fi
+echo "conform.sh: ok"
