@@ -178,7 +178,11 @@ def _state_layouts(state):
         pl = ["S(%s)" % p[1:] if p[:1] == "S" and not p.startswith("S(") else p for p in pl]
         if any(p.startswith("P") for p in pl):
             raise Unsupported("%s: Partial layouts are not checkpointed by DCP" % t["key"])
-        out[t["key"]] = (t["dtype"], [int(x) for x in t["shape"]], mshape, pl, ranks)
+        order = t.get("order") or []
+        if isinstance(order, str):  # "0:1,0;2:3": tensor dim, then the mesh dims that split it in order
+            order = [{"tensor_dim": int(e.split(":")[0]), "mesh_dims": [int(m) for m in e.split(":")[1].split(",")]}
+                     for e in order.split(";") if e.strip()]
+        out[t["key"]] = (t["dtype"], [int(x) for x in t["shape"]], mshape, (pl, order), ranks)
     return out
 
 
@@ -192,9 +196,11 @@ class Deviates(Exception):
 
 
 def _boxes(dtype, shape, mshape, placements, ranks):
-    """Each rank's (rank, start, size) for a layout (SPEC 4, default shard order)."""
+    """Each rank's (rank, start, size) for a layout (SPEC 4; placements, shard order)."""
+    pl, order = placements
+    sh = {"placements": pl, "shard_order": order}
     case = rs_model.Case({"mesh": {"shape": mshape, "ranks": ranks}, "tensor": {"shape": shape, "dtype": dtype},
-                          "src": {"placements": placements}, "dst": {"placements": placements}})
+                          "src": sh, "dst": sh})
     res = []
     for pos, coord in enumerate(case.coords()):
         start, size = rs_model.box(case, case.src, coord)
