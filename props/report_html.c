@@ -181,8 +181,8 @@ typedef struct label {
 } label;
 #define LABELS_MAX 512
 
-static void draw_layout(FILE *f, const rs_html_failure *fl, const view *v, const char *title,
-                        const rs_html_layout *l, const rs_html_diff *diff) {
+static void draw_layout(FILE *f, const view *v, const char *title, const rs_html_layout *l,
+                        const rs_html_diff *diff) {
   double W = (double)v->cols * v->cw, H = (double)v->rows * v->ch;
   fprintf(f, "<figure><figcaption>%s: <code>", title);
   rs__xml_escape(f, l->text ? l->text : "");
@@ -257,7 +257,6 @@ static void draw_layout(FILE *f, const rs_html_failure *fl, const view *v, const
   }
   fprintf(f, "</table></figure>\n");
   free(group);
-  (void)fl;
 }
 
 static void write_index(FILE *f, const view *v, int64_t g) {
@@ -297,8 +296,8 @@ rs_status rs_html_failure_add(rs_html *h, const rs_html_failure *fl) {
   fprintf(f, "; drawn as %lld x %lld (rows: all dims but the last)</p>\n", (long long)v.rows, (long long)v.cols);
   const rs_html_diff *d = fl->diff;
   fprintf(f, "<div class=\"layouts\">\n");
-  draw_layout(f, fl, &v, "source", &fl->src, d && d->on_src ? d : NULL);
-  draw_layout(f, fl, &v, "destination", &fl->dst, d && !d->on_src ? d : NULL);
+  draw_layout(f, &v, "source", &fl->src, d && d->on_src ? d : NULL);
+  draw_layout(f, &v, "destination", &fl->dst, d && !d->on_src ? d : NULL);
   fprintf(f, "</div>\n");
   if (d && d->n) {
     fprintf(f, "<p class=\"difflist\"><span class=\"sw diffsw\"></span> %lld element(s) of the %s differ from the "
