@@ -14,6 +14,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash ci/deps.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export RS_REPORTS_VENV="$top/build/reports-venv" # junitparser + pillow for the ctest `reports`, one venv for every tree
 CASES=${RS_CASES:-100000}
 out="$top/out"
 mkdir -p "$out"
@@ -211,6 +212,26 @@ if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
   bash ci/builds.sh
   stage "fuzz: libFuzzer targets (case JSON, CLI text, expected blocks, checkpoint metadata, safetensors header, state spec), ${RS_FUZZ_SECONDS:-20}s each"
   RS_FUZZ_OUT="$out/fuzz" RS_FUZZ_SECONDS=${RS_FUZZ_SECONDS:-20} bash ci/fuzz.sh
+fi
+
+# ---- live PyTorch behind `reshard conform` (tools/pytorch/backend.py, docs/conformance.md) ------------
+# Only where torch imports (RS_TORCH_PYTHON, default python3). PyTorch's own refusals are reported
+# as skipped (--refusals-skip) and its disagreements are findings, not CI failures: the stage gates
+# on the protocol (exit 0 or 1, a JSON report with passing cases), not on PyTorch. ~50 s with torch.
+TPY=${RS_TORCH_PYTHON:-python3}
+if "$TPY" -c "import torch, numpy" 2>/dev/null; then
+  stage "live PyTorch backend: redistribute and tp, $(( CASES / 2000 )) cases each"
+  for suite in redistribute tp; do
+    rc=0
+    $R conform --backend "exec:$TPY tools/pytorch/backend.py --refusals-skip" --suite $suite --fixtures none \
+      --cases $(( CASES / 2000 )) --seed 1 --shrink-runs 30 --timeout 120 --failures "$out/conform-pytorch" \
+      --json "$out/pytorch-$suite.json" --quiet >"$out/pytorch-$suite.log" 2>&1 || rc=$?
+    tail -n 3 "$out/pytorch-$suite.log"
+    [ "$rc" -le 1 ] && grep -Eq '"pass":[[:space:]]*[1-9]' "$out/pytorch-$suite.json" ||
+      { echo "live PyTorch backend ($suite): exit $rc"; tail -n 20 "$out/pytorch-$suite.log"; exit 1; }
+  done
+else
+  echo "skipped: live PyTorch backend (no torch for $TPY; set RS_TORCH_PYTHON to a python with torch)"
 fi
 
 stage "all tests passed"

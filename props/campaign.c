@@ -10,6 +10,7 @@
 #include "core/last_status.h"
 #include "core/mutant.h"
 #include "report.h"
+#include "report_html.h"
 #include "features.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
@@ -94,10 +95,25 @@ static void enabled_props(const rs_campaign_opts *o, int *en) {
   }
 }
 
+/* The shrunk case on the --report page: run the property once more with a diff collector, so the
+ * page marks every element that differs (not only the first lines of the message). */
+static void draw_failure(rs_html *html, const rs_prop_env *env, rs_prop_id id, const rs_case *c, const char *msg,
+                         const char *fixture) {
+  rs_html_diff d = {0};
+  rs_prop_env e = *env;
+  e.diff = &d;
+  char *m2 = malloc(MSG_CAP), replay[600] = "";
+  if (m2) rs_prop_run(id, &e, c, m2, MSG_CAP);
+  if (fixture) snprintf(replay, sizeof replay, "reshard replay %s", fixture);
+  if (rs_html_case_failure(html, rs_prop_name(id), c, msg, replay, &d) != RS_OK) rs_clear_error();
+  rs_html_diff_free(&d);
+  free(m2);
+}
+
 /* Shrink a failing stream, write the fixture, print the report of one failure. */
 static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs_campaign_result *r,
                            rs_prop_id id, const rs_choices *ch, const char *first_msg, rs_case *c,
-                           char *msg) {
+                           char *msg, rs_html *html) {
   size_t n = ch->n;
   uint64_t *v = malloc((n ? n : 1) * sizeof *v);
   int runs = 0;
@@ -139,6 +155,7 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
     if (wrote && env->distributed) printf("  replay: mpirun -np %d %s %s\n", o->gen.world_size, replay, s->fixture);
     else if (wrote) printf("  replay: %s %s\n", replay, s->fixture);
     fflush(stdout);
+    if (html) draw_failure(html, env, id, c, msg, wrote ? s->fixture : NULL);
   }
   free(v);
 }
@@ -163,6 +180,19 @@ static void check_features(const rs_campaign_opts *o, rs_campaign_result *r) {
   }
 }
 
+/* The --report page: one row per property that ran, the feature coverage, the summary line. */
+static rs_status report_page(rs_html *html, const rs_campaign_opts *o, const rs_campaign_result *r, const int *en) {
+  for (int i = 0; i < RS_PROP_COUNT; i++)
+    if (en[i]) rs_html_row(html, rs_prop_name((rs_prop_id)i), r->prop[i].pass, r->prop[i].fail, r->prop[i].skip);
+  rs_html_row(html, "feature_coverage", r->features_missing == 0 && r->cases >= RS_FEATURE_MIN_CASES,
+              r->features_missing != 0, r->cases < RS_FEATURE_MIN_CASES);
+  char sum[256];
+  snprintf(sum, sizeof sum, "seed %llu, impl %s: %lld cases in %.2f s, %d failing propert%s",
+           (unsigned long long)o->seed, o->impl == RS_IMPL_OPT ? "opt" : "ref", (long long)r->cases, r->seconds,
+           r->failed, r->failed == 1 ? "y" : "ies");
+  return rs_html_close(html, sum);
+}
+
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   memset(r, 0, sizeof *r);
   if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
@@ -182,6 +212,18 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     free(msg);
     free(msg2);
     return rs_fail(RS_ERR_NOMEM, "check: out of memory");
+  }
+  rs_html *html = NULL;
+  const char *page = o->impl == RS_IMPL_OPT ? "check-opt" : "check";
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "reshard check --seed %llu --impl %s", (unsigned long long)o->seed,
+           o->impl == RS_IMPL_OPT ? "opt" : "ref");
+  if (o->print && o->report_dir && rs_html_open(o->report_dir, page, cmd, &html) != RS_OK) {
+    if (env.memo != o->env.memo) rs_prop_memo_free(env.memo);
+    free(c);
+    free(msg);
+    free(msg2);
+    return RS_ERR_IO;
   }
   rs_progress prog;
   rs_progress_init(&prog, o->print && !o->quiet);
@@ -240,7 +282,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
           snprintf(msg2, MSG_CAP, "%s", msg);
           rs_case *sc = malloc(sizeof *sc);
           if (sc) {
-            record_failure(o, &env, r, id, &ch, msg2, sc, msg);
+            record_failure(o, &env, r, id, &ch, msg2, sc, msg, html);
             free(sc);
           }
           /* regenerate: shrinking reused the case buffer of this iteration */
@@ -280,8 +322,13 @@ stopped:
     rs_report_summary(stdout, o, r, en);
     if (o->junit && (st = rs_report_junit(o->junit, r, en)) != RS_OK) goto out;
     if (o->json && (st = rs_report_json(o->json, o, r, en)) != RS_OK) goto out;
+    if (html) {
+      st = report_page(html, o, r, en);
+      html = NULL;
+    }
   }
 out:
+  rs_html_discard(html);
   if (env.memo != o->env.memo) rs_prop_memo_free(env.memo);
   free(c);
   free(msg);

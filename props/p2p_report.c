@@ -5,6 +5,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "props/p2p.h"
+#include "props/report.h"
 
 rs_status rs_p2p_report_json(const char *path, const rs_p2p_campaign *o, const rs_p2p_campaign_result *r,
                              const char *impl, const char *transport) {
@@ -54,44 +55,20 @@ rs_status rs_p2p_report_json(const char *path, const rs_p2p_campaign *o, const r
   return st;
 }
 
-static void xml_text(FILE *f, const char *s) {
-  for (; *s; ++s) {
-    switch (*s) {
-      case '&': fputs("&amp;", f); break;
-      case '<': fputs("&lt;", f); break;
-      case '>': fputs("&gt;", f); break;
-      case '"': fputs("&quot;", f); break;
-      default:
-        if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t') fputc(*s, f);
-    }
-  }
-}
-
 rs_status rs_p2p_report_junit(const char *path, const rs_p2p_campaign_result *r) {
-  FILE *f = fopen(path, "w");
-  if (!f) return rs_fail(RS_ERR_IO, "--junit: cannot write '%s'", path);
-  int n = 0;
-  for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) n += r->pass[p] || r->fail[p] || r->skip[p];
-  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  fprintf(f, "<testsuite name=\"reshard p2p check\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", n, r->failed,
-          r->seconds);
+  int n = 0, skipped = 0;
+  for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
+    n += r->pass[p] || r->fail[p] || r->skip[p];
+    skipped += !r->pass[p] && !r->fail[p] && r->skip[p];
+  }
+  FILE *f = rs__junit_open(path, "reshard.p2p", n, r->failed, skipped, r->seconds);
+  if (!f) return RS_ERR_IO;
   for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
     if (!r->pass[p] && !r->fail[p] && !r->skip[p]) continue;
-    fprintf(f, "  <testcase classname=\"p2p\" name=\"%s\">", rs_p2p_prop_name((rs_p2p_prop)p));
-    if (r->fail[p]) {
-      fprintf(f, "\n    <failure message=\"");
-      xml_text(f, r->message[p]);
-      fprintf(f, "\">case %lld of the campaign", (long long)r->caught_at[p]);
-      if (r->fixture[p][0]) {
-        fprintf(f, "; replay: reshard p2p run ");
-        xml_text(f, r->fixture[p]);
-      }
-      fprintf(f, "</failure>\n  ");
-    } else if (!r->pass[p]) {
-      fprintf(f, "<skipped/>");
-    }
-    fprintf(f, "</testcase>\n");
+    char msg[sizeof r->message[p] + 64];
+    snprintf(msg, sizeof msg, "case %lld of the campaign: %s", (long long)r->caught_at[p], r->message[p]);
+    rs__junit_property(f, "reshard.p2p", rs_p2p_prop_name((rs_p2p_prop)p), r->fail[p] ? msg : NULL,
+                       "reshard p2p run", r->fixture[p], !r->pass[p]);
   }
-  fprintf(f, "</testsuite>\n");
-  return fclose(f) ? rs_fail(RS_ERR_IO, "--junit: cannot write '%s'", path) : RS_OK;
+  return rs__junit_close(f, path);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "reshard/oracle.h"
 #include "props/props.h"
+#include "props/report_html.h"
 #include "oracle/partial_sum.h"
 #include "reshard/ref.h"
 #include "core/values.h"
@@ -145,9 +146,9 @@ static void trace_with_events(const rs_case *c, const rs_plan *p, const rs_event
 }
 
 /* Compare against expected locals; the message carries the trace and the oracle's diff lines. */
-static rs_outcome compare(const rs_case *c, const rs_sharding *layout, const rs_locals *exp,
-                          const rs_locals *act, const char *what, const char *trace, char *msg,
-                          size_t cap) {
+static rs_outcome compare(const rs_prop_env *env, const rs_case *c, const rs_sharding *layout,
+                          const rs_locals *exp, const rs_locals *act, const char *what, const char *trace,
+                          char *msg, size_t cap) {
   rs_diff *d = calloc(1, sizeof *d);
   if (!d) return rs_prop_oom(msg, cap, what);
   int bad = rs_oracle_compare(c, layout, exp, act, d);
@@ -156,6 +157,8 @@ static rs_outcome compare(const rs_case *c, const rs_sharding *layout, const rs_
     o = say(RS_FAIL, msg, cap, "%s: %d rank(s), %lld element(s) differ%s%s%s\n%s", what, bad,
             (long long)d->nbad_elems, trace ? " (plan " : "", trace ? trace : "", trace ? ")" : "",
             d->text);
+    /* a report that draws the case wants every differing element, not only the first few */
+    if (env && env->diff && rs_html_diff_collect(c, layout, exp, act, env->diff) != RS_OK) rs_clear_error();
   }
   free(d);
   return o;
@@ -336,7 +339,7 @@ rs_outcome rs_prop_plan_oracle(const rs_prop_env *env, const rs_case *c, const r
   else {
     char tr[1024];
     trace_with_events(c, &p, &ev, tr, sizeof tr);
-    o = compare(c, &c->dst, exp, &s.out, "ref vs oracle", tr, msg, cap);
+    o = compare(env, c, &c->dst, exp, &s.out, "ref vs oracle", tr, msg, cap);
   }
   scratch_free(&s);
   return o;
@@ -382,10 +385,10 @@ static rs_outcome prop_roundtrip(const rs_prop_env *env, const rs_case *c, rs_pl
         if ((st = rs_oracle_expected_events(c, &c->src, &ev, &s.exp)))
           o = fail_st(msg, cap, "rs_oracle_expected_events", st);
         else
-          o = compare(c, &c->src, &s.exp, &s.back, "round trip vs oracle", tr, msg, cap);
+          o = compare(env, c, &c->src, &s.exp, &s.back, "round trip vs oracle", tr, msg, cap);
       }
     } else {
-      o = compare(c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
+      o = compare(env, c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
     }
   }
   scratch_free(&s);
@@ -636,10 +639,10 @@ static rs_outcome check_opt(const rs_prop_env *env, const rs_case *c, const rs_l
   if (env->distributed) return compare_own(env, c, exp, act, what, msg, cap);
   char w[128];
   snprintf(w, sizeof w, "%s vs oracle", what);
-  rs_outcome o = compare(c, &c->dst, exp, act, w, p ? tr : NULL, msg, cap);
+  rs_outcome o = compare(env, c, &c->dst, exp, act, w, p ? tr : NULL, msg, cap);
   if (o == RS_PASS && ref) {
     snprintf(w, sizeof w, "%s vs ref", what);
-    o = compare(c, &c->dst, ref, act, w, p ? tr : NULL, msg, cap);
+    o = compare(env, c, &c->dst, ref, act, w, p ? tr : NULL, msg, cap);
   }
   return o;
 }

@@ -123,6 +123,9 @@ typedef struct rs_prop_env {
   void *world;
   int distributed; /* 1: world is MPI - each process checks only the mesh position it plays */
   rs_prop_memo *memo;
+  /* optional (props/report_html.h): a failing comparison adds the global indices of every
+   * differing element, for a report that draws the case */
+  struct rs_html_diff *diff;
   /* A backend under test (reshard conform; RS_PROP_BACKEND runs only when set): given the case,
    * its source locals and the oracle's expected dst locals (canonical events), run the backend and
    * judge its answer. RS_SKIP when the backend does not do the case. */
@@ -179,6 +182,7 @@ typedef struct rs_campaign_opts {
   rs_impl impl;
   rs_gen_opts gen;
   const char *junit, *json, *regress_dir;
+  const char *report_dir; /* --report: DIR/check.html (check-opt.html for opt), failing cases drawn */
   int quiet;
   int shrink_runs;      /* default 2000 */
   int max_failures;     /* stop after this many distinct failing properties (default: all) */

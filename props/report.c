@@ -85,58 +85,106 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
             "asked (--order-share)\n", (long long)r->order_cases, (long long)r->partial_cases, o->gen.order_share);
 }
 
-static void xml_escape(FILE *f, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
+/* XML text or attribute value: markup characters escaped, control characters other than tab and
+ * line feed dropped (XML 1.0 cannot hold them), and bytes of invalid UTF-8 replaced by '?' so a
+ * parser never rejects the file. */
+static void xml_out(FILE *f, const char *s, int attr);
+void rs__xml_escape(FILE *f, const char *s) { xml_out(f, s, 1); }
+void rs__xml_text(FILE *f, const char *s) { xml_out(f, s, 0); }
+
+static void xml_out(FILE *f, const char *s, int attr) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    int len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    int ok = len > 0 && !(len == 2 && c < 0xC2);
+    for (int k = 1; ok && k < len; k++) ok = (p[k] & 0xC0) == 0x80;
+    if (!ok) {
+      fputc('?', f);
+      p++;
+      continue;
+    }
+    if (len > 1) {
+      fwrite(p, 1, (size_t)len, f);
+      p += len;
+      continue;
+    }
+    switch (c) {
       case '<': fputs("&lt;", f); break;
       case '>': fputs("&gt;", f); break;
       case '&': fputs("&amp;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\n': fputs("&#10;", f); break;
+      case '"': fputs(attr ? "&quot;" : "\"", f); break;
+      case '\n': fputs(attr ? "&#10;" : "\n", f); break;
       default:
-        if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
+        if (c >= 0x20 || c == '\t') fputc(c, f);
     }
+    p++;
   }
 }
 
-FILE *rs__junit_open(const char *path, const char *suite, int tests, int failures, double seconds) {
+FILE *rs__junit_open(const char *path, const char *suite, int tests, int failures, int skipped, double seconds) {
   FILE *f = fopen(path, "w");
   if (!f) {
     rs_fail(RS_ERR_IO, "--junit: cannot write %s: %s", path, strerror(errno));
     return NULL;
   }
-  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  fprintf(f, "<testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", suite, tests, failures,
-          seconds);
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"");
+  rs__xml_escape(f, suite);
+  fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.3f\">\n", tests, failures,
+          skipped, seconds);
   return f;
 }
 
 void rs__junit_property(FILE *f, const char *suite, const char *name, const char *failure, const char *replay,
                         const char *fixture, int skipped) {
-  fprintf(f, "  <testcase classname=\"%s\" name=\"%s\">", suite, name);
+  fprintf(f, "  <testcase classname=\"");
+  rs__xml_escape(f, suite);
+  fprintf(f, "\" name=\"");
+  rs__xml_escape(f, name);
+  fprintf(f, "\">");
   if (failure) {
-    fprintf(f, "\n    <failure message=\"");
-    xml_escape(f, failure);
-    fprintf(f, "\">replay: %s ", replay);
-    xml_escape(f, fixture);
+    fprintf(f, "\n    <failure type=\"property\" message=\"");
+    rs__xml_escape(f, failure);
+    fprintf(f, "\">");
+    if (fixture && fixture[0]) {
+      /* the command first (what a person copies), then the shrunk case itself, so the report stands
+       * alone when the regression directory is not kept as an artifact */
+      fprintf(f, "replay: ");
+      rs__xml_text(f, replay);
+      fputc(' ', f);
+      rs__xml_text(f, fixture);
+      struct stat sb;
+      char *text = lstat(fixture, &sb) == 0 && S_ISREG(sb.st_mode) ? rs_read_text(fixture) : NULL;
+      if (text) {
+        fputs("\nshrunk case:\n", f);
+        rs__xml_text(f, text);
+        free(text);
+      }
+      rs_clear_error();
+    }
     fprintf(f, "</failure>\n  ");
   } else if (skipped) {
-    fprintf(f, "<skipped/>");
+    fprintf(f, "<skipped message=\"no case applied\"/>");
   }
   fprintf(f, "</testcase>\n");
 }
 
 rs_status rs__junit_close(FILE *f, const char *path) {
-  fprintf(f, "</testsuite>\n");
+  fprintf(f, "</testsuite>\n</testsuites>\n");
   if (fclose(f) != 0) return rs_fail(RS_ERR_IO, "--junit: cannot write %s", path);
   return RS_OK;
 }
 
 rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled) {
-  int n = 0;
-  for (int i = 0; i < RS_PROP_COUNT; i++) n += enabled[i] != 0;
+  int n = 0, skipped = 0;
+  for (int i = 0; i < RS_PROP_COUNT; i++)
+    if (enabled[i]) {
+      n++;
+      skipped += r->prop[i].pass == 0 && r->prop[i].fail == 0;
+    }
   /* one more testcase: the feature coverage, so a CI that reads testcases sees that failure too */
-  FILE *f = rs__junit_open(path, "reshard.props", n + 1, r->failed, r->seconds);
+  int cov_skipped = !r->features_missing && r->cases < RS_FEATURE_MIN_CASES;
+  FILE *f = rs__junit_open(path, "reshard.props", n + 1, r->failed, skipped + cov_skipped, r->seconds);
   if (!f) return RS_ERR_IO;
   for (int i = 0; i < RS_PROP_COUNT; i++) {
     if (!enabled[i]) continue;
@@ -146,11 +194,11 @@ rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const i
   }
   fprintf(f, "  <testcase classname=\"reshard.props\" name=\"feature_coverage\">");
   if (r->features_missing) {
-    fprintf(f, "\n    <failure message=\"%d required feature(s) never generated:", r->features_missing);
+    fprintf(f, "\n    <failure type=\"coverage\" message=\"%d required feature(s) never generated:", r->features_missing);
     for (int i = 0; i < rs_feature_count(); i++)
       if (r->feature_required[i] && r->feature[i] == 0) fprintf(f, " %s", rs_feature_name(i));
     fprintf(f, "\">the generator stopped producing what its options allow</failure>\n  ");
-  } else if (r->cases < RS_FEATURE_MIN_CASES) {
+  } else if (cov_skipped) {
     fprintf(f, "<skipped message=\"judged from %d cases\"/>", RS_FEATURE_MIN_CASES);
   }
   fprintf(f, "</testcase>\n");

@@ -22,14 +22,22 @@ void rs_report_summary(FILE *f, const rs_campaign_opts *o, const rs_campaign_res
 void rs_report_features(FILE *f, const rs_campaign_result *r);
 rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const int *enabled);
 
-/* JUnit XML as every campaign writes it (check, ckpt check): open writes the header (NULL, the
- * error set, when the file cannot be created); one testcase per property, with a <failure> carrying
- * the message and "replay: REPLAY FIXTURE" when `failure` is not NULL, else <skipped/> when
- * `skipped`; close ends the suite. */
-FILE *rs__junit_open(const char *path, const char *suite, int tests, int failures, double seconds);
+/* JUnit XML as every campaign writes it (check, ckpt check, p2p check, tp check, and any driver that
+ * runs fixture files: one testcase per property and one per fixture file, the file's path as its
+ * name). open writes the header (NULL, the error set, when the file cannot be created); `tests`
+ * counts the testcases that will follow, `failures` and `skipped` those of them that fail or are
+ * skipped. A testcase with `failure` != NULL gets a <failure> whose message is `failure` and whose
+ * text is "replay: REPLAY FIXTURE" followed by the contents of the FIXTURE file (the shrunk case);
+ * else <skipped/> when `skipped`. close ends the document. Every string is escaped (and invalid
+ * UTF-8 replaced), so any message is safe to pass. */
+FILE *rs__junit_open(const char *path, const char *suite, int tests, int failures, int skipped, double seconds);
 void rs__junit_property(FILE *f, const char *suite, const char *name, const char *failure, const char *replay,
                         const char *fixture, int skipped);
 rs_status rs__junit_close(FILE *f, const char *path);
+/* s escaped for a double-quoted XML attribute (line feeds as &#10;), and for element text (line
+ * feeds and quotes kept, so the file reads as it prints). */
+void rs__xml_escape(FILE *f, const char *s);
+void rs__xml_text(FILE *f, const char *s);
 
 /* A campaign's JSON summary: `root` printed (and freed) into the file at `path`, one line feed after. */
 rs_status rs__report_json_write(cJSON *root, const char *path);

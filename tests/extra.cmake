@@ -79,6 +79,25 @@ if(TARGET reshard)
   add_test(NAME cli_gen COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_gen.sh $<TARGET_FILE:reshard>)
 endif()
 
+# ---- reports people read ----
+# reports: JUnit XML read by junitparser and the --report HTML pages screenshotted by headless
+# Chromium (a passing campaign, report_demo's failing one and, in mutation builds, a planted bug).
+add_executable(report_demo ${CMAKE_SOURCE_DIR}/tests/report_demo.c)
+target_link_libraries(report_demo PRIVATE rs_props)
+# Under ASan+UBSan it runs without the browser (the writers are checked, the pages are the same).
+if(TARGET reshard)
+  set(RS_REPORTS_BROWSER browser)
+  if(RS_SANITIZE)
+    set(RS_REPORTS_BROWSER nobrowser)
+  endif()
+  add_test(NAME reports COMMAND bash ${CMAKE_SOURCE_DIR}/tests/reports.sh $<TARGET_FILE:reshard>
+           $<TARGET_FILE:report_demo> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/reports-venv ${RS_REPORTS_BROWSER})
+  set_tests_properties(reports PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
+# install: `cmake --install` into a temporary prefix; an outside program built against it with
+# find_package(reshard) and with pkg-config; an outside backend plug-in held to `reshard conform`.
+add_test(NAME install COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+set_tests_properties(install PROPERTIES TIMEOUT 300)
 # ---- conform (reshard conform: other backends, docs/conformance.md) ----
 # opt wrapped as a backend plug-in (its options plant bugs), the same plug-in served as a separate
 # program over the process protocol, and the script that runs every example against them.

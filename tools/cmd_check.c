@@ -14,7 +14,7 @@ static const char *HELP_CHECK =
     "usage: reshard check [--seed S] [--cases N | --seconds T] [--planner greedy|graph|both]\n"
     "                     [--impl ref|opt] [--transport local|mpi] [generator options]\n"
     "                     [--properties P,P,...] [--max-failures N]\n"
-    "                     [--junit F] [--json F] [--regress-dir D] [--quiet]\n"
+    "                     [--junit F] [--json F] [--report DIR] [--regress-dir D] [--quiet]\n"
     "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
     "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
     "and printed with the command that replays it. Exit 0 pass, 1 a property failed (or, from\n"
@@ -23,6 +23,8 @@ static const char *HELP_CHECK =
     "says after how many cases the first one failed).\n"
     "--order-share P: percent of Partial cases drawn with `order` values (default 50); the run\n"
     "fails when fewer than 3/5 of that share got them (from 200 Partial cases on).\n"
+    "--report DIR writes DIR/check.html (check-opt.html with --impl opt): the result table and\n"
+    "each failing case drawn (both layouts as per-rank boxes, differing elements marked).\n"
     "--transport mpi (under mpirun) runs opt with one process per rank against ref.\n"
     "--timeout SEC (default 300): a rank that sees no transfer finish for SEC seconds stops with\n"
     "an error naming the peer it waited for; exit 4 (a stalled or dead peer).\n"
@@ -114,6 +116,9 @@ int cmd_check(int argc, char **argv) {
     } else if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--impl: missing value");
       impl = v;
+    } else if ((r = cli_opt(argc, argv, &i, "--report", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--report: missing directory");
+      o.report_dir = v;
     } else if ((r = cli_opt(argc, argv, &i, "--transport", &v)) != 0) {
       if (r < 0) return cli_usage_error(C, "--transport: missing value");
       transport = v;

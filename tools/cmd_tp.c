@@ -252,38 +252,15 @@ static int failed_prop(const char *msg) {
   return 1;
 }
 
-static void xml_text(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else if (*s == '"') fputs("&quot;", f);
-    else if ((unsigned char)*s >= 0x20) fputc(*s, f);
-  }
-}
-
 static int write_junit(const char *path, const rs_tp_check_result *r) {
-  FILE *f = fopen(path, "w");
-  if (!f) return -1;
   int bad = r->fail ? failed_prop(r->message) : -1;
-  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  fprintf(f, "<testsuite name=\"reshard.tp\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", NPROPS,
-          r->fail ? 1 : 0, r->seconds);
-  for (int i = 0; i < NPROPS; i++) {
-    fprintf(f, "  <testcase classname=\"reshard.tp\" name=\"%s\">", PROPS[i]);
-    if (i == bad) {
-      fprintf(f, "\n    <failure message=\"");
-      xml_text(f, r->message);
-      fprintf(f, "\">replay: reshard tp run ");
-      xml_text(f, r->fixture);
-      fprintf(f, "</failure>\n  ");
-    } else if (r->pass == 0) {
-      fprintf(f, "<skipped/>");
-    }
-    fprintf(f, "</testcase>\n");
-  }
-  fprintf(f, "</testsuite>\n");
-  return fclose(f) ? -1 : 0;
+  FILE *f = rs__junit_open(path, "reshard.tp", NPROPS, r->fail ? 1 : 0, r->pass == 0 ? NPROPS - (bad >= 0) : 0,
+                           r->seconds);
+  if (!f) return -1;
+  for (int i = 0; i < NPROPS; i++)
+    rs__junit_property(f, "reshard.tp", PROPS[i], i == bad ? r->message : NULL, "reshard tp run", r->fixture,
+                       r->pass == 0);
+  return rs__junit_close(f, path) == RS_OK ? 0 : -1;
 }
 
 static int write_json(const char *path, const rs_tp_check_opts *o, const rs_tp_check_result *r) {

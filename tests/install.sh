@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# install.sh BUILD SRC - the installed package as an outside project sees it: `cmake --install BUILD`
+# into a temporary prefix, then, from a directory outside the tree,
+#  (a) tests/install/consumer.c built with find_package(reshard) and with pkg-config (reshard.pc),
+#      both run (ref and opt == oracle);
+#  (b) tests/install/plugin.c, a backend plug-in against the installed reshard/backend.h, built with
+#      find_package and held to `reshard conform` by the installed CLI (its redistribute campaign).
+set -u
+B=${1:?usage: install.sh BUILD SRC} S=${2:?usage: install.sh BUILD SRC}
+. "$S/tests/cli_lib.sh"
+P="$T/prefix"
+cmake --install "$B" --prefix "$P" >"$T/install.log" 2>&1 || { fail "cmake --install: $(tail -5 "$T/install.log")"; exit 1; }
+pc=$(find "$P" -name reshard.pc | head -1)
+for f in bin/reshard include/reshard/reshard.h include/reshard/opt.h; do
+  [ -f "$P/$f" ] || fail "not installed: $f"
+done
+[ -n "$(find "$P" -name libreshard.a)" ] || fail "not installed: libreshard.a"
+[ -n "$(find "$P" -name reshardConfig.cmake)" ] || fail "not installed: reshardConfig.cmake"
+[ -n "$pc" ] || fail "not installed: reshard.pc"
+[ "$fails" = 0 ] || exit 1
+
+# (a) the consumer, both ways
+mkdir -p "$T/proj"
+cp "$S/tests/install/CMakeLists.txt" "$S/tests/install/consumer.c" "$T/proj/"
+plugin=0
+if [ -f "$P/include/reshard/backend.h" ]; then
+  cp "$S/tests/install/plugin.c" "$T/proj/"
+  plugin=1
+fi
+cd "$T"
+if cmake -S proj -B proj/build -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release >"$T/cfg.log" 2>&1 &&
+   cmake --build proj/build -j2 >"$T/bld.log" 2>&1; then
+  expect_rc 0 proj/build/consumer
+  expect_out "consumer: ok"
+else
+  fail "find_package(reshard) project:"; tail -n 15 "$T/cfg.log" "$T/bld.log" >&2
+fi
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs reshard) || fail "pkg-config --cflags --libs reshard"
+# shellcheck disable=SC2086
+if cc -std=c11 -o pc_consumer proj/consumer.c $flags >"$T/cc.log" 2>&1; then
+  expect_rc 0 ./pc_consumer
+  expect_out "consumer: ok"
+else
+  fail "cc with pkg-config flags ($flags): $(tail -10 "$T/cc.log")"
+fi
+
+# (b) the plug-in under the installed CLI
+if [ "$plugin" = 0 ]; then
+  echo "note: this build installs no reshard/backend.h: the plug-in part is not run"
+elif ! "$P/bin/reshard" conform --help >/dev/null 2>&1; then
+  echo "note: the installed reshard has no conform verb: the plug-in was built, not run"
+  [ -f proj/build/libplugin.so ] || fail "plug-in not built: $(tail -10 "$T/bld.log")"
+  nm -D --defined-only proj/build/libplugin.so | grep -q ' rs_backend_entry$' ||
+    fail "the plug-in does not export rs_backend_entry"
+else
+  expect_rc 0 "$P/bin/reshard" conform --backend "$T/proj/build/libplugin.so" --suite redistribute --cases 300 \
+    --seed 7 --failures "$T/reg" --fixtures none
+  expect_out "redistribute"
+  tail -n 4 "$T/out"
+fi
+[ "$fails" = 0 ] || exit 1
+echo "install: the package installed, found by find_package and pkg-config, consumer ran both ways${plugin:+, plug-in built}"
