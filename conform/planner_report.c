@@ -134,12 +134,18 @@ rs_status rs_pf_json(const char *path, rs_planner_host *h, const rs_pf_opts *o, 
 rs_status rs_pf_junit(const char *path, const rs_pf_opts *o, const rs_pf_result *r) {
   static const char *const NAMES[RS_PF_NFAIL] = {"planner_answers", "plans_legal", "plans_match_oracle"};
   const char *suite = o->kind == RS_PF_P2P ? "reshard.fuzz_planner.p2p" : "reshard.fuzz_planner";
-  FILE *f = rs__junit_open(path, suite, RS_PF_NFAIL, r->failed, r->seconds);
+  int skipped = 0;
+  for (int k = 0; k < RS_PF_NFAIL; k++) skipped += r->passed == 0 && !r->fail[k];
+  FILE *f = rs__junit_open(path, suite, RS_PF_NFAIL, r->failed, skipped, r->seconds);
   if (!f) return RS_ERR_IO;
   for (int k = 0; k < RS_PF_NFAIL; k++) {
+    /* "replay: reshard fuzz-planner --planner .. --case FILE", then the shrunk case's contents */
     char args[1024];
-    rs__pf_replay_args(o, r->fixture[k], args, sizeof args);
-    rs__junit_property(f, suite, NAMES[k], r->fail[k] ? r->message[k] : NULL, "reshard fuzz-planner", args,
+    rs__pf_replay_args(o, "", args, sizeof args);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "reshard fuzz-planner %s", args);
+    cmd[strlen(cmd) - (cmd[strlen(cmd) - 1] == ' ')] = 0;
+    rs__junit_property(f, suite, NAMES[k], r->fail[k] ? r->message[k] : NULL, cmd, r->fixture[k],
                        r->passed == 0 && !r->fail[k]);
   }
   return rs__junit_close(f, path);
