@@ -1,24 +1,17 @@
 /* cli_timeout.c - `--timeout SEC`, the progress timeout of the transports (every verb that takes
- * --transport): a number of seconds in (0, 1e6], checked like every numeric flag (digits, an
- * optional fraction, nothing after it, no sign, no inf/nan), handed to opt for the whole process. */
+ * --transport): a number of seconds in (0, 1e6], through the one checked parser (core/numflag.h:
+ * digits, an optional fraction, nothing after it, no sign, no inf/nan), handed to opt for the whole process. */
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "core/numflag.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif
 
 int cli_seconds_value(const char *s, double max, double *out) {
-  if (!s || !*s) return 1;
-  int dot = 0, digits = 0;
-  for (const char *p = s; *p; ++p) {
-    if (*p == '.' && !dot) dot = 1;
-    else if (*p >= '0' && *p <= '9') digits++;
-    else return 1;
-  }
-  if (!digits) return 1;
-  double t = strtod(s, NULL);
-  if (!(t > 0) || t > max) return 1;
+  double t;
+  if (rs__flag_seconds(s, &t) || t > max) return 1;
   *out = t;
   return 0;
 }

@@ -31,10 +31,7 @@ static const char *HELP =
     "Capabilities the backend lacks are reported as skipped, never as passed.\n";
 
 static int parse_seconds(const char *flag, const char *v, double *out) {
-  char *end;
-  double t = v ? strtod(v, &end) : 0;
-  if (!v || *end || !(t > 0) || t > 86400) return cli_usage_error(C, "%s: expected seconds in (0, 86400]", flag);
-  *out = t;
+  if (!v || cli_seconds_value(v, 86400, out)) return cli_usage_error(C, "%s: expected seconds in (0, 86400]", flag);
   return CLI_OK;
 }
 

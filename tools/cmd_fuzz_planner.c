@@ -68,12 +68,8 @@ int cmd_fuzz_planner(int argc, char **argv) {
                            o.kind == RS_PF_P2P ? "traffic or max-sender" : "steps, seed-cost, pytorch-cost or traffic");
   if (enumeration && rs_enumeration_parse(enumeration, &o.enumeration) != RS_OK)
     return cli_usage_error(C, "--enumeration: '%s' is not seed or pytorch", enumeration);
-  if (timeout) {
-    char *end;
-    double t = strtod(timeout, &end);
-    if (*end || !(t > 0 && t <= 3600)) return cli_usage_error(C, "--timeout: expected seconds in (0, 3600]");
-    o.timeout = t;
-  }
+  if (timeout && cli_seconds_value(timeout, 3600, &o.timeout))
+    return cli_usage_error(C, "--timeout: expected seconds in (0, 3600]");
   if (worst) {
     long long k;
     if (cli_int(worst, 0, RS_PF_WORST, &k)) return cli_usage_error(C, "--worst: expected 0..%d", RS_PF_WORST);
