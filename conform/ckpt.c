@@ -249,7 +249,7 @@ static void campaign(rs_cf_run *run) {
         free(v);
       }
       if (x.last.save.nt && save_failure(run, &x.last, msg, path, sizeof path) == RS_OK)
-        RS_CF_PRINT(it->replay, "%s %s", run->replay, path);
+        rs_cf_item_saved(run, it, path);
       RS_CF_PRINT(it->message, "%s", msg);
       printf("FAIL ckpt %s (shrunk: %d tensor(s), %d rank(s) saving, %d loading)\n  %s\n", it->name, x.last.save.nt,
              x.last.save.world, x.last.load.world, msg);

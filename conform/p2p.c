@@ -131,7 +131,7 @@ static void campaign(rs_cf_run *run) {
     it->pass = r->pass[p], it->fail = r->fail[p], it->skip = r->skip[p], it->seconds = r->seconds;
     if (r->fail[p]) {
       RS_CF_PRINT(it->message, "%s", r->message[p]);
-      RS_CF_PRINT(it->replay, "%s %s", run->replay, r->fixture[p]);
+      rs_cf_item_saved(run, it, r->fixture[p]);
       printf("FAIL p2p %s (shrunk; found at case %lld)\n  %s\n  replay: %s\n", it->name, (long long)r->caught_at[p],
              it->message, it->replay);
     }

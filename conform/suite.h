@@ -25,6 +25,8 @@ typedef struct rs_cf_run {
 
 /* A new item of the report (zeroed, named); NULL on out of memory. */
 rs_cf_item *rs_cf_add_item(rs_cf_result *r, unsigned suite, int fixture, const char *name);
+/* The first failure of `it` was saved as `path`: kept with the command that replays it. */
+void rs_cf_item_saved(const rs_cf_run *run, rs_cf_item *it, const char *path);
 /* Record a failure of `it`: counted; the first one's message and replay command are kept and printed. */
 void rs_cf_item_failed(const rs_cf_run *run, rs_cf_item *it, const char *where, const char *msg,
                        const char *saved_path);
@@ -60,6 +62,12 @@ typedef rs_outcome (*rs_cf_replay_fn)(rs_cf_backend *b, const char *text, char *
 rs_outcome rs_cf_redistribute_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 rs_outcome rs_cf_tp_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 rs_outcome rs_cf_p2p_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
+/* The --report page's drawing of a failing redistribute case (text: the saved case): run against b
+ * once more, both layouts drawn with every element that differs from the oracle marked. An error
+ * (the text is not a case) leaves the page to say less. */
+struct rs_html;
+rs_status rs_cf_redistribute_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                                  const char *message, const char *replay);
 rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 
 #endif

@@ -24,7 +24,10 @@ static const char *HELP =
     "  --shrink-runs N    attempts per shrunk failure (default 2000; a process backend 300)\n"
     "  --fixtures DIR|none  the fixtures folder whose corpora run too (default: the source tree's)\n"
     "  --failures DIR     where shrunk failures are saved (default conform-failures)\n"
-    "  --junit F, --json F  reports; --quiet: only failures and the summary\n"
+    "  --junit F, --json F  reports (JUnit: a testcase per property and fixture file, each failure\n"
+    "                     with its replay command and shrunk case); --quiet: only failures and the summary\n"
+    "  --report DIR       DIR/conform.html: the result table of every suite and each failure, a\n"
+    "                     redistribute case drawn as per-rank boxes with the differing elements red\n"
     "  --replay FILE      re-run one saved failure against the backend (exit 1 if it still fails)\n"
     "Exit: 0 all passed (at least one case), 1 a failure or nothing checked, 2 bad usage or input (a\n"
     "missing or invalid backend, another protocol version), 3 out of memory.\n"
@@ -85,6 +88,7 @@ int cmd_conform(int argc, char **argv) {
     CLI_OPT(C, "--failures", o.failures);
     CLI_OPT(C, "--junit", o.junit);
     CLI_OPT(C, "--json", o.json);
+    CLI_OPT(C, "--report", o.report);
     if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
       unsigned long long s;
       if (r < 0 || cli_u64(v, &s)) return cli_usage_error(C, "--seed: expected an unsigned integer");
@@ -149,6 +153,7 @@ int cmd_conform(int argc, char **argv) {
     int64_t passed = summary(&o, b, &res);
     if (o.junit && rs_cf_write_junit(o.junit, b, &res)) rc = cli_status_error(C, NULL);
     else if (o.json && rs_cf_write_json(o.json, &o, b, &res)) rc = cli_status_error(C, NULL);
+    else if (o.report && rs_cf_write_html(o.report, &o, b, &res)) rc = cli_status_error(C, NULL);
     else rc = res.failed || !passed ? CLI_FAIL : CLI_OK;
   }
   rs_cf_result_free(&res);
