@@ -10,6 +10,7 @@
 #include <string.h>
 #include "conform/suite.h"
 #include "props/p2p.h"
+#include "props/report_html.h"
 
 static rs_outcome outcome_of(const rs_cf_call *call, const char *what, char *msg, size_t cap) {
   if (call->result == RS_BACKEND_OK) return RS_PASS;
@@ -183,4 +184,69 @@ void rs_cf_suite_p2p(rs_cf_run *run) {
     snprintf(dir, sizeof dir, "%s/%s", run->fixtures, CORPORA[i]);
     rs_cf_walk_corpus(run, RS_CF_SUITE_P2P, dir, one_fixture, run);
   }
+}
+
+/* ---- the --report page ---- */
+
+/* The parameter the message names (the longest name it holds), else the first. */
+static int64_t named_param(const rs_p2p_model *m, const char *msg) {
+  int64_t best = 0;
+  size_t len = 0;
+  for (int64_t p = 0; p < m->nparams; p++) {
+    size_t n = strlen(m->param[p].name);
+    if (n > len && strstr(msg, m->param[p].name)) best = p, len = n;
+  }
+  return best;
+}
+
+/* Every rank's box of parameter p in config `which`; its mesh as "2x2 (ranks 0,1,2,3)" into text. */
+static rs_status p2p_boxes(const rs_p2p_model *m, int which, int64_t p, rs_html_box **out, int *n, char *text,
+                           size_t cap) {
+  const rs_p2p_mesh *mesh = &m->cfg[which].mesh[m->cfg[which].place[p].mesh];
+  *n = 0;
+  *out = calloc((size_t)(mesh->nranks ? mesh->nranks : 1), sizeof **out);
+  if (!*out) return rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  size_t k = 0;
+  for (int d = 0; d < mesh->ndim && k + 24 < cap; d++)
+    k += (size_t)snprintf(text + k, cap - k, "%s%lld", d ? "x" : "", (long long)mesh->size[d]);
+  for (int64_t pos = 0; pos < mesh->nranks; pos++) {
+    (*out)[pos].rank = mesh->ranks[pos];
+    rs_p2p_box(m, which, p, pos, (*out)[pos].start, (*out)[pos].size);
+    if (k + 24 < cap) k += (size_t)snprintf(text + k, cap - k, "%s%d", pos ? "," : " (ranks ", (int)mesh->ranks[pos]);
+  }
+  if (k + 2 < cap) snprintf(text + k, cap - k, ")");
+  *n = (int)mesh->nranks;
+  return RS_OK;
+}
+
+rs_status rs_cf_p2p_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                         const char *message, const char *replay) {
+  (void)b;
+  rs_p2p_model m;
+  rs_status st = rs_p2p_model_parse(text, &m);
+  if (st) return st;
+  int64_t p = named_param(&m, message);
+  const rs_tensor *t = &m.param[p].t;
+  rs_html_box *sb = NULL, *db = NULL;
+  int ns = 0, nd = 0;
+  char sm[512], dm[512], src[600], dst[600], mesh[1100], *msg = malloc(strlen(message) + 600);
+  st = msg ? p2p_boxes(&m, RS_P2P_SRC, p, &sb, &ns, sm, sizeof sm) : rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  if (!st) st = p2p_boxes(&m, RS_P2P_DST, p, &db, &nd, dm, sizeof dm);
+  if (!st) {
+    /* one parameter of the model drawn, its source and destination boxes over its global tensor;
+     * the P2P comparison names elements, it does not list them: nothing is marked */
+    rs_format_sharding(&m.cfg[RS_P2P_SRC].place[p].s, src, sizeof src);
+    rs_format_sharding(&m.cfg[RS_P2P_DST].place[p].s, dst, sizeof dst);
+    snprintf(mesh, sizeof mesh, "%s, destination mesh %s", sm, dm);
+    snprintf(msg, strlen(message) + 600, "%s\n(drawn: parameter '%.400s', %lld of %lld in the model)", message, m.param[p].name,
+            (long long)p + 1, (long long)m.nparams);
+    rs_html_failure fl = {name, msg, replay, text, rs_dtype_name(t->dtype), t->ndim, t->shape, mesh,
+                          {src, sb, ns}, {dst, db, nd}, NULL};
+    st = rs_html_failure_add(h, &fl);
+  }
+  free(msg);
+  free(sb);
+  free(db);
+  rs_p2p_model_free(&m);
+  return st;
 }

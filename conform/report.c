@@ -40,8 +40,8 @@ rs_status rs_cf_write_junit(const char *path, const rs_cf_backend *b, const rs_c
 }
 
 /* One failing item on the page: a redistribute case drawn (run once more to mark every differing
- * element); the other suites' cases (P2P models, checkpoint specs, TP cases) as message, replay
- * command and the saved case's text. */
+ * element), a P2P model's named parameter drawn; TP cases and checkpoint specs (and anything that
+ * cannot be drawn) as message, replay command and the saved case's text. */
 static rs_status html_failure(rs_html *h, rs_cf_backend *b, const rs_cf_item *it, const char *name) {
   char *text = NULL;
   if (it->saved[0]) {
@@ -50,8 +50,10 @@ static rs_status html_failure(rs_html *h, rs_cf_backend *b, const rs_cf_item *it
     rs_clear_error();
   }
   rs_status st = RS_ERR_INVALID;
-  if (text && it->suite == RS_CF_SUITE_REDISTRIBUTE) {
-    st = rs_cf_redistribute_draw(b, h, name, text, it->message, it->replay);
+  rs_status (*draw)(rs_cf_backend *, rs_html *, const char *, const char *, const char *, const char *) =
+      it->suite == RS_CF_SUITE_REDISTRIBUTE ? rs_cf_redistribute_draw : it->suite == RS_CF_SUITE_P2P ? rs_cf_p2p_draw : NULL;
+  if (text && draw) {
+    st = draw(b, h, name, text, it->message, it->replay);
     if (st == RS_ERR_NOMEM) {
       free(text);
       return st;

@@ -68,6 +68,10 @@ rs_outcome rs_cf_p2p_replay(rs_cf_backend *b, const char *text, char *msg, size_
 struct rs_html;
 rs_status rs_cf_redistribute_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
                                   const char *message, const char *replay);
+/* The same for a P2P model: the parameter the message names (else the first) drawn, its source
+ * and destination boxes over its global tensor, nothing marked (b is not run). */
+rs_status rs_cf_p2p_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                         const char *message, const char *replay);
 rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 
 #endif

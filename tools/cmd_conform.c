@@ -4,6 +4,7 @@
  * (docs/conformance.md). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
 #include "conform/conform.h"
@@ -28,6 +29,7 @@ static const char *HELP =
     "                     with its replay command and shrunk case); --quiet: only failures and the summary\n"
     "  --report DIR       DIR/conform.html: the result table of every suite and each failure, a\n"
     "                     redistribute case drawn as per-rank boxes with the differing elements red\n"
+    "                     (a P2P model: the failing parameter's boxes; tp, ckpt: message and case)\n"
     "  --replay FILE      re-run one saved failure against the backend (exit 1 if it still fails)\n"
     "Exit: 0 all passed (at least one case), 1 a failure or nothing checked, 2 bad usage or input (a\n"
     "missing or invalid backend, another protocol version), 3 out of memory.\n"
@@ -129,6 +131,10 @@ int cmd_conform(int argc, char **argv) {
     if (access(RS_SOURCE_FIXTURES, R_OK) == 0) o.fixtures = RS_SOURCE_FIXTURES;
 #endif
   }
+  struct stat sb;
+  /* refused before the campaign, not after it */
+  if (o.report && lstat(o.report, &sb) == 0 && !S_ISDIR(sb.st_mode))
+    return cli_usage_error(C, "--report: '%s' is not a directory", o.report);
   rs_cf_backend *b;
   rs_status st = rs_cf_backend_open(backend, timeout, &b);
   if (st) return cli_status_error(C, NULL);
