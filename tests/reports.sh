@@ -58,6 +58,13 @@ if [ -f "$plugin" ]; then
   grep -q 'class="diff"' "$T/cf/conform.html" || fail "conform page marks no differing element"
   grep -q -- '--replay ' "$T/cf/conform.html" || fail "conform page has no replay command"
   pages+=("$T/cf/conform.html:fail")
+  # a backend lacking a capability (tests/conform_child.py has no tp): a passing JUnit with a skipped
+  # testcase that says why
+  expect_rc 0 "$R" conform --backend "exec:$PY $S/tests/conform_child.py" --suite redistribute,tp --cases 30 \
+    --fixtures none --quiet --junit "$T/conform-skip.xml" --failures "$T/cf3"
+  check junit "$T/conform-skip.xml" pass
+  grep -q "<skipped message=\"the backend lacks the capability 'tp'\"/>" "$T/conform-skip.xml" ||
+    fail "conform JUnit: the lacking capability is not a skipped testcase"
 else
   echo "note: no $plugin (a build without opt): the conform reports are not checked"
 fi
