@@ -16,6 +16,7 @@
 #include "core/values.h"
 #include "props/ckpt.h"
 #include "props/report.h"
+#include "props/report_html.h"
 
 /* Plain tensors only: Megatron's ways of cutting a tensor into state-dict entries (flattened
  * fragments, GLU factories) are dropped from its description (the tensor and its layout stay),
@@ -197,21 +198,78 @@ static rs_status save_failure(const rs_cf_run *run, const ck_case *c, const char
   return st;
 }
 
-rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
+/* A saved failure's save and load specs; an error when text is not one. */
+static rs_status ck_parse(const char *text, ck_case *c) {
   cJSON *root = NULL;
-  ck_case c;
-  memset(&c, 0, sizeof c);
-  if (rs_json_parse(text, &root)) return *bad = 1, snprintf(msg, cap, "%s", rs_last_error()), RS_FAIL;
+  memset(c, 0, sizeof *c);
+  rs_status st = rs_json_parse(text, &root);
+  if (st) return st;
   char *sj = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "save"));
   char *lj = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "load"));
   cJSON_Delete(root);
-  rs_outcome o;
-  if (!sj || !lj || rs_state_spec_from_json(sj, &c.save) || rs_state_spec_from_json(lj, &c.load))
-    o = RS_FAIL, *bad = 1, snprintf(msg, cap, "not a saved ckpt failure: %s", rs_last_error());
-  else o = judge(b, &c, msg, cap);
-  ck_free(&c);
+  if (!sj || !lj) st = rs_fail(RS_ERR_INVALID, "no save and load specs");
+  else if (!(st = rs_state_spec_from_json(sj, &c->save))) st = rs_state_spec_from_json(lj, &c->load);
   free(sj), free(lj);
+  if (st) ck_free(c);
+  return st;
+}
+
+rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
+  ck_case c;
+  if (ck_parse(text, &c)) return *bad = 1, snprintf(msg, cap, "not a saved ckpt failure: %s", rs_last_error()), RS_FAIL;
+  rs_outcome o = judge(b, &c, msg, cap);
+  ck_free(&c);
   return o;
+}
+
+/* ---- the --report page ---- */
+
+static const char *tensor_key(const void *s, int64_t i) { return ((const rs_state_spec *)s)->t[i].key; }
+
+/* Every rank's box of tensor t; its mesh named into text. */
+static rs_status spec_boxes(const rs_spec_tensor *t, rs_html_box **out, int *n, char *text, size_t cap) {
+  rs_case *c = calloc(1, sizeof *c);
+  if (!c) return rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  c->mesh = t->mesh, c->tensor = t->t;
+  rs_status st = rs_html_boxes_of(c, &t->sh, out, n);
+  rs_cf_mesh_text(t->mesh.ndim, t->mesh.size, t->mesh.ranks, t->mesh.nranks, text, cap);
+  free(c);
+  return st;
+}
+
+rs_status rs_cf_ckpt_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                          const char *message, const char *replay) {
+  (void)b;
+  ck_case c;
+  rs_status st = ck_parse(text, &c);
+  if (st) return st;
+  int64_t i = rs_cf_named(message, tensor_key, &c.save, c.save.nt), j = 0;
+  while (j < c.load.nt && i < c.save.nt && strcmp(c.load.t[j].key, c.save.t[i].key) != 0) j++;
+  rs_html_box *sb = NULL, *db = NULL;
+  int ns = 0, nd = 0;
+  char sm[512], dm[512], src[600], dst[600], mesh[1100], *msg = malloc(strlen(message) + 600);
+  if (!msg) st = rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  else if (i >= c.save.nt || j >= c.load.nt) st = rs_fail(RS_ERR_INVALID, "no tensor both saved and loaded");
+  else if (!(st = spec_boxes(&c.save.t[i], &sb, &ns, sm, sizeof sm)))
+    st = spec_boxes(&c.load.t[j], &db, &nd, dm, sizeof dm);
+  if (!st) {
+    /* one tensor drawn, as saved (source) and as loaded (destination); the comparison names the
+     * first differing element, it does not list them: nothing is marked */
+    const rs_spec_tensor *t = &c.save.t[i];
+    rs_format_sharding(&t->sh, src, sizeof src);
+    rs_format_sharding(&c.load.t[j].sh, dst, sizeof dst);
+    snprintf(mesh, sizeof mesh, "%s as saved, mesh %s as loaded", sm, dm);
+    snprintf(msg, strlen(message) + 600, "%s\n(drawn: tensor '%.400s', %d of %d saved)", message, t->key, (int)i + 1,
+             c.save.nt);
+    rs_html_failure fl = {name, msg, replay, text, rs_dtype_name(t->dtype), t->t.ndim, t->t.shape, mesh,
+                          {src, sb, ns}, {dst, db, nd}, NULL};
+    st = rs_html_failure_add(h, &fl);
+  }
+  free(msg);
+  free(sb);
+  free(db);
+  ck_free(&c);
+  return st;
 }
 
 static void campaign(rs_cf_run *run) {

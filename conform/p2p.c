@@ -188,16 +188,7 @@ void rs_cf_suite_p2p(rs_cf_run *run) {
 
 /* ---- the --report page ---- */
 
-/* The parameter the message names (the longest name it holds), else the first. */
-static int64_t named_param(const rs_p2p_model *m, const char *msg) {
-  int64_t best = 0;
-  size_t len = 0;
-  for (int64_t p = 0; p < m->nparams; p++) {
-    size_t n = strlen(m->param[p].name);
-    if (n > len && strstr(msg, m->param[p].name)) best = p, len = n;
-  }
-  return best;
-}
+static const char *param_name(const void *m, int64_t p) { return ((const rs_p2p_model *)m)->param[p].name; }
 
 /* Every rank's box of parameter p in config `which`; its mesh as "2x2 (ranks 0,1,2,3)" into text. */
 static rs_status p2p_boxes(const rs_p2p_model *m, int which, int64_t p, rs_html_box **out, int *n, char *text,
@@ -206,15 +197,11 @@ static rs_status p2p_boxes(const rs_p2p_model *m, int which, int64_t p, rs_html_
   *n = 0;
   *out = calloc((size_t)(mesh->nranks ? mesh->nranks : 1), sizeof **out);
   if (!*out) return rs_fail(RS_ERR_NOMEM, "--report: out of memory");
-  size_t k = 0;
-  for (int d = 0; d < mesh->ndim && k + 24 < cap; d++)
-    k += (size_t)snprintf(text + k, cap - k, "%s%lld", d ? "x" : "", (long long)mesh->size[d]);
+  rs_cf_mesh_text(mesh->ndim, mesh->size, mesh->ranks, mesh->nranks, text, cap);
   for (int64_t pos = 0; pos < mesh->nranks; pos++) {
     (*out)[pos].rank = mesh->ranks[pos];
     rs_p2p_box(m, which, p, pos, (*out)[pos].start, (*out)[pos].size);
-    if (k + 24 < cap) k += (size_t)snprintf(text + k, cap - k, "%s%d", pos ? "," : " (ranks ", (int)mesh->ranks[pos]);
   }
-  if (k + 2 < cap) snprintf(text + k, cap - k, ")");
   *n = (int)mesh->nranks;
   return RS_OK;
 }
@@ -225,7 +212,7 @@ rs_status rs_cf_p2p_draw(rs_cf_backend *b, struct rs_html *h, const char *name, 
   rs_p2p_model m;
   rs_status st = rs_p2p_model_parse(text, &m);
   if (st) return st;
-  int64_t p = named_param(&m, message);
+  int64_t p = rs_cf_named(message, param_name, &m, m.nparams);
   const rs_tensor *t = &m.param[p].t;
   rs_html_box *sb = NULL, *db = NULL;
   int ns = 0, nd = 0;

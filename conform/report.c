@@ -51,7 +51,10 @@ static rs_status html_failure(rs_html *h, rs_cf_backend *b, const rs_cf_item *it
   }
   rs_status st = RS_ERR_INVALID;
   rs_status (*draw)(rs_cf_backend *, rs_html *, const char *, const char *, const char *, const char *) =
-      it->suite == RS_CF_SUITE_REDISTRIBUTE ? rs_cf_redistribute_draw : it->suite == RS_CF_SUITE_P2P ? rs_cf_p2p_draw : NULL;
+      it->suite == RS_CF_SUITE_REDISTRIBUTE ? rs_cf_redistribute_draw
+      : it->suite == RS_CF_SUITE_P2P      ? rs_cf_p2p_draw
+      : it->suite == RS_CF_SUITE_CKPT     ? rs_cf_ckpt_draw
+                                          : NULL;
   if (text && draw) {
     st = draw(b, h, name, text, it->message, it->replay);
     if (st == RS_ERR_NOMEM) {

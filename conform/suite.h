@@ -6,6 +6,8 @@
 #include "conform/conform.h"
 #include "props/props.h"
 
+struct rs_html;
+
 /* snprintf into a fixed report field: a long message is cut, on purpose. */
 void rs_cf_print(char *buf, size_t cap, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -46,6 +48,15 @@ void rs_cf_suite_tp(rs_cf_run *run);
 void rs_cf_suite_p2p(rs_cf_run *run);
 void rs_cf_suite_ckpt(rs_cf_run *run);
 
+/* "2x2 (ranks 0,1,2,3)": a mesh as the --report page names it. */
+void rs_cf_mesh_text(int ndim, const int64_t *size, const int32_t *ranks, int64_t nranks, char *text, size_t cap);
+/* Of n named things (name(set, i)), the one whose name msg holds (the longest such), else 0. */
+int64_t rs_cf_named(const char *msg, const char *(*name)(const void *, int64_t), const void *set, int64_t n);
+/* The same for a checkpoint case: the tensor the message names (else the first), its boxes as
+ * saved and as loaded, nothing marked. */
+rs_status rs_cf_ckpt_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                          const char *message, const char *replay);
+
 /* "the capability 'tp'" and the like, for messages. */
 const char *rs_cf_caps_text(unsigned caps);
 /* 1 when the backend has one of caps; else a skipped item (named `name`) saying what it lacks. */
@@ -65,7 +76,6 @@ rs_outcome rs_cf_p2p_replay(rs_cf_backend *b, const char *text, char *msg, size_
 /* The --report page's drawing of a failing redistribute case (text: the saved case): run against b
  * once more, both layouts drawn with every element that differs from the oracle marked. An error
  * (the text is not a case) leaves the page to say less. */
-struct rs_html;
 rs_status rs_cf_redistribute_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
                                   const char *message, const char *replay);
 /* The same for a P2P model: the parameter the message names (else the first) drawn, its source

@@ -84,6 +84,26 @@ void rs_cf_item_saved(const rs_cf_run *run, rs_cf_item *it, const char *path) {
   RS_CF_PRINT(it->replay, "%s %s", run->replay, path);
 }
 
+void rs_cf_mesh_text(int ndim, const int64_t *size, const int32_t *ranks, int64_t nranks, char *text, size_t cap) {
+  size_t k = 0;
+  text[0] = 0;
+  for (int d = 0; d < ndim && k + 24 < cap; d++)
+    k += (size_t)snprintf(text + k, cap - k, "%s%lld", d ? "x" : "", (long long)size[d]);
+  for (int64_t pos = 0; pos < nranks && k + 24 < cap; pos++)
+    k += (size_t)snprintf(text + k, cap - k, "%s%d", pos ? "," : " (ranks ", (int)ranks[pos]);
+  if (nranks && k + 2 < cap) snprintf(text + k, cap - k, ")");
+}
+
+int64_t rs_cf_named(const char *msg, const char *(*name)(const void *, int64_t), const void *set, int64_t n) {
+  int64_t best = 0;
+  size_t len = 0;
+  for (int64_t i = 0; i < n; i++) {
+    size_t k = strlen(name(set, i));
+    if (k > len && strstr(msg, name(set, i))) best = i, len = k;
+  }
+  return best;
+}
+
 const char *rs_cf_caps_text(unsigned caps) {
   if (caps & RS_CF_P2P_PLAN) return "the capabilities 'p2p_plan' and 'p2p_execute'";
   return caps & RS_CF_CKPT ? "the capability 'ckpt'" : caps & RS_CF_TP ? "the capability 'tp'" : "the capability 'redistribute'";

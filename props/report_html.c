@@ -298,6 +298,8 @@ static void draw_failure_layouts(FILE *f, const rs_html_failure *fl) {
       write_index(f, &v, d->index[k]);
     }
     fprintf(f, "%s</p>\n", d->n > DIFF_LIST_MAX ? ", ..." : "");
+  } else if (!d) {
+    fprintf(f, "<p class=\"difflist\">differing elements not marked (the message above names the first)</p>\n");
   } else {
     fprintf(f, "<p class=\"difflist\">no element compared different (the failure is in the plan, the shapes or "
                "the message above)</p>\n");

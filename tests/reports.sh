@@ -58,6 +58,13 @@ if [ -f "$plugin" ]; then
   grep -q 'class="diff"' "$T/cf/conform.html" || fail "conform page marks no differing element"
   grep -q -- '--replay ' "$T/cf/conform.html" || fail "conform page has no replay command"
   pages+=("$T/cf/conform.html:fail")
+  # P2P and checkpoint failures: one parameter / tensor drawn as boxes (nothing marked red)
+  expect_rc 1 "$R" conform --backend "$plugin?bug=last_rank" --suite p2p,ckpt --cases 10 --fixtures none --quiet \
+    --report "$T/cfpc" --failures "$T/cf4"
+  for w in "drawn: parameter" "drawn: tensor" "<svg"; do
+    grep -q "$w" "$T/cfpc/conform.html" || fail "conform p2p,ckpt page lacks '$w'"
+  done
+  pages+=("$T/cfpc/conform.html:pass")
   # a backend lacking a capability (tests/conform_child.py has no tp): a passing JUnit with a skipped
   # testcase that says why
   expect_rc 0 "$R" conform --backend "exec:$PY $S/tests/conform_child.py" --suite redistribute,tp --cases 30 \

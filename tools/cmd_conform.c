@@ -29,7 +29,7 @@ static const char *HELP =
     "                     with its replay command and shrunk case); --quiet: only failures and the summary\n"
     "  --report DIR       DIR/conform.html: the result table of every suite and each failure, a\n"
     "                     redistribute case drawn as per-rank boxes with the differing elements red\n"
-    "                     (a P2P model: the failing parameter's boxes; tp, ckpt: message and case)\n"
+    "                     (P2P, ckpt: the failing parameter's or tensor's boxes; tp: message, case)\n"
     "  --replay FILE      re-run one saved failure against the backend (exit 1 if it still fails)\n"
     "Exit: 0 all passed (at least one case), 1 a failure or nothing checked, 2 bad usage or input (a\n"
     "missing or invalid backend, another protocol version), 3 out of memory.\n"
