@@ -16,7 +16,6 @@
 #include "core/values.h"
 #include "props/ckpt.h"
 #include "props/report.h"
-#include "props/report_html.h"
 
 /* Plain tensors only: Megatron's ways of cutting a tensor into state-dict entries (flattened
  * fragments, GLU factories) are dropped from its description (the tensor and its layout stay),
@@ -245,29 +244,19 @@ rs_status rs_cf_ckpt_draw(rs_cf_backend *b, struct rs_html *h, const char *name,
   if (st) return st;
   int64_t i = rs_cf_named(message, tensor_key, &c.save, c.save.nt), j = 0;
   while (j < c.load.nt && i < c.save.nt && strcmp(c.load.t[j].key, c.save.t[i].key) != 0) j++;
-  rs_html_box *sb = NULL, *db = NULL;
-  int ns = 0, nd = 0;
-  char sm[512], dm[512], src[600], dst[600], mesh[1100], *msg = malloc(strlen(message) + 600);
-  if (!msg) st = rs_fail(RS_ERR_NOMEM, "--report: out of memory");
-  else if (i >= c.save.nt || j >= c.load.nt) st = rs_fail(RS_ERR_INVALID, "no tensor both saved and loaded");
-  else if (!(st = spec_boxes(&c.save.t[i], &sb, &ns, sm, sizeof sm)))
-    st = spec_boxes(&c.load.t[j], &db, &nd, dm, sizeof dm);
-  if (!st) {
-    /* one tensor drawn, as saved (source) and as loaded (destination); the comparison names the
-     * first differing element, it does not list them: nothing is marked */
-    const rs_spec_tensor *t = &c.save.t[i];
-    rs_format_sharding(&t->sh, src, sizeof src);
-    rs_format_sharding(&c.load.t[j].sh, dst, sizeof dst);
-    snprintf(mesh, sizeof mesh, "%s as saved, mesh %s as loaded", sm, dm);
-    snprintf(msg, strlen(message) + 600, "%s\n(drawn: tensor '%.400s', %d of %d saved)", message, t->key, (int)i + 1,
-             c.save.nt);
-    rs_html_failure fl = {name, msg, replay, text, rs_dtype_name(t->dtype), t->t.ndim, t->t.shape, mesh,
-                          {src, sb, ns}, {dst, db, nd}, NULL};
-    st = rs_html_failure_add(h, &fl);
+  if (i >= c.save.nt || j >= c.load.nt) {
+    ck_free(&c);
+    return rs_fail(RS_ERR_INVALID, "no tensor both saved and loaded");
   }
-  free(msg);
-  free(sb);
-  free(db);
+  /* one tensor drawn, as saved (source) and as loaded (destination) */
+  const rs_spec_tensor *t[2] = {&c.save.t[i], &c.load.t[j]};
+  rs_cf_drawing d = {t[0]->dtype, t[0]->t.ndim, t[0]->t.shape, {&t[0]->sh, &t[1]->sh}, {NULL, NULL}, {0, 0}, {"", ""}};
+  for (int w = 0; w < 2 && !st; w++) st = spec_boxes(t[w], &d.box[w], &d.n[w], d.mesh[w], sizeof d.mesh[w]);
+  char note[600];
+  snprintf(note, sizeof note, "tensor '%.400s', %d of %d saved, source as saved and destination as loaded",
+           t[0]->key, (int)i + 1, c.save.nt);
+  if (!st) st = rs_cf_draw_add(h, name, message, replay, text, note, &d);
+  free(d.box[0]), free(d.box[1]);
   ck_free(&c);
   return st;
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 #include "conform/suite.h"
 #include "props/p2p.h"
-#include "props/report_html.h"
 
 static rs_outcome outcome_of(const rs_cf_call *call, const char *what, char *msg, size_t cap) {
   if (call->result == RS_BACKEND_OK) return RS_PASS;
@@ -213,27 +212,14 @@ rs_status rs_cf_p2p_draw(rs_cf_backend *b, struct rs_html *h, const char *name, 
   rs_status st = rs_p2p_model_parse(text, &m);
   if (st) return st;
   int64_t p = rs_cf_named(message, param_name, &m, m.nparams);
-  const rs_tensor *t = &m.param[p].t;
-  rs_html_box *sb = NULL, *db = NULL;
-  int ns = 0, nd = 0;
-  char sm[512], dm[512], src[600], dst[600], mesh[1100], *msg = malloc(strlen(message) + 600);
-  st = msg ? p2p_boxes(&m, RS_P2P_SRC, p, &sb, &ns, sm, sizeof sm) : rs_fail(RS_ERR_NOMEM, "--report: out of memory");
-  if (!st) st = p2p_boxes(&m, RS_P2P_DST, p, &db, &nd, dm, sizeof dm);
-  if (!st) {
-    /* one parameter of the model drawn, its source and destination boxes over its global tensor;
-     * the P2P comparison names elements, it does not list them: nothing is marked */
-    rs_format_sharding(&m.cfg[RS_P2P_SRC].place[p].s, src, sizeof src);
-    rs_format_sharding(&m.cfg[RS_P2P_DST].place[p].s, dst, sizeof dst);
-    snprintf(mesh, sizeof mesh, "%s, destination mesh %s", sm, dm);
-    snprintf(msg, strlen(message) + 600, "%s\n(drawn: parameter '%.400s', %lld of %lld in the model)", message, m.param[p].name,
-            (long long)p + 1, (long long)m.nparams);
-    rs_html_failure fl = {name, msg, replay, text, rs_dtype_name(t->dtype), t->ndim, t->shape, mesh,
-                          {src, sb, ns}, {dst, db, nd}, NULL};
-    st = rs_html_failure_add(h, &fl);
-  }
-  free(msg);
-  free(sb);
-  free(db);
+  rs_cf_drawing d = {m.param[p].t.dtype, m.param[p].t.ndim, m.param[p].t.shape,
+                     {&m.cfg[RS_P2P_SRC].place[p].s, &m.cfg[RS_P2P_DST].place[p].s}, {NULL, NULL}, {0, 0}, {"", ""}};
+  for (int w = 0; w < 2 && !st; w++) st = p2p_boxes(&m, w, p, &d.box[w], &d.n[w], d.mesh[w], sizeof d.mesh[w]);
+  char note[600];
+  snprintf(note, sizeof note, "parameter '%.400s', %lld of %lld in the model", m.param[p].name, (long long)p + 1,
+           (long long)m.nparams);
+  if (!st) st = rs_cf_draw_add(h, name, message, replay, text, note, &d);
+  free(d.box[0]), free(d.box[1]);
   rs_p2p_model_free(&m);
   return st;
 }

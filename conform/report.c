@@ -73,6 +73,26 @@ static rs_status html_failure(rs_html *h, rs_cf_backend *b, const rs_cf_item *it
   return st;
 }
 
+rs_status rs_cf_draw_add(rs_html *h, const char *name, const char *message, const char *replay, const char *text,
+                         const char *note, rs_cf_drawing *d) {
+  char src[600], dst[600], mesh[1100], *msg = malloc(strlen(message) + strlen(note) + 16);
+  rs_status st = rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  if (msg) {
+    rs_format_sharding(d->sh[0], src, sizeof src);
+    rs_format_sharding(d->sh[1], dst, sizeof dst);
+    snprintf(mesh, sizeof mesh, "%s, destination mesh %s", d->mesh[0], d->mesh[1]);
+    sprintf(msg, "%s\n(drawn: %s)", message, note);
+    /* the comparisons of these suites name the first differing element, they do not list them */
+    rs_html_failure fl = {name, msg, replay, text, rs_dtype_name(d->dtype), d->ndim, d->shape, mesh,
+                          {src, d->box[0], d->n[0]}, {dst, d->box[1], d->n[1]}, NULL};
+    st = rs_html_failure_add(h, &fl);
+  }
+  free(msg);
+  free(d->box[0]), free(d->box[1]);
+  d->box[0] = d->box[1] = NULL;
+  return st;
+}
+
 rs_status rs_cf_write_html(const char *dir, const rs_conform_opts *o, rs_cf_backend *b, const rs_cf_result *r) {
   char cmd[4096], suites[64] = "", amount[64];
   for (unsigned s = 1; s <= RS_CF_SUITE_CKPT; s <<= 1)

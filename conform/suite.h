@@ -5,8 +5,7 @@
 
 #include "conform/conform.h"
 #include "props/props.h"
-
-struct rs_html;
+#include "props/report_html.h"
 
 /* snprintf into a fixed report field: a long message is cut, on purpose. */
 void rs_cf_print(char *buf, size_t cap, const char *fmt, ...)
@@ -52,6 +51,21 @@ void rs_cf_suite_ckpt(rs_cf_run *run);
 void rs_cf_mesh_text(int ndim, const int64_t *size, const int32_t *ranks, int64_t nranks, char *text, size_t cap);
 /* Of n named things (name(set, i)), the one whose name msg holds (the longest such), else 0. */
 int64_t rs_cf_named(const char *msg, const char *(*name)(const void *, int64_t), const void *set, int64_t n);
+/* One tensor of a failing case drawn on the --report page, nothing marked: [0] source, [1]
+ * destination; boxes malloc'd (freed by rs_cf_draw_add), mesh as rs_cf_mesh_text names it. */
+typedef struct rs_cf_drawing {
+  rs_dtype dtype;
+  int ndim;
+  const int64_t *shape;
+  const rs_sharding *sh[2];
+  rs_html_box *box[2];
+  int n[2];
+  char mesh[2][512];
+} rs_cf_drawing;
+/* Add the failure (message, then "(drawn: NOTE)", replay, the saved text) with d drawn; frees d's
+ * boxes. */
+rs_status rs_cf_draw_add(struct rs_html *h, const char *name, const char *message, const char *replay,
+                         const char *text, const char *note, rs_cf_drawing *d);
 /* The same for a checkpoint case: the tensor the message names (else the first), its boxes as
  * saved and as loaded, nothing marked. */
 rs_status rs_cf_ckpt_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
