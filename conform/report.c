@@ -100,9 +100,11 @@ rs_status rs_cf_write_html(const char *dir, const rs_conform_opts *o, rs_cf_back
   if (o->cases > 0) snprintf(amount, sizeof amount, "--cases %lld", (long long)o->cases);
   else snprintf(amount, sizeof amount, "--seconds %g", o->seconds);
   /* r->replay is "reshard conform --backend '<spec>' --replay": the same command, campaign options instead */
-  size_t head = strlen(r->replay) > 9 ? strlen(r->replay) - 9 : strlen(r->replay);
-  snprintf(cmd, sizeof cmd, "%.*s --suite %s --seed %llu %s", (int)head, r->replay, suites,
-           (unsigned long long)o->seed, amount);
+  static const char SUFFIX[] = " --replay";
+  size_t head = strlen(r->replay), k = sizeof SUFFIX - 1;
+  if (head >= k && strcmp(r->replay + head - k, SUFFIX) == 0) head -= k;
+  snprintf(cmd, sizeof cmd, "%.*s --suite %s --seed %llu %s%s", (int)head, r->replay, suites,
+           (unsigned long long)o->seed, amount, o->fixtures ? "" : " --fixtures none");
   rs_html *h;
   rs_status st = rs_html_open(dir, "conform", cmd, &h);
   if (st) return st;
