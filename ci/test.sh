@@ -180,9 +180,10 @@ fi
 # backends and the crashing, hanging and garbage children ran in ctest (conform).
 stage "conform: opt as a backend plug-in, $(( CASES / 10 )) cases per suite ($(( CASES / 200 )) ckpt) and every corpus"
 $R conform --backend build/tests/libconform_opt_plugin.so --suite redistribute,tp,p2p --cases $(( CASES / 10 )) --quiet \
-  --failures "$out/conform-failures" --junit "$out/conform.junit.xml" --json "$out/conform.json"
+  --failures "$out/conform-failures" --junit "$out/conform.junit.xml" --json "$out/conform.json" --report "$out/conform-report"
 $R conform --backend build/tests/libconform_opt_plugin.so --suite ckpt --cases $(( CASES / 200 )) --quiet \
-  --failures "$out/conform-failures" --junit "$out/conform-ckpt.junit.xml" --json "$out/conform-ckpt.json"
+  --failures "$out/conform-failures" --junit "$out/conform-ckpt.junit.xml" --json "$out/conform-ckpt.json" \
+  --report "$out/conform-report-ckpt"
 # ---- fuzz-planner: outside planners (docs/conformance.md, "Planner fuzzing") ----
 # The example plug-ins, planted-bug planners and the Python child ran in ctest (fuzz_planner); here
 # longer campaigns of ref's graph planner and opt's P2P planner as plug-ins (CASES/10 each), then

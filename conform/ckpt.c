@@ -197,21 +197,68 @@ static rs_status save_failure(const rs_cf_run *run, const ck_case *c, const char
   return st;
 }
 
-rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
+/* A saved failure's save and load specs; an error when text is not one. */
+static rs_status ck_parse(const char *text, ck_case *c) {
   cJSON *root = NULL;
-  ck_case c;
-  memset(&c, 0, sizeof c);
-  if (rs_json_parse(text, &root)) return *bad = 1, snprintf(msg, cap, "%s", rs_last_error()), RS_FAIL;
+  memset(c, 0, sizeof *c);
+  rs_status st = rs_json_parse(text, &root);
+  if (st) return st;
   char *sj = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "save"));
   char *lj = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "load"));
   cJSON_Delete(root);
-  rs_outcome o;
-  if (!sj || !lj || rs_state_spec_from_json(sj, &c.save) || rs_state_spec_from_json(lj, &c.load))
-    o = RS_FAIL, *bad = 1, snprintf(msg, cap, "not a saved ckpt failure: %s", rs_last_error());
-  else o = judge(b, &c, msg, cap);
-  ck_free(&c);
+  if (!sj || !lj) st = rs_fail(RS_ERR_INVALID, "no save and load specs");
+  else if (!(st = rs_state_spec_from_json(sj, &c->save))) st = rs_state_spec_from_json(lj, &c->load);
   free(sj), free(lj);
+  if (st) ck_free(c);
+  return st;
+}
+
+rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
+  ck_case c;
+  if (ck_parse(text, &c)) return *bad = 1, snprintf(msg, cap, "not a saved ckpt failure: %s", rs_last_error()), RS_FAIL;
+  rs_outcome o = judge(b, &c, msg, cap);
+  ck_free(&c);
   return o;
+}
+
+/* ---- the --report page ---- */
+
+static const char *tensor_key(const void *s, int64_t i) { return ((const rs_state_spec *)s)->t[i].key; }
+
+/* Every rank's box of tensor t; its mesh named into text. */
+static rs_status spec_boxes(const rs_spec_tensor *t, rs_html_box **out, int *n, char *text, size_t cap) {
+  rs_case *c = calloc(1, sizeof *c);
+  if (!c) return rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  c->mesh = t->mesh, c->tensor = t->t;
+  rs_status st = rs_html_boxes_of(c, &t->sh, out, n);
+  rs_cf_mesh_text(t->mesh.ndim, t->mesh.size, t->mesh.ranks, t->mesh.nranks, text, cap);
+  free(c);
+  return st;
+}
+
+rs_status rs_cf_ckpt_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                          const char *message, const char *replay) {
+  (void)b;
+  ck_case c;
+  rs_status st = ck_parse(text, &c);
+  if (st) return st;
+  int64_t i = rs_cf_named(message, tensor_key, &c.save, c.save.nt), j = 0;
+  while (j < c.load.nt && i < c.save.nt && strcmp(c.load.t[j].key, c.save.t[i].key) != 0) j++;
+  if (i >= c.save.nt || j >= c.load.nt) {
+    ck_free(&c);
+    return rs_fail(RS_ERR_INVALID, "no tensor both saved and loaded");
+  }
+  /* one tensor drawn, as saved (source) and as loaded (destination) */
+  const rs_spec_tensor *t[2] = {&c.save.t[i], &c.load.t[j]};
+  rs_cf_drawing d = {t[0]->dtype, t[0]->t.ndim, t[0]->t.shape, {&t[0]->sh, &t[1]->sh}, {NULL, NULL}, {0, 0}, {"", ""}};
+  for (int w = 0; w < 2 && !st; w++) st = spec_boxes(t[w], &d.box[w], &d.n[w], d.mesh[w], sizeof d.mesh[w]);
+  char note[600];
+  snprintf(note, sizeof note, "tensor '%.400s', %d of %d saved, source as saved and destination as loaded",
+           t[0]->key, (int)i + 1, c.save.nt);
+  if (!st) st = rs_cf_draw_add(h, name, message, replay, text, note, &d);
+  free(d.box[0]), free(d.box[1]);
+  ck_free(&c);
+  return st;
 }
 
 static void campaign(rs_cf_run *run) {
@@ -249,7 +296,7 @@ static void campaign(rs_cf_run *run) {
         free(v);
       }
       if (x.last.save.nt && save_failure(run, &x.last, msg, path, sizeof path) == RS_OK)
-        RS_CF_PRINT(it->replay, "%s %s", run->replay, path);
+        rs_cf_item_saved(run, it, path);
       RS_CF_PRINT(it->message, "%s", msg);
       printf("FAIL ckpt %s (shrunk: %d tensor(s), %d rank(s) saving, %d loading)\n  %s\n", it->name, x.last.save.nt,
              x.last.save.world, x.last.load.world, msg);

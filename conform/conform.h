@@ -84,6 +84,7 @@ typedef struct rs_conform_opts {
   const char *fixtures;     /* the fixtures/ folder (NULL: the source tree's, when present) */
   const char *failures;     /* where shrunk failures are saved (default conform-failures) */
   const char *junit, *json;
+  const char *report;       /* --report DIR (rs_cf_write_html) */
   int quiet;
 } rs_conform_opts;
 
@@ -96,12 +97,14 @@ typedef struct rs_cf_item {
   double seconds;
   char message[1024];       /* first failure (shrunk) or why skipped */
   char replay[1536];        /* the command that replays the first failure */
+  char saved[1024];         /* the saved (shrunk) failure it replays ("" when none was saved) */
 } rs_cf_item;
 
 typedef struct rs_cf_result {
   rs_cf_item *item;
   int n, cap;
   int failed;               /* items with a failure */
+  char replay[2048];        /* "reshard conform --backend '<spec>' --replay", before a saved file */
 } rs_cf_result;
 
 /* Run the chosen suites against b; RS_OK whether or not something failed (r->failed). */
@@ -116,6 +119,10 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
 rs_status rs_cf_write_junit(const char *path, const rs_cf_backend *b, const rs_cf_result *r);
 rs_status rs_cf_write_json(const char *path, const rs_conform_opts *o, const rs_cf_backend *b,
                            const rs_cf_result *r);
+/* --report DIR: DIR/conform.html, the result table of every suite and each failure: a redistribute
+ * case drawn (both layouts as per-rank boxes, run against b once more to mark every element that
+ * differs from the oracle), the other suites' as message, replay command and shrunk case. */
+rs_status rs_cf_write_html(const char *dir, const rs_conform_opts *o, rs_cf_backend *b, const rs_cf_result *r);
 
 /* ---- a plug-in served over the protocol (conform/serve.c) ---- */
 /* Answer the protocol on in/out with plug-in b (what a C backend needs to run as an exec child).

@@ -131,7 +131,7 @@ static void campaign(rs_cf_run *run) {
     it->pass = r->pass[p], it->fail = r->fail[p], it->skip = r->skip[p], it->seconds = r->seconds;
     if (r->fail[p]) {
       RS_CF_PRINT(it->message, "%s", r->message[p]);
-      RS_CF_PRINT(it->replay, "%s %s", run->replay, r->fixture[p]);
+      rs_cf_item_saved(run, it, r->fixture[p]);
       printf("FAIL p2p %s (shrunk; found at case %lld)\n  %s\n  replay: %s\n", it->name, (long long)r->caught_at[p],
              it->message, it->replay);
     }
@@ -183,4 +183,43 @@ void rs_cf_suite_p2p(rs_cf_run *run) {
     snprintf(dir, sizeof dir, "%s/%s", run->fixtures, CORPORA[i]);
     rs_cf_walk_corpus(run, RS_CF_SUITE_P2P, dir, one_fixture, run);
   }
+}
+
+/* ---- the --report page ---- */
+
+static const char *param_name(const void *m, int64_t p) { return ((const rs_p2p_model *)m)->param[p].name; }
+
+/* Every rank's box of parameter p in config `which`; its mesh as "2x2 (ranks 0,1,2,3)" into text. */
+static rs_status p2p_boxes(const rs_p2p_model *m, int which, int64_t p, rs_html_box **out, int *n, char *text,
+                           size_t cap) {
+  const rs_p2p_mesh *mesh = &m->cfg[which].mesh[m->cfg[which].place[p].mesh];
+  *n = 0;
+  *out = calloc((size_t)(mesh->nranks ? mesh->nranks : 1), sizeof **out);
+  if (!*out) return rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  rs_cf_mesh_text(mesh->ndim, mesh->size, mesh->ranks, mesh->nranks, text, cap);
+  for (int64_t pos = 0; pos < mesh->nranks; pos++) {
+    (*out)[pos].rank = mesh->ranks[pos];
+    rs_p2p_box(m, which, p, pos, (*out)[pos].start, (*out)[pos].size);
+  }
+  *n = (int)mesh->nranks;
+  return RS_OK;
+}
+
+rs_status rs_cf_p2p_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                         const char *message, const char *replay) {
+  (void)b;
+  rs_p2p_model m;
+  rs_status st = rs_p2p_model_parse(text, &m);
+  if (st) return st;
+  int64_t p = rs_cf_named(message, param_name, &m, m.nparams);
+  rs_cf_drawing d = {m.param[p].t.dtype, m.param[p].t.ndim, m.param[p].t.shape,
+                     {&m.cfg[RS_P2P_SRC].place[p].s, &m.cfg[RS_P2P_DST].place[p].s}, {NULL, NULL}, {0, 0}, {"", ""}};
+  for (int w = 0; w < 2 && !st; w++) st = p2p_boxes(&m, w, p, &d.box[w], &d.n[w], d.mesh[w], sizeof d.mesh[w]);
+  char note[600];
+  snprintf(note, sizeof note, "parameter '%.400s', %lld of %lld in the model", m.param[p].name, (long long)p + 1,
+           (long long)m.nparams);
+  if (!st) st = rs_cf_draw_add(h, name, message, replay, text, note, &d);
+  free(d.box[0]), free(d.box[1]);
+  rs_p2p_model_free(&m);
+  return st;
 }

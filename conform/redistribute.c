@@ -6,13 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "conform/suite.h"
+#include "props/report_html.h"
 #include "core/mutant.h"
 #include "reshard/oracle.h"
 
-/* The hook props calls for every case: run the backend, judge its answer. */
-static rs_outcome judge(void *ctx, const rs_case *c, const rs_locals *in, const rs_locals *exp,
-                        char *msg, size_t cap) {
-  rs_cf_backend *b = ctx;
+/* Run the backend, judge its answer; diff (may be NULL) gets every differing element, for the
+ * --report page. */
+static rs_outcome judge_into(rs_cf_backend *b, rs_html_diff *diff, const rs_case *c, const rs_locals *in,
+                             const rs_locals *exp, char *msg, size_t cap) {
   rs_locals got = {0};
   rs_cf_call *call = malloc(sizeof *call);
   rs_diff *d = malloc(sizeof *d);
@@ -43,6 +44,7 @@ static rs_outcome judge(void *ctx, const rs_case *c, const rs_locals *in, const 
         view = got;
     }
     int bad = rs_oracle_compare(c, &c->dst, exp, &view, d);
+    if (bad && diff && rs_html_diff_collect(c, &c->dst, exp, &view, diff) != RS_OK) rs_clear_error();
     if (view.r != got.r) free(view.r);
     if (bad) {
       snprintf(msg, cap, "backend vs oracle: %d rank(s)%s, %lld element(s) differ\n%s", bad,
@@ -55,6 +57,46 @@ out:
   free(call);
   free(d);
   return o;
+}
+
+/* The hook props calls for every case (ctx: the backend). */
+static rs_outcome judge(void *ctx, const rs_case *c, const rs_locals *in, const rs_locals *exp,
+                        char *msg, size_t cap) {
+  return judge_into(ctx, NULL, c, in, exp, msg, cap);
+}
+
+typedef struct drawing {
+  rs_cf_backend *b;
+  rs_html_diff *diff;
+} drawing;
+
+static rs_outcome judge_drawn(void *ctx, const rs_case *c, const rs_locals *in, const rs_locals *exp,
+                              char *msg, size_t cap) {
+  drawing *x = ctx;
+  return judge_into(x->b, x->diff, c, in, exp, msg, cap);
+}
+
+rs_status rs_cf_redistribute_draw(rs_cf_backend *b, rs_html *h, const char *name, const char *text,
+                                  const char *message, const char *replay) {
+  rs_case *c = malloc(sizeof *c);
+  char *msg = malloc(8192);
+  rs_html_diff diff = {0};
+  drawing x = {b, &diff};
+  rs_prop_env env = {0};
+  env.backend = judge_drawn;
+  env.backend_ctx = &x;
+  rs_status st = RS_OK;
+  if (!c || !msg) st = rs_fail(RS_ERR_NOMEM, "--report: out of memory");
+  else if ((st = rs_case_from_json(text, c)) == RS_OK) {
+    /* run once more: the page shows the whole message and marks every differing element */
+    if (rs_prop_run(RS_PROP_BACKEND, &env, c, msg, 8192) != RS_FAIL)
+      snprintf(msg, 8192, "%s\n(the saved case did not fail again when the page was drawn)", message);
+    st = rs_html_case_failure(h, name, c, msg, replay, &diff);
+  }
+  rs_html_diff_free(&diff);
+  free(c);
+  free(msg);
+  return st;
 }
 
 rs_outcome rs_cf_redistribute_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad) {
@@ -97,7 +139,7 @@ static void campaign(rs_cf_run *run) {
     it->pass = s->pass, it->fail = s->fail, it->skip = s->skip;
     if (s->fail) {
       RS_CF_PRINT(it->message, "%s", s->message);
-      RS_CF_PRINT(it->replay, "%s %s", run->replay, s->fixture);
+      rs_cf_item_saved(run, it, s->fixture);
     } else if (cr->failed) {
       /* the campaign's own checks: feature coverage, the share of order values */
       it->fail++;

@@ -5,6 +5,7 @@
 
 #include "conform/conform.h"
 #include "props/props.h"
+#include "props/report_html.h"
 
 /* snprintf into a fixed report field: a long message is cut, on purpose. */
 void rs_cf_print(char *buf, size_t cap, const char *fmt, ...)
@@ -25,6 +26,8 @@ typedef struct rs_cf_run {
 
 /* A new item of the report (zeroed, named); NULL on out of memory. */
 rs_cf_item *rs_cf_add_item(rs_cf_result *r, unsigned suite, int fixture, const char *name);
+/* The first failure of `it` was saved as `path`: kept with the command that replays it. */
+void rs_cf_item_saved(const rs_cf_run *run, rs_cf_item *it, const char *path);
 /* Record a failure of `it`: counted; the first one's message and replay command are kept and printed. */
 void rs_cf_item_failed(const rs_cf_run *run, rs_cf_item *it, const char *where, const char *msg,
                        const char *saved_path);
@@ -44,6 +47,30 @@ void rs_cf_suite_tp(rs_cf_run *run);
 void rs_cf_suite_p2p(rs_cf_run *run);
 void rs_cf_suite_ckpt(rs_cf_run *run);
 
+/* "2x2 (ranks 0,1,2,3)": a mesh as the --report page names it. */
+void rs_cf_mesh_text(int ndim, const int64_t *size, const int32_t *ranks, int64_t nranks, char *text, size_t cap);
+/* Of n named things (name(set, i)), the one whose name msg holds (the longest such), else 0. */
+int64_t rs_cf_named(const char *msg, const char *(*name)(const void *, int64_t), const void *set, int64_t n);
+/* One tensor of a failing case drawn on the --report page, nothing marked: [0] source, [1]
+ * destination; boxes malloc'd (freed by rs_cf_draw_add), mesh as rs_cf_mesh_text names it. */
+typedef struct rs_cf_drawing {
+  rs_dtype dtype;
+  int ndim;
+  const int64_t *shape;
+  const rs_sharding *sh[2];
+  rs_html_box *box[2];
+  int n[2];
+  char mesh[2][512];
+} rs_cf_drawing;
+/* Add the failure (message, then "(drawn: NOTE)", replay, the saved text) with d drawn; frees d's
+ * boxes. */
+rs_status rs_cf_draw_add(struct rs_html *h, const char *name, const char *message, const char *replay,
+                         const char *text, const char *note, rs_cf_drawing *d);
+/* The same for a checkpoint case: the tensor the message names (else the first), its boxes as
+ * saved and as loaded, nothing marked. */
+rs_status rs_cf_ckpt_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                          const char *message, const char *replay);
+
 /* "the capability 'tp'" and the like, for messages. */
 const char *rs_cf_caps_text(unsigned caps);
 /* 1 when the backend has one of caps; else a skipped item (named `name`) saying what it lacks. */
@@ -60,6 +87,15 @@ typedef rs_outcome (*rs_cf_replay_fn)(rs_cf_backend *b, const char *text, char *
 rs_outcome rs_cf_redistribute_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 rs_outcome rs_cf_tp_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 rs_outcome rs_cf_p2p_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
+/* The --report page's drawing of a failing redistribute case (text: the saved case): run against b
+ * once more, both layouts drawn with every element that differs from the oracle marked. An error
+ * (the text is not a case) leaves the page to say less. */
+rs_status rs_cf_redistribute_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                                  const char *message, const char *replay);
+/* The same for a P2P model: the parameter the message names (else the first) drawn, its source
+ * and destination boxes over its global tensor, nothing marked (b is not run). */
+rs_status rs_cf_p2p_draw(rs_cf_backend *b, struct rs_html *h, const char *name, const char *text,
+                         const char *message, const char *replay);
 rs_outcome rs_cf_ckpt_replay(rs_cf_backend *b, const char *text, char *msg, size_t cap, int *bad);
 
 #endif

@@ -73,10 +73,35 @@ void rs_cf_item_failed(const rs_cf_run *run, rs_cf_item *it, const char *where, 
   if (it->fail++) return;
   RS_CF_PRINT(it->message, "%s: %s", where, msg);
   it->message[strcspn(it->message, "\n")] = 0;
-  if (saved_path) RS_CF_PRINT(it->replay, "%s %s", run->replay, saved_path);
+  if (saved_path) rs_cf_item_saved(run, it, saved_path);
   printf("FAIL %s fixture %s\n  %s\n", rs_cf_suite_name(it->suite), where, msg);
   if (saved_path) printf("  replay: %s\n", it->replay);
   fflush(stdout);
+}
+
+void rs_cf_item_saved(const rs_cf_run *run, rs_cf_item *it, const char *path) {
+  RS_CF_PRINT(it->saved, "%s", path);
+  RS_CF_PRINT(it->replay, "%s %s", run->replay, path);
+}
+
+void rs_cf_mesh_text(int ndim, const int64_t *size, const int32_t *ranks, int64_t nranks, char *text, size_t cap) {
+  size_t k = 0;
+  text[0] = 0;
+  for (int d = 0; d < ndim && k + 24 < cap; d++)
+    k += (size_t)snprintf(text + k, cap - k, "%s%lld", d ? "x" : "", (long long)size[d]);
+  for (int64_t pos = 0; pos < nranks && k + 24 < cap; pos++)
+    k += (size_t)snprintf(text + k, cap - k, "%s%d", pos ? "," : " (ranks ", (int)ranks[pos]);
+  if (nranks && k + 2 < cap) snprintf(text + k, cap - k, ")");
+}
+
+int64_t rs_cf_named(const char *msg, const char *(*name)(const void *, int64_t), const void *set, int64_t n) {
+  int64_t best = 0;
+  size_t len = 0;
+  for (int64_t i = 0; i < n; i++) {
+    size_t k = strlen(name(set, i));
+    if (k > len && strstr(msg, name(set, i))) best = i, len = k;
+  }
+  return best;
 }
 
 const char *rs_cf_caps_text(unsigned caps) {
@@ -244,6 +269,7 @@ rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_resul
   char q[1800];
   quote(rs_cf_backend_spec(b), q, sizeof q);
   snprintf(run.replay, sizeof run.replay, "reshard conform --backend %s --replay", q);
+  memcpy(r->replay, run.replay, sizeof r->replay);
   for (size_t i = 0; i < NSUITES; i++) {
     unsigned s = SUITES[i].bit;
     if (!(o->suites & s)) continue;

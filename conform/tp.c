@@ -86,7 +86,7 @@ static void campaign(rs_cf_run *run) {
   it->seconds = res->seconds;
   if (res->fail) {
     RS_CF_PRINT(it->message, "%s", res->message);
-    RS_CF_PRINT(it->replay, "%s %s", run->replay, res->fixture);
+    rs_cf_item_saved(run, it, res->fixture);
     printf("FAIL tp %s (shrunk)\n  %s\n  replay: %s\n", it->name, it->message, it->replay);
   }
   if (!run->o->quiet || res->fail)

@@ -137,10 +137,17 @@ FILE *rs__junit_open(const char *path, const char *suite, int tests, int failure
 
 void rs__junit_property(FILE *f, const char *suite, const char *name, const char *failure, const char *replay,
                         const char *fixture, int skipped) {
+  rs_junit_case tc = {suite, name, -1, failure, replay, fixture, skipped ? "no case applied" : NULL};
+  rs__junit_testcase(f, &tc);
+}
+
+void rs__junit_testcase(FILE *f, const rs_junit_case *tc) {
+  const char *failure = tc->failure, *replay = tc->replay, *fixture = tc->fixture;
   fprintf(f, "  <testcase classname=\"");
-  rs__xml_escape(f, suite);
+  rs__xml_escape(f, tc->classname);
   fprintf(f, "\" name=\"");
-  rs__xml_escape(f, name);
+  rs__xml_escape(f, tc->name);
+  if (tc->seconds >= 0) fprintf(f, "\" time=\"%.3f", tc->seconds);
   fprintf(f, "\">");
   if (failure) {
     fprintf(f, "\n    <failure type=\"property\" message=\"");
@@ -163,8 +170,10 @@ void rs__junit_property(FILE *f, const char *suite, const char *name, const char
       rs_clear_error();
     }
     fprintf(f, "</failure>\n  ");
-  } else if (skipped) {
-    fprintf(f, "<skipped message=\"no case applied\"/>");
+  } else if (tc->skipped) {
+    fprintf(f, "<skipped message=\"");
+    rs__xml_escape(f, tc->skipped);
+    fprintf(f, "\"/>");
   }
   fprintf(f, "</testcase>\n");
 }

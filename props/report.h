@@ -34,6 +34,14 @@ FILE *rs__junit_open(const char *path, const char *suite, int tests, int failure
 void rs__junit_property(FILE *f, const char *suite, const char *name, const char *failure, const char *replay,
                         const char *fixture, int skipped);
 rs_status rs__junit_close(FILE *f, const char *path);
+/* The same testcase with its own time (seconds < 0: no time attribute) and skip message (NULL: not
+ * skipped), for drivers whose testcases carry them (reshard conform). */
+typedef struct rs_junit_case {
+  const char *classname, *name;
+  double seconds;
+  const char *failure, *replay, *fixture, *skipped;
+} rs_junit_case;
+void rs__junit_testcase(FILE *f, const rs_junit_case *tc);
 /* s escaped for a double-quoted XML attribute (line feeds as &#10;), and for element text (line
  * feeds and quotes kept, so the file reads as it prints). */
 void rs__xml_escape(FILE *f, const char *s);

@@ -270,21 +270,10 @@ static void write_index(FILE *f, const view *v, int64_t g) {
   fputc(')', f);
 }
 
-rs_status rs_html_failure_add(rs_html *h, const rs_html_failure *fl) {
-  FILE *f = h->body;
+/* The global tensor line, both layouts drawn and the list of differing elements. */
+static void draw_failure_layouts(FILE *f, const rs_html_failure *fl) {
   view v;
   view_init(&v, fl->ndim, fl->shape);
-  h->nfail++;
-  fprintf(f, "<section class=\"failure\" id=\"f%d\"><h2>FAIL ", h->nfail);
-  rs__xml_escape(f, fl->name);
-  fprintf(f, "</h2>\n<pre class=\"msg\">");
-  rs__xml_text(f, fl->message ? fl->message : "");
-  fprintf(f, "</pre>\n");
-  if (fl->replay && fl->replay[0]) {
-    fprintf(f, "<p>replay: <code class=\"cmd\">");
-    rs__xml_escape(f, fl->replay);
-    fprintf(f, "</code></p>\n");
-  }
   fprintf(f, "<p>global tensor (");
   for (int d = 0; d < fl->ndim; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)fl->shape[d]);
   fprintf(f, ")%s", fl->dtype ? " " : "");
@@ -309,10 +298,29 @@ rs_status rs_html_failure_add(rs_html *h, const rs_html_failure *fl) {
       write_index(f, &v, d->index[k]);
     }
     fprintf(f, "%s</p>\n", d->n > DIFF_LIST_MAX ? ", ..." : "");
+  } else if (!d) {
+    fprintf(f, "<p class=\"difflist\">differing elements not marked (the message above names the first)</p>\n");
   } else {
     fprintf(f, "<p class=\"difflist\">no element compared different (the failure is in the plan, the shapes or "
                "the message above)</p>\n");
   }
+}
+
+rs_status rs_html_failure_add(rs_html *h, const rs_html_failure *fl) {
+  FILE *f = h->body;
+  h->nfail++;
+  fprintf(f, "<section class=\"failure\" id=\"f%d\"><h2>FAIL ", h->nfail);
+  rs__xml_escape(f, fl->name);
+  fprintf(f, "</h2>\n<pre class=\"msg\">");
+  rs__xml_text(f, fl->message ? fl->message : "");
+  fprintf(f, "</pre>\n");
+  if (fl->replay && fl->replay[0]) {
+    fprintf(f, "<p>replay: <code class=\"cmd\">");
+    rs__xml_escape(f, fl->replay);
+    fprintf(f, "</code></p>\n");
+  }
+  /* a failure without layouts (a P2P model, a checkpoint, a TP case): message, replay and case only */
+  if (fl->src.nboxes || fl->dst.nboxes) draw_failure_layouts(f, fl);
   if (fl->case_json) {
     fprintf(f, "<details open><summary>shrunk case</summary><pre>");
     rs__xml_text(f, fl->case_json);

@@ -51,8 +51,8 @@ typedef struct rs_html_failure {
   int ndim;
   const int64_t *shape;  /* the global tensor */
   const char *mesh;      /* e.g. "2x3 ranks 0,1,2,3,4,5", may be NULL */
-  rs_html_layout src, dst;
-  const rs_html_diff *diff; /* may be NULL: nothing marked */
+  rs_html_layout src, dst;   /* both without boxes: nothing drawn (message, replay, case only) */
+  const rs_html_diff *diff; /* may be NULL: nothing marked (the page says so) */
 } rs_html_failure;
 
 typedef struct rs_html rs_html;

@@ -2,7 +2,8 @@
 # reports.sh RESHARD REPORT_DEMO SRC VENV_DIR [nobrowser] - the reports people read, read by real consumers:
 #  - JUnit XML parsed with junitparser (PyPI) for a passing `reshard check` and a failing report
 #    (tests/report_demo.c: a backend's wrong bytes through the campaign's writers; in a
-#    -DRS_MUTATION=ON build also a real campaign with a planted ref bug, RS_MUTANT=2);
+#    -DRS_MUTATION=ON build also a real campaign with a planted ref bug, RS_MUTANT=2) and a failing
+#    `reshard conform` against a planted-bug backend;
 #  - the --report HTML pages opened in headless Chromium; the screenshots must show a rendered page
 #    (many colours) and, for the failing pages, the red marks of the differing elements.
 # Installs what is missing: a venv at VENV_DIR with junitparser and pillow (pip, PyPI), and Debian's
@@ -42,7 +43,40 @@ else
   fail "RS_MUTANT=2 check: exit $rc: $(tail -5 "$T/mut.out")"
 fi
 
-# 4. the pages in a real browser
+# 4. `reshard conform` against a planted-bug backend (tests/conform.sh's opt plug-in): its JUnit
+#    (a testcase per property and per fixture file, each failure with `reshard conform --backend ..
+#    --replay FILE` and the shrunk case) and its --report page (the shrunk case drawn, red marks)
+plugin=$(cd "$(dirname "$R")" && pwd)/tests/libconform_opt_plugin.so
+if [ -f "$plugin" ]; then
+  expect_rc 1 "$R" conform --backend "$plugin?bug=dst_order" --suite redistribute,tp --cases 200 --quiet \
+    --junit "$T/conform.xml" --failures "$T/cf1"
+  check junit "$T/conform.xml" fail backend_oracle
+  grep -q 'classname="reshard.conform.redistribute.fixture"' "$T/conform.xml" || fail "conform JUnit: no fixture-file testcase"
+  grep -q 'replay: reshard conform --backend ' "$T/conform.xml" || fail "conform JUnit: no replay command"
+  expect_rc 1 "$R" conform --backend "$plugin?bug=last_rank" --suite redistribute --cases 200 --fixtures none --quiet \
+    --report "$T/cf" --failures "$T/cf2"
+  grep -q 'class="diff"' "$T/cf/conform.html" || fail "conform page marks no differing element"
+  grep -q -- '--replay ' "$T/cf/conform.html" || fail "conform page has no replay command"
+  pages+=("$T/cf/conform.html:fail")
+  # P2P and checkpoint failures: one parameter / tensor drawn as boxes (nothing marked red)
+  expect_rc 1 "$R" conform --backend "$plugin?bug=last_rank" --suite p2p,ckpt --cases 10 --fixtures none --quiet \
+    --report "$T/cfpc" --failures "$T/cf4"
+  for w in "drawn: parameter" "drawn: tensor" "<svg"; do
+    grep -q "$w" "$T/cfpc/conform.html" || fail "conform p2p,ckpt page lacks '$w'"
+  done
+  pages+=("$T/cfpc/conform.html:pass")
+  # a backend lacking a capability (tests/conform_child.py has no tp): a passing JUnit with a skipped
+  # testcase that says why
+  expect_rc 0 "$R" conform --backend "exec:$PY $S/tests/conform_child.py" --suite redistribute,tp --cases 30 \
+    --fixtures none --quiet --junit "$T/conform-skip.xml" --failures "$T/cf3"
+  check junit "$T/conform-skip.xml" pass
+  grep -q "<skipped message=\"the backend lacks the capability 'tp'\"/>" "$T/conform-skip.xml" ||
+    fail "conform JUnit: the lacking capability is not a skipped testcase"
+else
+  echo "note: no $plugin (a build without opt): the conform reports are not checked"
+fi
+
+# 5. the pages in a real browser
 if [ "${5:-browser}" = nobrowser ]; then
   [ "$fails" = 0 ] || exit 1
   echo "reports: JUnit read by junitparser; pages written (not opened: nobrowser)"

@@ -4,7 +4,8 @@
       FILE parsed by junitparser (the JUnit XML library CI plugins build on): counts in the suite
       header agree with its testcases; `pass`: no failure; `fail`: each PROPERTY has a failure whose
       message is non-empty and whose text holds "replay: <command> <fixture>" and the shrunk case,
-      which parses as JSON and names the property.
+      which parses as JSON and names the property; every other failure that carries a replay
+      command carries a shrunk case that parses as JSON.
   reports_check.py png FILE pass|fail
       a browser screenshot: a PNG with many colours (not blank, not one colour); `fail` also wants
       the red of the differing-element marks.
@@ -51,6 +52,12 @@ def check_junit(path, want, props):
             die("%s: unexpected failures: %s" % (path, ", ".join(sorted(failures))))
         print("reports_check: %s: %d suite(s), no failure" % (path, len(suites)))
         return
+    for name, f in failures.items():
+        text = f.text or ""
+        if text.startswith("replay: ") and name not in props:
+            if "\nshrunk case:\n" not in text:
+                die("%s: %s: a replay command without the shrunk case" % (path, name))
+            json.loads(text.split("\nshrunk case:\n", 1)[1])
     for p in props:
         f = failures.get(p)
         if f is None:

@@ -4,6 +4,7 @@
  * (docs/conformance.md). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
 #include "conform/conform.h"
@@ -24,7 +25,11 @@ static const char *HELP =
     "  --shrink-runs N    attempts per shrunk failure (default 2000; a process backend 300)\n"
     "  --fixtures DIR|none  the fixtures folder whose corpora run too (default: the source tree's)\n"
     "  --failures DIR     where shrunk failures are saved (default conform-failures)\n"
-    "  --junit F, --json F  reports; --quiet: only failures and the summary\n"
+    "  --junit F, --json F  reports (JUnit: a testcase per property and fixture file, each failure\n"
+    "                     with its replay command and shrunk case); --quiet: only failures and the summary\n"
+    "  --report DIR       DIR/conform.html: the result table of every suite and each failure, a\n"
+    "                     redistribute case drawn as per-rank boxes with the differing elements red\n"
+    "                     (P2P, ckpt: the failing parameter's or tensor's boxes; tp: message, case)\n"
     "  --replay FILE      re-run one saved failure against the backend (exit 1 if it still fails)\n"
     "Exit: 0 all passed (at least one case), 1 a failure or nothing checked, 2 bad usage or input (a\n"
     "missing or invalid backend, another protocol version), 3 out of memory.\n"
@@ -82,6 +87,7 @@ int cmd_conform(int argc, char **argv) {
     CLI_OPT(C, "--failures", o.failures);
     CLI_OPT(C, "--junit", o.junit);
     CLI_OPT(C, "--json", o.json);
+    CLI_OPT(C, "--report", o.report);
     if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
       unsigned long long s;
       if (r < 0 || cli_u64(v, &s)) return cli_usage_error(C, "--seed: expected an unsigned integer");
@@ -122,6 +128,10 @@ int cmd_conform(int argc, char **argv) {
     if (access(RS_SOURCE_FIXTURES, R_OK) == 0) o.fixtures = RS_SOURCE_FIXTURES;
 #endif
   }
+  struct stat sb;
+  /* refused before the campaign, not after it */
+  if (o.report && lstat(o.report, &sb) == 0 && !S_ISDIR(sb.st_mode))
+    return cli_usage_error(C, "--report: '%s' is not a directory", o.report);
   rs_cf_backend *b;
   rs_status st = rs_cf_backend_open(backend, timeout, &b);
   if (st) return cli_status_error(C, NULL);
@@ -146,6 +156,7 @@ int cmd_conform(int argc, char **argv) {
     int64_t passed = summary(&o, b, &res);
     if (o.junit && rs_cf_write_junit(o.junit, b, &res)) rc = cli_status_error(C, NULL);
     else if (o.json && rs_cf_write_json(o.json, &o, b, &res)) rc = cli_status_error(C, NULL);
+    else if (o.report && rs_cf_write_html(o.report, &o, b, &res)) rc = cli_status_error(C, NULL);
     else rc = res.failed || !passed ? CLI_FAIL : CLI_OK;
   }
   rs_cf_result_free(&res);
