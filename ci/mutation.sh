@@ -16,7 +16,8 @@
 # Every run is bounded by RS_MUTANT_TIMEOUT seconds (default 120; a run that times out survives).
 # Prints, per mutant, the number of cases until caught (the JSON report's first_failure_case), then
 # the kill rate and the median number of cases to catch one. Fails if any bug survives.
-# RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset;
+# RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset,
+# RS_MUTANT_SHARD=k/n the ids equal to k modulo n;
 # RS_MUTANT_ARGS adds generator flags to every campaign (e.g. the old generator's bounds
 # "--max-mesh-dims 4 --max-tensor-dims 4 --max-numel 4096 --max-dim 40": which bugs survive them).
 # Then the feature blocks below: core/tp/MUTANTS.md through `reshard tp check`,
@@ -30,6 +31,13 @@ max=${RS_MUTANT_CASES:-2000}
 limit=${RS_MUTANT_TIMEOUT:-120}
 read -r -a extra <<<"${RS_MUTANT_ARGS:-}"
 tmp=$(mktemp -d)
+# skip_id ID: 0 when this run takes the planted bug ID (RS_MUTANT_ONLY lists ids; RS_MUTANT_SHARD=k/n
+# takes the ids with ID % n == k, so ci/test.sh runs two shards at once, one per core)
+skip_id() {
+  if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $1 "; then return 0; fi
+  if [ -n "${RS_MUTANT_SHARD:-}" ] && [ $(( $1 % ${RS_MUTANT_SHARD#*/} )) -ne "${RS_MUTANT_SHARD%/*}" ]; then return 0; fi
+  return 1
+}
 survived=0; caught=0; counts=()
 t0=$(date +%s)
 printf '%-5s %-6s %-8s %8s %5s  %s\n' id table verdict cases s "first failure"
@@ -42,7 +50,7 @@ for f in "$top"/*/MUTANTS.md; do
   while IFS='|' read -r _ id _ _ _ runner _; do
     id=$(echo "$id" | tr -dc '0-9'); runner=$(echo "${runner:-}" | tr -d ' `')
     [ -n "$id" ] || continue
-    if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
+    if skip_id "$id"; then continue; fi
     log="$tmp/m$id.log"
     m0=$(date +%s)
     if [ "$runner" = mpi4 ]; then
@@ -101,7 +109,7 @@ done
 tpf="$top/core/tp/MUTANTS.md"
 if [ -f "$tpf" ]; then
   for id in $(grep -oE '^\| *[0-9]+ *\|' "$tpf" | tr -dc '0-9\n'); do
-    if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
+    if skip_id "$id"; then continue; fi
     log="$tmp/tp$id.log"
     RS_MUTANT=$id "$bin" tp check --impl both --seed 11 --cases "${RS_MUTANT_CASES:-2000}" --quiet \
       --regress-dir "$tmp/tpreg$id" >"$log" 2>&1 </dev/null
@@ -126,7 +134,7 @@ pmax=${RS_MUTANT_CASES:-2000}
 while IFS='|' read -r _ id file _ _ _; do
   id=$(echo "$id" | tr -dc '0-9'); file=$(echo "$file" | tr -d ' `')
   [ -n "$id" ] || continue
-  if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
+  if skip_id "$id"; then continue; fi
   impl=opt
   case "$file" in ref/*) impl=ref ;; esac
   log="$tmp/p2p$id.log"
@@ -149,7 +157,7 @@ done < <(grep -E '^\| *(4[0-4][0-9]|6[5-9][0-9]|9[01][0-9]) *\|' "$top/opt/p2p/M
 # ---- ckpt: planted checkpoint bugs (ids 300-349, ref/ckpt/MUTANTS.md) run through `reshard ckpt check` ----
 if [ -f "$top/ref/ckpt/MUTANTS.md" ]; then
   for id in $(grep -oE '^\| *(3[0-4]|6[0-4])[0-9] *\|' "$top/ref/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
-    if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
+    if skip_id "$id"; then continue; fi
     log="$tmp/ckpt$id.log"
     RS_MUTANT=$id "$bin" ckpt check --seed 11 --cases "$max" --shrink-runs 200 --quiet --regress-dir "$tmp/ckreg$id" \
       >"$log" 2>&1 </dev/null
@@ -171,7 +179,7 @@ fi
 # ---- opt checkpoint mutants (opt/ckpt/MUTANTS.md): the ckpt_opt cross property must catch each ----
 if [ -f "$top/opt/ckpt/MUTANTS.md" ]; then
   for id in $(grep -oE '^\| *[0-9]+ *\|' "$top/opt/ckpt/MUTANTS.md" | tr -dc '0-9\n'); do
-    if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $id "; then continue; fi
+    if skip_id "$id"; then continue; fi
     log="$tmp/c$id.log"
     dev=()
     if grep -E "^\| *$id *\|" "$top/opt/ckpt/MUTANTS.md" | grep -q RS_SIM_DEVICE; then dev=(--transport local-device); fi

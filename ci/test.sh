@@ -150,8 +150,15 @@ if [ "${RS_SKIP_COV:-0}" != 1 ]; then
     --junit "$out/cov.junit.xml" --json "$out/cov.json"
   build-cov/reshard check --impl opt --planner graph --seed 6 --cases 5000 --quiet --regress-dir "$out/regressions"
   for f in fixtures/curated/*.json; do build-cov/reshard run "$f" >/dev/null; done
-  stage "mutation self-test"
-  bash ci/mutation.sh build-cov/reshard
+  stage "mutation self-test (two shards at once, one per core)"
+  # the planted bugs are independent: even ids on one core, odd on the other (640 s in one shard)
+  mrc=0
+  RS_MUTANT_SHARD=0/2 bash ci/mutation.sh build-cov/reshard >"$out/mutation-0.log" 2>&1 &
+  m0=$!
+  RS_MUTANT_SHARD=1/2 bash ci/mutation.sh build-cov/reshard >"$out/mutation-1.log" 2>&1 || mrc=1
+  wait "$m0" || mrc=1
+  cat "$out/mutation-0.log" "$out/mutation-1.log"
+  [ "$mrc" -eq 0 ] || { echo "mutation self-test: a planted bug survived (logs above)"; exit 1; }
   stage "line coverage (unit tests, campaigns, fixtures, mutation runs)"
   bash ci/coverage.sh build-cov
 fi

@@ -224,8 +224,9 @@ static rs_status gen_order(rs_choices *ch, rs_sharding *s, int ndim) {
     int len = s->order_len[d];
     for (int i = 0; i + 1 < len; i++) {
       int j = i + (int)rs_draw(ch, (uint64_t)(len - i));
-      /* Mutant 261: the shuffle never reorders a 2-way split (a tensor dim on two mesh dims). */
-      if (RS_MUTANT(261) && len == 2) j = i;
+      /* Mutant 261: the shuffle never reorders a split over 2 or 3 mesh dims (so no 2-way split,
+       * drawn as one or pruned from a 3-way one by the pytorch enumeration, is out of order). */
+      if (RS_MUTANT(261) && len <= 3) j = i;
       int8_t t = s->order[d][i];
       s->order[d][i] = s->order[d][j];
       s->order[d][j] = t;

@@ -242,7 +242,7 @@ expect_rc 2 timeout 20 "$R" ckpt check --cases 5 --scratch "$T/no/such/dir" --re
 # start under one: then nothing is checked)
 expect_oom() {
   local kb=$1; shift
-  ( ulimit -v "$kb" 2>/dev/null; timeout 60 "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc" )
+  ( ulimit -v "$kb" 2>/dev/null; timeout 30 "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc" )
   grep -q Sanitizer "$T/err" && return 1
   [ "$(cat "$T/rc")" = 3 ] || fail "out of memory: exit $(cat "$T/rc") (want 3): $* :: $(head -c 300 "$T/err")"
 }
