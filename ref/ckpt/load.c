@@ -190,8 +190,8 @@ static rs_status load_tensor(rs__reader *rd, int rank, rs_sh_tensor *t) {
   if (!stage) return rs_fail(RS_ERR_NOMEM, "out of memory");
   if (t->nbytes) memcpy(stage, t->data, (size_t)t->nbytes);
   int64_t got = 0;
-  const int *ord;
-  int from, to;
+  const int *ord = NULL;
+  int from = 0, to = 0;
   if (!st) st = rs__reader_chunk_window(rd, mi, t->ndim ? t->global_offset[0] : 0,
                                         t->ndim ? t->global_offset[0] + t->local_shape[0] : 0, &ord, &from, &to);
   for (int k = from; k < to && !st; ++k) {
