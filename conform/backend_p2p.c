@@ -7,6 +7,7 @@
 #include <string.h>
 #include "conform/backend_internal.h"
 #include "conform/b64.h"
+#include "conform/p2p_transfers.h"
 #include "core/json.h"
 #include "reshard/p2p.h"
 
@@ -72,27 +73,8 @@ void rs_cf_p2p_plan(rs_cf_backend *b, const rs_p2p_model *m, rs_p2p_plan *plan, 
   cJSON *ans = rs__cf_request(b, req, call);
   cJSON_Delete(req);
   if (!ans) return;
-  const cJSON *xs = cJSON_GetObjectItemCaseSensitive(ans, "transfers"), *t;
-  if (!cJSON_IsArray(xs)) x.bad = 1, snprintf(x.why, sizeof x.why, "'transfers' must be a list");
-  int i = 0;
-  cJSON_ArrayForEach(t, xs) {
-    if (x.bad) break;
-    int64_t task = -1, src = -1, dst = -1, off[RS_MAX_DIMS], sz[RS_MAX_DIMS];
-    int no = 0, ns = 0;
-    const cJSON *pn = cJSON_GetObjectItemCaseSensitive(t, "param");
-    int64_t p = find_param(m, cJSON_IsString(pn) ? pn->valuestring : NULL);
-    char f[48];
-    snprintf(f, sizeof f, "transfers[%d]", i++);
-    if (p < 0) x.bad = 1, snprintf(x.why, sizeof x.why, "%s.param: not a parameter of the model", f);
-    else if (rs_json_i64_member(t, f, "task_id", 0, INT64_MAX, 1, &task) ||
-             rs_json_i64_member(t, f, "src_rank", 0, INT32_MAX, 1, &src) ||
-             rs_json_i64_member(t, f, "dst_rank", 0, INT32_MAX, 1, &dst) ||
-             rs_json_i64_array(cJSON_GetObjectItemCaseSensitive(t, "offsets"), f, RS_MAX_DIMS, 0, INT64_MAX, off, &no) ||
-             rs_json_i64_array(cJSON_GetObjectItemCaseSensitive(t, "sizes"), f, RS_MAX_DIMS, 0, INT64_MAX, sz, &ns))
-      x.bad = 1, snprintf(x.why, sizeof x.why, "%s", rs_last_error());
-    else if (no != ns) x.bad = 1, snprintf(x.why, sizeof x.why, "%s: offsets and sizes differ in length", f);
-    else sink_add(&x, task, (int32_t)p, (int32_t)src, (int32_t)dst, no, off, sz);
-  }
+  if (rs__cf_read_transfers(m, cJSON_GetObjectItemCaseSensitive(ans, "transfers"), plan))
+    x.bad = 1, snprintf(x.why, sizeof x.why, "%s", rs_last_error());
   if (x.bad) rs__cf_bad_answer(b, call, x.why);
   cJSON_Delete(ans);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "conform/p2p_transfers.h"
 #include "conform/planner_exec.h"
 #include "conform/proto.h"
 #include "core/case_json.h"
@@ -99,30 +100,6 @@ static void free_plan_(void *self, rs_planner_steps *p) {
   (void)p;
 }
 
-static rs_status read_transfer(const rs_p2p_model *m, const cJSON *t, rs_p2p_plan *out) {
-  const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "param");
-  int64_t task, src, dst, off[RS_MAX_DIMS], size[RS_MAX_DIMS];
-  int no = 0, ns = 0;
-  rs_status st;
-  if (!cJSON_IsString(name)) return rs_fail(RS_ERR_INVALID, "transfers: param is not a string");
-  int64_t p = 0;
-  while (p < m->nparams && strcmp(m->param[p].name, name->valuestring) != 0) p++;
-  if (p == m->nparams) return rs_fail(RS_ERR_INVALID, "transfers: no parameter named '%s'", name->valuestring);
-  int nd = m->param[p].t.ndim;
-  if ((st = rs_json_i64_member(t, "transfers", "task_id", 0, INT64_MAX, 1, &task)) ||
-      (st = rs_json_i64_member(t, "transfers", "src_rank", 0, INT32_MAX, 1, &src)) ||
-      (st = rs_json_i64_member(t, "transfers", "dst_rank", 0, INT32_MAX, 1, &dst)) ||
-      (st = rs_json_i64_array(cJSON_GetObjectItemCaseSensitive(t, "offsets"), "transfers.offsets", RS_MAX_DIMS, 0,
-                              INT64_MAX, off, &no)) ||
-      (st = rs_json_i64_array(cJSON_GetObjectItemCaseSensitive(t, "sizes"), "transfers.sizes", RS_MAX_DIMS, 0,
-                              INT64_MAX, size, &ns)))
-    return st;
-  if (no != nd || ns != nd)
-    return rs_fail(RS_ERR_INVALID, "transfers: offsets/sizes of '%s' have %d/%d dims, not %d", name->valuestring, no,
-                   ns, nd);
-  return rs_p2p_plan_add(out, task, (int32_t)p, (int32_t)src, (int32_t)dst, nd, off, size);
-}
-
 static rs_status plan_p2p_(void *self, const rs_p2p_model *m, rs_p2p_plan **out) {
   exec_planner *x = self;
   char *text = NULL;
@@ -138,16 +115,12 @@ static rs_status plan_p2p_(void *self, const rs_p2p_model *m, rs_p2p_plan **out)
   cJSON_AddStringToObject(req, "op", "p2p_plan");
   cJSON_AddItemToObject(req, "model", model);
   if ((st = call(x, req, &answer)) != RS_OK) return st;
-  const cJSON *ts = cJSON_GetObjectItemCaseSensitive(answer, "transfers"), *t;
-  if (!cJSON_IsArray(ts)) return garbage(x, answer, "\"transfers\" is not a list");
   rs_p2p_plan_free(&x->plan);
   memset(&x->plan, 0, sizeof x->plan);
-  cJSON_ArrayForEach(t, ts) {
-    if (!cJSON_IsObject(t) || read_transfer(m, t, &x->plan) != RS_OK) {
-      char why[512];
-      snprintf(why, sizeof why, "%s", rs_last_error());
-      return garbage(x, answer, why);
-    }
+  if (rs__cf_read_transfers(m, cJSON_GetObjectItemCaseSensitive(answer, "transfers"), &x->plan) != RS_OK) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", rs_last_error());
+    return garbage(x, answer, why);
   }
   cJSON_Delete(answer);
   *out = &x->plan;
