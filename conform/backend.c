@@ -43,24 +43,18 @@ static rs_status open_plugin(rs_cf_backend *b, const char *spec) {
   char *q = strchr(path, '?');
   const char *options = "";
   if (q) *q = 0, options = q + 1;
-  rs_status st = rs_elf_check_file("--backend", path);
-  if (st) {
-    free(path);
-    return rs_fail(RS_ERR_INVALID, "%s", rs_last_error());
-  }
-  /* a bare name would be searched on the library path: always load the file named */
+  /* a bare name would be searched on the library path: always load the file named; the file
+   * checked is the file mapped (core/elf_check.h) */
   char *load = path;
   char dotted[4096];
   if (!strchr(path, '/')) {
     snprintf(dotted, sizeof dotted, "./%s", path);
     load = dotted;
   }
-  b->dl = dlopen(load, RTLD_NOW | RTLD_LOCAL);
-  if (!b->dl) {
-    const char *e = dlerror();
-    st = rs_fail(RS_ERR_INVALID, "--backend: '%s': cannot load: %s", path, e ? e : "?");
+  rs_status st = rs_elf_dlopen("--backend", load, RTLD_NOW | RTLD_LOCAL, &b->dl);
+  if (st) {
     free(path);
-    return st;
+    return rs_fail(RS_ERR_INVALID, "%s", rs_last_error());
   }
   rs_backend_entry_fn entry;
   *(void **)&entry = dlsym(b->dl, "rs_backend_entry");

@@ -47,10 +47,8 @@ static rs_status open_library(const char *spec, rs_planner_host *h) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s%s", strchr(spec, '/') ? "" : "./", spec) >= (int)sizeof path)
     return rs_fail(RS_ERR_INVALID, "--planner: path longer than %zu bytes", sizeof path - 1);
-  rs_status est = rs_elf_check_file("--planner", path);
-  if (est != RS_OK) return rs_fail(RS_ERR_INVALID, "%s", rs_last_error());
-  h->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h->dl) return rs_fail(RS_ERR_INVALID, "--planner %s: %s", spec, dlerror());
+  if (rs_elf_dlopen("--planner", path, RTLD_NOW | RTLD_LOCAL, &h->dl) != RS_OK)
+    return rs_fail(RS_ERR_INVALID, "%s", rs_last_error());
   rs_planner_abi_version_fn ver = (rs_planner_abi_version_fn)dlsym(h->dl, "rs_planner_abi_version");
   rs_planner_create_fn mk = (rs_planner_create_fn)dlsym(h->dl, "rs_planner_create");
   if (!ver || !mk)

@@ -3,7 +3,9 @@
  * is compared with the file size. */
 #define _GNU_SOURCE
 #include "core/elf_check.h"
+#include <dlfcn.h>
 #include <elf.h>
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -101,8 +103,10 @@ static rs_status check_fd(const char *flag, const char *path, int fd, uint64_t s
   return RS_OK;
 }
 
-rs_status rs_elf_check_file(const char *flag, const char *path) {
+/* Opens path (no link, no FIFO, regular file) and checks it; *fd_out keeps the checked file open. */
+static rs_status open_checked(const char *flag, const char *path, int *fd_out) {
   struct stat st;
+  *fd_out = -1;
   if (lstat(path, &st) != 0) {
     int e = errno;
     return rs_fail(RS_ERR_IO, "%s%s'%s': %s", flag && *flag ? flag : "", flag && *flag ? ": " : "", path, strerror(e));
@@ -118,6 +122,33 @@ rs_status rs_elf_check_file(const char *flag, const char *path) {
   rs_status r;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) r = bad(flag, path, "not a regular file");
   else r = check_fd(flag, path, fd, (uint64_t)st.st_size);
-  close(fd);
+  if (r == RS_OK) *fd_out = fd;
+  else close(fd);
   return r;
+}
+
+rs_status rs_elf_check_file(const char *flag, const char *path) {
+  int fd;
+  rs_status r = open_checked(flag, path, &fd);
+  if (fd >= 0) close(fd);
+  return r;
+}
+
+rs_status rs_elf_dlopen(const char *flag, const char *path, int mode, void **handle) {
+  int fd;
+  *handle = NULL;
+  rs_status r = open_checked(flag, path, &fd);
+  if (r) return r;
+  char self[64];
+  snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+  dlerror();
+  /* without /proc the path itself is loaded (the check still ran on it) */
+  *handle = dlopen(access("/proc/self/fd", X_OK) == 0 ? self : path, mode);
+  close(fd);
+  if (*handle) return RS_OK;
+  const char *e = dlerror();
+  /* the loader names the /proc path: say the user's path instead, and keep only the reason */
+  const char *why = e ? strstr(e, ": ") : NULL;
+  return rs_fail(RS_ERR_INVALID, "%s%s'%s': cannot load: %s", flag && *flag ? flag : "", flag && *flag ? ": " : "",
+                 path, why ? why + 2 : (e ? e : "dlopen failed"));
 }

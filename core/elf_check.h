@@ -17,4 +17,10 @@
  * path). */
 rs_status rs_elf_check_file(const char *flag, const char *path);
 
+/* rs_elf_check_file, then dlopen(mode) of the very file that was checked: the library is loaded
+ * through the descriptor the check read (/proc/self/fd/N), so a file renamed or linked over the
+ * path between the check and the load is not what gets mapped. *handle is the dlopen handle on
+ * RS_OK. A library the loader refuses is RS_ERR_INVALID "<flag>: '<path>': cannot load: <why>". */
+rs_status rs_elf_dlopen(const char *flag, const char *path, int mode, void **handle);
+
 #endif

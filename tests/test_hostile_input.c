@@ -2,7 +2,7 @@
  * rounded, silently overridden or written past a buffer: the case codec (exact integers through
  * core/json.h), size arithmetic (core/checked.h), the CLI text syntax (core/text.c), the typed
  * "expected" block (core/expected.h) and the bounded int-list formatter (core/fmt.h). */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +21,8 @@
 #include "reshard/p2p.h"
 #include <fcntl.h>
 #include <math.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -421,6 +423,20 @@ static void test_elf_check(void) {
   remove(q);
   snprintf(q, sizeof q, "%s/missing.so", dir);
   CHECK(rs_elf_check_file(NULL, q) == RS_ERR_IO);
+  /* rs_elf_dlopen loads the checked descriptor; its refusals name the user's path, never /proc */
+  void *h = NULL;
+  CHECK(rs_elf_dlopen("--backend", p, RTLD_NOW | RTLD_LOCAL, &h) == RS_ERR_INVALID && !h); /* a PIE executable */
+  snprintf(want, sizeof want, "--backend: '%s': cannot load: ", p);
+  CHECK(strncmp(rs_last_error(), want, strlen(want)) == 0 && !strstr(rs_last_error(), "/proc/"));
+  CHECK(symlink(p, q) == 0 && rs_elf_dlopen(NULL, q, RTLD_NOW, &h) != RS_OK && !h &&
+        strstr(rs_last_error(), "symbolic link"));
+  remove(q);
+  Dl_info di;
+  char real[PATH_MAX];
+  if (dladdr((void *)&cos, &di) && di.dli_fname && realpath(di.dli_fname, real)) {
+    CHECK(rs_elf_dlopen(NULL, real, RTLD_NOW | RTLD_LOCAL, &h) == RS_OK && h && dlsym(h, "cos"));
+    if (h) dlclose(h);
+  }
   remove(p);
   rmdir(dir);
   free(img);

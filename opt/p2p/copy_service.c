@@ -153,13 +153,8 @@ static rs_status open_plugin(rs_copy_service *cs, const char *name, struct rs_wo
   char path[4096];
   if (snprintf(path, sizeof path, "%s%s", strchr(name, '/') ? "" : "./", name) >= (int)sizeof path)
     return rs_fail(RS_ERR_INVALID, "'%.64s...': path longer than %zu bytes", name, sizeof path - 1);
-  rs_status st = rs_elf_check_file(NULL, path);
+  rs_status st = rs_elf_dlopen(NULL, path, RTLD_NOW | RTLD_LOCAL, &cs->dl);
   if (st) return st;
-  cs->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!cs->dl) {
-    const char *e = dlerror();
-    return rs_fail(RS_ERR_INVALID, "'%s': cannot load: %s", path, e ? e : "dlopen failed");
-  }
   rs_copy_service_abi_version_fn ver = (rs_copy_service_abi_version_fn)dlsym(cs->dl, "rs_copy_service_abi_version");
   rs_copy_service_create_fn mk = (rs_copy_service_create_fn)dlsym(cs->dl, "rs_copy_service_create");
   int local = !w || w->kind == RS_WORLD_LOCAL;
