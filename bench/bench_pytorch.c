@@ -60,7 +60,7 @@ static double time_plan(const rs_case *c, int graph, int reps, int *ok) {
   for (int r = 0; r < reps; ++r) {
     rs_plan p;
     double t0 = now_ns();
-    rs_status st = graph ? rs_ref_plan_graph(&c->mesh, &c->tensor, &c->src, &c->dst, RS_COST_PYTORCH, &p)
+    rs_status st = graph ? rs_ref_plan_graph_enum(&c->mesh, &c->tensor, &c->src, &c->dst, RS_COST_PYTORCH, RS_ENUM_PYTORCH, &p)
                          : rs_ref_plan_greedy(&c->mesh, &c->tensor, &c->src, &c->dst, &p);
     t[r] = now_ns() - t0;
     if (st) *ok = 0;

@@ -395,10 +395,11 @@ static rs_status next_states(gsearch *s, const gcost *c, int tndim, int32_t cur_
   for (int a = 0; a < tndim; a++) {
     if (v.len[a] == 0) continue;
     int md = v.last[a];
+    double cost = step_cost(c, &v, T_A2A, md); /* a transition's cost depends on its mesh dim only */
     for (int b = 0; b < tndim; b++) {
       if (a == b) continue;
       gkey g = append_shard(&v, v.key, md, b);
-      if ((st = next_put(s, nx, expansion, g, step_cost(c, &v, T_A2A, md))) != RS_OK) return st;
+      if ((st = next_put(s, nx, expansion, g, cost)) != RS_OK) return st;
     }
   }
   /* case 2: S -> R, all-gather of the last mesh dim of each list */
@@ -426,17 +427,19 @@ static rs_status next_states(gsearch *s, const gcost *c, int tndim, int32_t cur_
   /* case 4: R -> S(b), chunk: the mesh dim goes to the end of b's list */
   for (int md = 0; md < mesh_ndim; md++) {
     if (b_kind(key_byte(v.key, md)) != RS_REPLICATE) continue;
+    double cost = step_cost(c, &v, T_CHUNK, md);
     for (int b = 0; b < tndim; b++) {
       gkey g = append_shard(&v, v.key, md, b);
-      if ((st = next_put(s, nx, expansion, g, step_cost(c, &v, T_CHUNK, md))) != RS_OK) return st;
+      if ((st = next_put(s, nx, expansion, g, cost)) != RS_OK) return st;
     }
   }
   /* case 5: P -> S(b), reduce-scatter */
   for (int md = 0; md < mesh_ndim; md++) {
     if (b_kind(key_byte(v.key, md)) != RS_PARTIAL) continue;
+    double cost = step_cost(c, &v, T_RSCATTER, md);
     for (int b = 0; b < tndim; b++) {
       gkey g = append_shard(&v, v.key, md, b);
-      if ((st = next_put(s, nx, expansion, g, step_cost(c, &v, T_RSCATTER, md))) != RS_OK) return st;
+      if ((st = next_put(s, nx, expansion, g, cost)) != RS_OK) return st;
     }
   }
   if (c->e == RS_ENUM_PYTORCH) return next_states_pytorch(s, c, tndim, &v, expansion, nx);
