@@ -10,7 +10,7 @@
  *  - next states are enumerated exactly in the reference order, into a dict: a state produced twice
  *    keeps its first position and its last cost;
  *  - the heap is keyed (cost, counter), the counter growing on every push, so equal costs pop in
- *    push order;
+ *    push order (here one entry per state, its least (cost, counter): see heap_relax);
  *  - the search returns when the destination is popped, not when it is pushed. */
 #include <stdlib.h>
 #include <string.h>
@@ -104,54 +104,43 @@ static rs_status from_sharding(const rs_sharding *s, int mesh_ndim, int tndim, g
  * search whole (the recorded PyTorch corpus's median search interns 10 states and pushes 15 times);
  * a search that outgrows one moves that array to the heap, doubling. No allocation is made for a
  * small plan and nothing outlives the call. */
-#define FIRST_STATES 64 /* states; the slot table starts with twice as many slots */
-#define FIRST_NODES 256 /* path nodes = heap entries */
+#define FIRST_STATES 64 /* states (and heap entries); the slot table starts with twice as many slots */
 
 typedef struct gstate {
   gkey key;
+  /* In the heap: the least (cost, counter) pushed for it and the state whose expansion pushed it;
+   * expanded: its distance and its predecessor on the path. */
+  double cost;
+  int64_t counter;
+  int32_t parent; /* -1: the source */
+  int32_t hpos;   /* its place in the heap, -1 when not there */
   int32_t stamp, pos; /* the last expansion that produced it, and its place in that dict */
   int32_t visited;    /* expanded already */
 } gstate;
-
-typedef struct gnode {
-  int32_t state, parent; /* one path node per push: the path is parent links */
-} gnode;
-
-/* PyTorch's heap is keyed (cost, counter), the counter growing on every push. One path node is made
- * per push, in push order, so a node's index is its push counter: (cost, node) is that key. */
-typedef struct hentry {
-  double cost;
-  int32_t node;
-} hentry;
 
 typedef struct gsearch {
   gstate *st; /* by id: ids are given in order of first sight */
   int32_t n, cap;
   int32_t *slot; /* open addressing over st: id + 1, 0 = empty; at most half full */
   uint32_t mask;
-  hentry *heap;
+  int32_t *heap; /* state ids, a binary heap on their (cost, counter) */
   int32_t hn, hcap;
-  gnode *node;
-  int32_t nn, ncap;
   gstate st0[FIRST_STATES];
   int32_t slot0[2 * FIRST_STATES];
-  hentry heap0[FIRST_NODES];
-  gnode node0[FIRST_NODES];
+  int32_t heap0[FIRST_STATES];
 } gsearch;
 
 static void search_init(gsearch *s) {
   s->st = s->st0, s->n = 0, s->cap = FIRST_STATES;
   s->slot = s->slot0, s->mask = 2 * FIRST_STATES - 1;
   memset(s->slot0, 0, sizeof s->slot0);
-  s->heap = s->heap0, s->hn = 0, s->hcap = FIRST_NODES;
-  s->node = s->node0, s->nn = 0, s->ncap = FIRST_NODES;
+  s->heap = s->heap0, s->hn = 0, s->hcap = FIRST_STATES;
 }
 
 static void search_free(gsearch *s) {
   if (s->st != s->st0) free(s->st);
   if (s->slot != s->slot0) free(s->slot);
   if (s->heap != s->heap0) free(s->heap);
-  if (s->node != s->node0) free(s->node);
 }
 
 /* A copy of array a (cap elements of size sz, `first` when still the first buffer) with twice the
@@ -201,7 +190,7 @@ static rs_status table_intern(gsearch *s, gkey k, int32_t *id) {
     s->st = ns;
     s->cap *= 2;
   }
-  s->st[s->n] = (gstate){k, -1, 0, 0};
+  s->st[s->n] = (gstate){.key = k, .parent = -1, .hpos = -1, .stamp = -1};
   *id = s->n++;
   s->slot[h] = *id + 1;
   if ((uint32_t)s->n * 2 > s->mask + 1) return table_rehash(s);
@@ -452,67 +441,83 @@ static rs_status next_states(gsearch *s, const gcost *c, int tndim, int32_t cur_
   return RS_OK;
 }
 
-/* ---- heap of (cost, push counter) ---- */
+/* ---- heap of (cost, push counter) ----
+ *
+ * PyTorch pushes an entry (cost, counter) for every next state of every expansion and skips an
+ * entry whose state was expanded already. Of one state's entries only the least (cost, counter) can
+ * pop first, and the counter only grows; so keeping one entry per state, replaced by a later push
+ * only at a strictly lower cost (decrease-key), pops the states in PyTorch's order with PyTorch's
+ * predecessors. */
 
-static int hless(hentry a, hentry b) {
-  if (a.cost != b.cost) return a.cost < b.cost;
-  return a.node < b.node;
+static int hless(const gsearch *s, int32_t a, int32_t b) {
+  const gstate *x = &s->st[a], *y = &s->st[b];
+  if (x->cost != y->cost) return x->cost < y->cost;
+  return x->counter < y->counter;
 }
 
-static rs_status heap_push(gsearch *s, hentry e) {
-  if (s->hn == s->hcap) {
-    hentry *nh = grow(s->heap, s->hcap, sizeof *nh, s->heap0);
-    if (!nh) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (heap)");
-    s->heap = nh;
-    s->hcap *= 2;
-  }
-  int32_t i = s->hn++;
+static void heap_up(gsearch *s, int32_t i) {
+  int32_t id = s->heap[i];
   while (i > 0) {
     int32_t p = (i - 1) / 2;
-    if (!hless(e, s->heap[p])) break;
+    if (!hless(s, id, s->heap[p])) break;
     s->heap[i] = s->heap[p];
+    s->st[s->heap[i]].hpos = i;
     i = p;
   }
-  s->heap[i] = e;
+  s->heap[i] = id;
+  s->st[id].hpos = i;
+}
+
+/* Push (cost, counter) for state id, reached by expanding parent. */
+static rs_status heap_relax(gsearch *s, int32_t id, double cost, int64_t counter, int32_t parent) {
+  gstate *g = &s->st[id];
+  if (g->hpos >= 0 && !(cost < g->cost)) return RS_OK; /* its entry in the heap pops first */
+  if (g->hpos < 0) {
+    if (s->hn == s->hcap) {
+      int32_t *nh = grow(s->heap, s->hcap, sizeof *nh, s->heap0);
+      if (!nh) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (heap)");
+      s->heap = nh;
+      s->hcap *= 2;
+    }
+    g->hpos = s->hn++;
+    s->heap[g->hpos] = id;
+  }
+  g->cost = cost;
+  g->counter = counter;
+  g->parent = parent;
+  heap_up(s, g->hpos);
   return RS_OK;
 }
 
-static hentry heap_pop(gsearch *s) {
-  hentry top = s->heap[0], last = s->heap[--s->hn];
+/* The state of the least (cost, counter). */
+static int32_t heap_pop(gsearch *s) {
+  int32_t top = s->heap[0], last = s->heap[--s->hn];
+  s->st[top].hpos = -1;
+  if (s->hn == 0) return top;
   int32_t i = 0;
   for (;;) {
-    int32_t l = 2 * i + 1, r = l + 1, m = i;
-    hentry best = last;
-    if (l < s->hn && hless(s->heap[l], best)) m = l, best = s->heap[l];
-    if (r < s->hn && hless(s->heap[r], best)) m = r;
-    if (m == i) break;
-    s->heap[i] = s->heap[m];
-    i = m;
+    int32_t l = 2 * i + 1, r = l + 1, m = last;
+    if (l < s->hn && hless(s, s->heap[l], m)) m = s->heap[l];
+    if (r < s->hn && hless(s, s->heap[r], m)) m = s->heap[r];
+    if (m == last) break;
+    int32_t c = m == s->heap[l] ? l : r;
+    s->heap[i] = m;
+    s->st[m].hpos = i;
+    i = c;
   }
-  if (s->hn > 0) s->heap[i] = last;
+  s->heap[i] = last;
+  s->st[last].hpos = i;
   return top;
 }
 
-/* A path node (= the next push counter) for state, reached from node parent. */
-static rs_status node_add(gsearch *s, int32_t state, int32_t parent, int32_t *node) {
-  if (s->nn == s->ncap) {
-    gnode *a = grow(s->node, s->ncap, sizeof *a, s->node0);
-    if (!a) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (paths)");
-    s->node = a;
-    s->ncap *= 2;
-  }
-  s->node[s->nn] = (gnode){state, parent};
-  *node = s->nn++;
-  return RS_OK;
-}
-
-/* The path ending at node, turned into steps: each hop changes exactly one mesh dim's placement. */
-static rs_status path_to_plan(gsearch *s, int32_t node, int mesh_ndim, rs_plan *out) {
+/* The path ending at state `last`, turned into steps: each hop changes exactly one mesh dim's
+ * placement. */
+static rs_status path_to_plan(gsearch *s, int32_t last, int mesh_ndim, rs_plan *out) {
   int32_t chain[RS_MAX_STEPS + 1];
   int len = 0;
-  for (int32_t k = node; k >= 0; k = s->node[k].parent) {
+  for (int32_t k = last; k >= 0; k = s->st[k].parent) {
     if (len > RS_MAX_STEPS) return rs_fail(RS_ERR_INVALID, "plan: more than %d steps", RS_MAX_STEPS);
-    chain[len++] = s->node[k].state;
+    chain[len++] = k;
   }
   memset(out, 0, sizeof *out);
   for (int i = len - 1; i > 0; i--) {
@@ -590,31 +595,28 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
     }
 
   /* Dijkstra as PyTorch runs it: pop the least (cost, counter); the destination ends the search
-   * when popped (not when pushed); a state popped again after its expansion is skipped; every next
-   * state not yet expanded is pushed, even when it sits in the heap already at a lower cost. */
+   * when popped (not when pushed); every next state not expanded yet is pushed with the next
+   * counter (heap_relax keeps the entry that pops first). */
   gsearch s;
   gnext nx;
-  int32_t src_id, dst_id, node, expansion = 0;
+  int32_t src_id, dst_id, expansion = 0;
+  int64_t counter = 0;
   search_init(&s);
   if ((st = table_intern(&s, gs, &src_id)) != RS_OK) goto done;
   if ((st = table_intern(&s, gd, &dst_id)) != RS_OK) goto done;
-  if ((st = node_add(&s, src_id, -1, &node)) != RS_OK) goto done;
-  if ((st = heap_push(&s, (hentry){0.0, node})) != RS_OK) goto done;
+  if ((st = heap_relax(&s, src_id, 0.0, counter, -1)) != RS_OK) goto done;
   while (s.hn > 0) {
-    hentry h = heap_pop(&s);
-    int32_t state = s.node[h.node].state;
+    int32_t state = heap_pop(&s);
     if (state == dst_id) {
-      st = path_to_plan(&s, h.node, m->ndim, out);
+      st = path_to_plan(&s, state, m->ndim, out);
       out->enumeration = e;
       goto done;
     }
-    if (s.st[state].visited) continue;
     s.st[state].visited = 1;
+    double dist = s.st[state].cost;
     if ((st = next_states(&s, &c, t->ndim, state, expansion++, &nx)) != RS_OK) goto done;
-    for (int32_t k = 0; k < nx.n; k++) { /* none of them is expanded yet (next_put) */
-      if ((st = node_add(&s, nx.id[k], h.node, &node)) != RS_OK) goto done;
-      if ((st = heap_push(&s, (hentry){h.cost + nx.cost[k], node})) != RS_OK) goto done;
-    }
+    for (int32_t k = 0; k < nx.n; k++) /* none of them is expanded yet (next_put) */
+      if ((st = heap_relax(&s, nx.id[k], dist + nx.cost[k], ++counter, state)) != RS_OK) goto done;
   }
   {
     char a[256], b[256];
