@@ -98,6 +98,14 @@ static rs_status from_sharding(const rs_sharding *s, int mesh_ndim, int tndim, g
   return RS_OK;
 }
 
+/* What runs once per next state is inlined into each transition loop: a call there was a fifth of
+ * the search's instructions (callgrind on the recorded corpus, 298M -> 241M). */
+#if defined(__GNUC__)
+#define PER_NEXT_STATE static inline __attribute__((always_inline))
+#else
+#define PER_NEXT_STATE static inline
+#endif
+
 /* ---- the search's arrays ----
  *
  * Every array starts in the search's own first buffer (on the stack), which holds the typical
@@ -175,7 +183,7 @@ static rs_status table_rehash(gsearch *s) {
 }
 
 /* Id of state k, adding it (not visited, in no dict) when new. */
-static rs_status table_intern(gsearch *s, gkey k, int32_t *id) {
+PER_NEXT_STATE rs_status table_intern(gsearch *s, gkey k, int32_t *id) {
   uint32_t h = slot_of(k, s->mask);
   for (; s->slot[h]; h = (h + 1) & s->mask)
     if (s->st[s->slot[h] - 1].key == k) {
@@ -313,8 +321,8 @@ typedef struct gnext {
 /* Dict insert: a new key goes to the end; an existing one keeps its place, takes the new cost. A
  * state expanded already is interned and left out: the search would skip it, and leaving it out
  * moves no other entry's relative place. */
-static rs_status next_put(gsearch *s, gnext *nx, int32_t expansion, gkey k, double cost) {
-  int32_t id;
+PER_NEXT_STATE rs_status next_put(gsearch *s, gnext *nx, int32_t expansion, gkey k, double cost) {
+  int32_t id = -1;
   rs_status st = table_intern(s, k, &id);
   if (st != RS_OK) return st;
   gstate *g = &s->st[id];
@@ -599,7 +607,7 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
    * counter (heap_relax keeps the entry that pops first). */
   gsearch s;
   gnext nx;
-  int32_t src_id, dst_id, expansion = 0;
+  int32_t src_id = -1, dst_id = -1, expansion = 0;
   int64_t counter = 0;
   search_init(&s);
   if ((st = table_intern(&s, gs, &src_id)) != RS_OK) goto done;
