@@ -186,23 +186,6 @@ typedef struct live {
 } live;
 
 #ifdef RS_BENCH_LIVE
-/* s quoted for sh -c: '...' with each ' written '\''. */
-static void sh_quote(char *out, size_t cap, const char *s) {
-  size_t n = 0;
-  if (cap < 3) return;
-  out[n++] = '\'';
-  for (; *s && n + 6 < cap; s++) {
-    if (*s == '\'') {
-      memcpy(out + n, "'\\''", 4);
-      n += 4;
-    } else {
-      out[n++] = *s;
-    }
-  }
-  out[n++] = '\'';
-  out[n] = 0;
-}
-
 /* Start planner.py --mode greedy and --mode graph under `python`. RS_OK with lv->on, or the
  * reason it could not start (lv->why). */
 static rs_status live_open(live *lv, const char *python, const char *script, int timeout) {
@@ -212,8 +195,8 @@ static rs_status live_open(live *lv, const char *python, const char *script, int
     return RS_ERR_IO;
   }
   char qp[1024], qs[4200], cmd[5400];
-  sh_quote(qp, sizeof qp, python);
-  sh_quote(qs, sizeof qs, script);
+  rs_exec_quote(python, qp, sizeof qp);
+  rs_exec_quote(script, qs, sizeof qs);
   for (int k = 0; k < NPLANNERS; k++) {
     snprintf(cmd, sizeof cmd, "%s %s --mode %s --timing-calls %d", qp, qs, PLANNER_NAME[k], CALLS);
     rs_status st = rs_proto_open(cmd, "planner", (double)timeout, &lv->p[k]);
