@@ -6,8 +6,9 @@
 /* argv[1..]: [traffic|plan|local|mpi|all] [--cases N] [--max-mib M] [--reps R] [--csv DIR].
  * Prints tables to stdout and writes bench_<name>.csv into DIR. `mpi` runs under mpirun. */
 rs_status rs_bench_main(int argc, char **argv);
-/* argv[1..]: pytorch [--fixtures DIR] [--csv DIR] [--reps R]: planner time against the times
- * recorded from PyTorch in the .jsonl.gz files of DIR (bench_pytorch.c). */
+/* argv[1..]: pytorch [--fixtures DIR] [--csv DIR] [--reps R] [--cases N] [--python PATH | --recorded]
+ * [--timeout S]: planner time against PyTorch's on the cases of the .jsonl.gz files of DIR, PyTorch
+ * run live (tools/pytorch/planner.py) or its recorded times (bench_pytorch.c). */
 rs_status rs_bench_pytorch(int argc, char **argv);
 
 /* argv[1..]: ckpt [--bytes 2G] [--ranks 1,2,4] [--dir DIR] [--threads T] [--direct] [--json F]:

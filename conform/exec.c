@@ -360,3 +360,18 @@ void rs_exec_free(rs_exec *x, double grace) {
   free(x->cmd);
   free(x);
 }
+
+void rs_exec_quote(const char *s, char *out, size_t cap) {
+  size_t n = 0;
+  if (cap < 3) return;
+  out[n++] = '\'';
+  for (; *s && n + 6 < cap; s++) {
+    if (*s == '\'') {
+      memcpy(out + n, "'\\''", 4);
+      n += 4;
+    } else
+      out[n++] = *s;
+  }
+  out[n++] = '\'';
+  out[n] = 0;
+}

@@ -23,6 +23,8 @@ typedef enum rs_exec_fault {
 
 typedef struct rs_exec rs_exec;
 
+/* s as one word of an `sh -c` command line: '...' with each ' written '\'' (cut to fit cap). */
+void rs_exec_quote(const char *s, char *out, size_t cap);
 /* Start `sh -c cmd` in its own process group (stdin, stdout, stderr are pipes). max_line: the
  * longest line accepted from the child (0: 1 GiB). */
 rs_status rs_exec_start(const char *cmd, size_t max_line, rs_exec **out);

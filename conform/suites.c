@@ -248,26 +248,11 @@ rs_status rs_cf_save_failure(const rs_cf_run *run, const char *text, const char 
 
 /* ---- the run ---- */
 
-static void quote(const char *s, char *out, size_t cap) {
-  size_t n = 0;
-  if (cap < 3) return;
-  out[n++] = '\'';
-  for (; *s && n + 6 < cap; s++) {
-    if (*s == '\'') {
-      memcpy(out + n, "'\\''", 4);
-      n += 4;
-    } else
-      out[n++] = *s;
-  }
-  out[n++] = '\'';
-  out[n] = 0;
-}
-
 rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r) {
   memset(r, 0, sizeof *r);
   rs_cf_run run = {o, b, r, o->fixtures, o->failures ? o->failures : "conform-failures", ""};
   char q[1800];
-  quote(rs_cf_backend_spec(b), q, sizeof q);
+  rs_exec_quote(rs_cf_backend_spec(b), q, sizeof q);
   snprintf(run.replay, sizeof run.replay, "reshard conform --backend %s --replay", q);
   memcpy(r->replay, run.replay, sizeof r->replay);
   for (size_t i = 0; i < NSUITES; i++) {

@@ -27,6 +27,11 @@ if(TARGET reshard)
   add_test(NAME cli_enumeration COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_enumeration.sh
            $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
 endif()
+# bench_pytorch: bench pytorch's recorded fallback, its --python errors and its live path (a stand-in planner)
+if(TARGET reshard AND TARGET rs_bench)
+  add_test(NAME bench_pytorch COMMAND bash ${CMAKE_SOURCE_DIR}/tests/bench_pytorch.sh
+           $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+endif()
 # replay_opt_failure: a failure saved by an opt campaign (planted opt bug 105) fails again on replay
 # (mutation builds only; exit 77 = skipped elsewhere).
 if(TARGET reshard)

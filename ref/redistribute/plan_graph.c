@@ -10,7 +10,7 @@
  *  - next states are enumerated exactly in the reference order, into a dict: a state produced twice
  *    keeps its first position and its last cost;
  *  - the heap is keyed (cost, counter), the counter growing on every push, so equal costs pop in
- *    push order;
+ *    push order (here one entry per state, its least (cost, counter): see heap_relax);
  *  - the search returns when the destination is popped, not when it is pushed. */
 #include <stdlib.h>
 #include <string.h>
@@ -22,132 +22,186 @@
  * searching 2^20 of them takes seconds and a few hundred MB. */
 #define GRAPH_MAX_STATES (1 << 20)
 
-/* A DistState in a canonical byte form: unused fields zero, so memcmp is equality. */
-typedef struct gstate {
-  int8_t pl[RS_MAX_MESH_DIMS][3]; /* kind, shard dim, reduce op */
-  int8_t len[RS_MAX_DIMS];
-  int8_t ord[RS_MAX_DIMS][RS_MAX_MESH_DIMS];
-} gstate;
+/* ---- DistStates as 64-bit keys ----
+ *
+ * A DistState is one byte per mesh dim (byte md = bits 8*md .. 8*md+7 of the key):
+ *   0x00                Replicate
+ *   0x40 | d << 3 | k   Shard(d), and md is the k-th (from 0) mesh dim of tensor dim d's shard order
+ *   0x80 | op           Partial(op)
+ * Bytes beyond the mesh are 0. Tensor dim d's shard order is the mesh dims holding Shard(d), sorted
+ * by k, so one key says placements and shard order together, and two DistStates are equal exactly
+ * when their keys are. Invariant: the positions k of tensor dim d's mesh dims are 0 .. len-1 (every
+ * transition removes the last of a list or appends after it, so it holds along the search). Copying,
+ * hashing and comparing a state is a word operation; that, and no allocation for small searches, is
+ * all that makes this search fast: the search itself is PyTorch's, step for step. */
+typedef uint64_t gkey;
 
-typedef struct gtable {
-  gstate *st;
-  int32_t n, cap;
-  int32_t *slot; /* open addressing: state id + 1, 0 = empty */
-  uint32_t mask;
-} gtable;
+enum { B_REPLICATE = 0x00, B_SHARD = 0x40, B_PARTIAL = 0x80 };
 
-typedef struct hentry {
-  double cost;
-  int64_t counter;
-  int32_t state, node;
-} hentry;
+_Static_assert(RS_MAX_MESH_DIMS <= 8 && RS_MAX_DIMS <= 8, "a key holds 8 mesh dims; d and k take 3 bits");
 
-typedef struct gsearch {
-  gtable tab;
-  hentry *heap;
-  int64_t hn, hcap;
-  int32_t *node_state, *node_parent; /* one path node per push: the path is parent links */
-  int64_t nn, ncap;
-  uint8_t *visited;
-  int32_t *stamp, *stamp_pos; /* per state: expansion that produced it, and its dict slot */
-  int32_t vcap;
-} gsearch;
+static uint8_t b_shard(int d, int k) {
+  /* Planted bug 915: the key forgets the shard-order position, so DistStates that differ only in
+   * their shard order are one state (the search takes one order for another). */
+  return (uint8_t)(B_SHARD | d << 3 | (RS_MUTANT(915) ? 0 : k));
+}
+static uint8_t b_partial(int op) { return (uint8_t)(B_PARTIAL | op); }
+static int b_kind(uint8_t b) { return b & B_PARTIAL ? RS_PARTIAL : b & B_SHARD ? RS_SHARD : RS_REPLICATE; }
+static int b_dim(uint8_t b) { return (b >> 3) & 7; }
+static int b_pos(uint8_t b) { return b & 7; }
 
-/* ---- canonical states ---- */
-
-static void set_pl(gstate *g, int md, rs_placement p) {
-  g->pl[md][0] = p.kind;
-  g->pl[md][1] = p.kind == RS_SHARD ? p.dim : 0;
-  g->pl[md][2] = p.kind == RS_PARTIAL ? p.op : 0;
+/* The placement a byte holds (its shard-order position dropped). */
+static rs_placement b_placement(uint8_t b) {
+  switch (b_kind(b)) {
+  case RS_SHARD: return rs_pl_shard(b_dim(b));
+  case RS_PARTIAL: return rs_pl_partial((rs_redop)(b & 3));
+  default: return rs_pl_replicate();
+  }
 }
 
-static rs_placement get_pl(const gstate *g, int md) {
-  rs_placement p;
-  p.kind = g->pl[md][0];
-  p.dim = g->pl[md][1];
-  p.op = g->pl[md][2];
-  return p;
+static uint8_t key_byte(gkey k, int md) { return (uint8_t)(k >> (8 * md)); }
+static gkey key_set(gkey k, int md, uint8_t b) {
+  return (k & ~((gkey)0xff << (8 * md))) | (gkey)b << (8 * md);
 }
 
-static rs_status from_sharding(const rs_sharding *s, int mesh_ndim, int tndim, gstate *g) {
-  memset(g, 0, sizeof *g);
+static rs_status from_sharding(const rs_sharding *s, int mesh_ndim, int tndim, gkey *out) {
+  gkey k = 0;
   for (int i = 0; i < mesh_ndim; i++) {
     rs_placement p = s->p[i];
     if (p.kind == RS_SHARD && p.dim < 0) p.dim = (int8_t)(p.dim + tndim);
     if (p.kind == RS_SHARD && (p.dim < 0 || p.dim >= tndim))
       return rs_fail(RS_ERR_INVALID, "plan_graph: placements[%d]: shard dim %d out of range", i,
                      (int)s->p[i].dim);
-    set_pl(g, i, p);
+    if (p.kind == RS_PARTIAL && (p.op < RS_SUM || p.op > RS_MAX))
+      return rs_fail(RS_ERR_INVALID, "plan_graph: placements[%d]: unknown reduce op %d", i, (int)p.op);
+    if (p.kind != RS_SHARD && p.kind != RS_PARTIAL && p.kind != RS_REPLICATE)
+      return rs_fail(RS_ERR_INVALID, "plan_graph: placements[%d]: unknown kind %d", i, (int)p.kind);
+    if (p.kind == RS_PARTIAL) k = key_set(k, i, b_partial(p.op));
+    if (p.kind != RS_SHARD) continue;
+    int pos = -1; /* where the shard order lists mesh dim i */
+    for (int j = 0; j < s->order_len[p.dim] && j < RS_MAX_MESH_DIMS; j++)
+      if (s->order[p.dim][j] == i) pos = pos < 0 ? j : RS_MAX_MESH_DIMS;
+    if (pos < 0 || pos >= mesh_ndim)
+      return rs_fail(RS_ERR_INVALID, "plan_graph: placements[%d] is S(%d) but the shard order of tensor "
+                     "dim %d lists mesh dim %d %s", i, p.dim, p.dim, i, pos < 0 ? "nowhere" : "twice");
+    k = key_set(k, i, b_shard(p.dim, pos));
   }
-  for (int d = 0; d < tndim; d++) {
-    if (s->order_len[d] < 0 || s->order_len[d] > mesh_ndim)
-      return rs_fail(RS_ERR_INVALID, "plan_graph: shard order of tensor dim %d: bad length", d);
-    g->len[d] = s->order_len[d];
-    for (int k = 0; k < s->order_len[d]; k++) g->ord[d][k] = s->order[d][k];
+  for (int d = 0; d < tndim; d++) { /* every listed mesh dim is S(d): the orders are complete */
+    int count = 0;
+    for (int i = 0; i < mesh_ndim; i++)
+      if (b_kind(key_byte(k, i)) == RS_SHARD && b_dim(key_byte(k, i)) == d) count++;
+    if (s->order_len[d] != count)
+      return rs_fail(RS_ERR_INVALID, "plan_graph: the shard order of tensor dim %d lists %d mesh dims "
+                     "but %d placements shard it", d, s->order_len[d], count);
   }
+  *out = k;
   return RS_OK;
 }
 
-/* The table's slot hash (it decides only where a state sits in the table, never its id or the
- * search order): eight bytes at a time, each word mixed in with a multiply-xorshift. */
-static uint32_t hash_state(const gstate *g) {
-  const unsigned char *b = (const unsigned char *)g;
-  uint64_t h = 1469598103934665603ull, w;
-  size_t i = 0;
-  for (; i + 8 <= sizeof *g; i += 8) {
-    memcpy(&w, b + i, 8);
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-  }
-  for (; i < sizeof *g; i++) h = (h ^ b[i]) * 1099511628211ull;
-  return (uint32_t)(h ^ (h >> 32));
+/* What runs once per next state is inlined into each transition loop: a call there was a fifth of
+ * the search's instructions (callgrind on the recorded corpus, 298M -> 241M). */
+#if defined(__GNUC__)
+#define PER_NEXT_STATE static inline __attribute__((always_inline))
+#else
+#define PER_NEXT_STATE static inline
+#endif
+
+/* ---- the search's arrays ----
+ *
+ * Every array starts in the search's own first buffer (on the stack), which holds the typical
+ * search whole (the recorded PyTorch corpus's median search interns 10 states and pushes 15 times);
+ * a search that outgrows one moves that array to the heap, doubling. No allocation is made for a
+ * small plan and nothing outlives the call. */
+#define FIRST_STATES 64 /* states (and heap entries); the slot table starts with twice as many slots */
+
+typedef struct gstate {
+  gkey key;
+  /* In the heap: the least (cost, counter) pushed for it and the state whose expansion pushed it;
+   * expanded: its distance and its predecessor on the path. */
+  double cost;
+  int64_t counter;
+  int32_t parent; /* -1: the source */
+  int32_t hpos;   /* its place in the heap, -1 when not there */
+  int32_t stamp, pos; /* the last expansion that produced it, and its place in that dict */
+  int32_t visited;    /* expanded already */
+} gstate;
+
+typedef struct gsearch {
+  gstate *st; /* by id: ids are given in order of first sight */
+  int32_t n, cap;
+  int32_t *slot; /* open addressing over st: id + 1, 0 = empty; at most half full */
+  uint32_t mask;
+  int32_t *heap; /* state ids, a binary heap on their (cost, counter) */
+  int32_t hn, hcap;
+  gstate st0[FIRST_STATES];
+  int32_t slot0[2 * FIRST_STATES];
+  int32_t heap0[FIRST_STATES];
+} gsearch;
+
+static void search_init(gsearch *s) {
+  s->st = s->st0, s->n = 0, s->cap = FIRST_STATES;
+  s->slot = s->slot0, s->mask = 2 * FIRST_STATES - 1;
+  memset(s->slot0, 0, sizeof s->slot0);
+  s->heap = s->heap0, s->hn = 0, s->hcap = FIRST_STATES;
 }
 
-static void table_free(gtable *t) {
-  free(t->st);
-  free(t->slot);
-  memset(t, 0, sizeof *t);
+static void search_free(gsearch *s) {
+  if (s->st != s->st0) free(s->st);
+  if (s->slot != s->slot0) free(s->slot);
+  if (s->heap != s->heap0) free(s->heap);
 }
 
-static rs_status table_rehash(gtable *t, uint32_t nslots) {
+/* A copy of array a (cap elements of size sz, `first` when still the first buffer) with twice the
+ * room, or NULL (a is then unchanged). */
+static void *grow(void *a, int32_t cap, size_t sz, const void *first) {
+  if (cap > INT32_MAX / 2) return NULL;
+  if (a != first) return realloc(a, 2 * (size_t)cap * sz);
+  void *b = malloc(2 * (size_t)cap * sz);
+  if (b) memcpy(b, a, (size_t)cap * sz);
+  return b;
+}
+
+/* The slot of a key: its Fibonacci hash. It decides only where a state sits in the table, never its
+ * id or the search order. */
+static uint32_t slot_of(gkey k, uint32_t mask) {
+  return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
+
+static rs_status table_rehash(gsearch *s) {
+  uint32_t nslots = 2 * (s->mask + 1);
   int32_t *slot = calloc(nslots, sizeof *slot);
   if (!slot) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (state table)");
-  uint32_t mask = nslots - 1;
-  for (int32_t i = 0; i < t->n; i++) {
-    uint32_t h = hash_state(&t->st[i]) & mask;
-    while (slot[h]) h = (h + 1) & mask;
+  for (int32_t i = 0; i < s->n; i++) {
+    uint32_t h = slot_of(s->st[i].key, nslots - 1);
+    while (slot[h]) h = (h + 1) & (nslots - 1);
     slot[h] = i + 1;
   }
-  free(t->slot);
-  t->slot = slot;
-  t->mask = mask;
+  if (s->slot != s->slot0) free(s->slot);
+  s->slot = slot;
+  s->mask = nslots - 1;
   return RS_OK;
 }
 
-/* Id of state g, adding it when new. */
-static rs_status table_intern(gtable *t, const gstate *g, int32_t *id) {
-  uint32_t h = hash_state(g) & t->mask;
-  while (t->slot[h]) {
-    int32_t i = t->slot[h] - 1;
-    if (memcmp(&t->st[i], g, sizeof *g) == 0) {
-      *id = i;
+/* Id of state k, adding it (not visited, in no dict) when new. */
+PER_NEXT_STATE rs_status table_intern(gsearch *s, gkey k, int32_t *id) {
+  uint32_t h = slot_of(k, s->mask);
+  for (; s->slot[h]; h = (h + 1) & s->mask)
+    if (s->st[s->slot[h] - 1].key == k) {
+      *id = s->slot[h] - 1;
       return RS_OK;
     }
-    h = (h + 1) & t->mask;
-  }
-  if (t->n >= GRAPH_MAX_STATES)
+  if (s->n >= GRAPH_MAX_STATES)
     return rs_fail(RS_ERR_NOPATH, "plan_graph: search gave up after %d states", GRAPH_MAX_STATES);
-  if (t->n == t->cap) {
-    int32_t ncap = t->cap ? t->cap * 2 : 256;
-    gstate *ns = realloc(t->st, (size_t)ncap * sizeof *ns);
+  if (s->n == s->cap) {
+    gstate *ns = grow(s->st, s->cap, sizeof *ns, s->st0);
     if (!ns) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (states)");
-    t->st = ns;
-    t->cap = ncap;
+    s->st = ns;
+    s->cap *= 2;
   }
-  t->st[t->n] = *g;
-  *id = t->n++;
-  t->slot[h] = *id + 1;
-  if ((uint32_t)t->n * 2 > t->mask + 1) return table_rehash(t, (t->mask + 1) * 2);
+  s->st[s->n] = (gstate){.key = k, .parent = -1, .hpos = -1, .stamp = -1};
+  *id = s->n++;
+  s->slot[h] = *id + 1;
+  if ((uint32_t)s->n * 2 > s->mask + 1) return table_rehash(s);
   return RS_OK;
 }
 
@@ -157,10 +211,10 @@ typedef struct gcost {
   rs_cost_model model;
   rs_enumeration e;
   int nops;
-  int8_t ops[4];      /* pytorch: the Partial ops of src and dst, in order of appearance */
-  const gstate *dst;  /* pytorch: zero-fill edges go toward the destination's P(sum) */
+  int8_t ops[4]; /* pytorch: the Partial ops of src and dst, in order of appearance */
+  gkey dst;      /* pytorch: zero-fill edges go toward the destination's P(sum) */
   const rs_mesh *m;
-  const rs_tensor *t;
+  int64_t bytes; /* the whole tensor's */
   /* pytorch model: per mesh dim bandwidth (GB/s) and hop latency (us) */
   double bw[RS_MAX_MESH_DIMS], lat[RS_MAX_MESH_DIMS];
 } gcost;
@@ -173,7 +227,9 @@ typedef struct gcost {
 static void cost_setup(gcost *c, rs_cost_model model, const rs_mesh *m, const rs_tensor *t) {
   c->model = model;
   c->m = m;
-  c->t = t;
+  int64_t numel = 1;
+  for (int d = 0; d < t->ndim; d++) numel *= t->shape[d];
+  c->bytes = numel * rs_dtype_size(t->dtype);
   int64_t total = 1;
   for (int md = m->ndim - 1; md >= 0; md--) {
     c->bw[md] = 87.7;
@@ -186,6 +242,42 @@ static void cost_setup(gcost *c, rs_cost_model model, const rs_mesh *m, const rs
   }
 }
 
+/* One state taken apart for its expansion: what every transition out of it needs, computed once. */
+typedef struct gview {
+  gkey key;
+  int8_t len[RS_MAX_DIMS];  /* mesh dims sharding tensor dim d */
+  int8_t first[RS_MAX_DIMS], last[RS_MAX_DIMS]; /* the first and last of them in d's order */
+  int pmask;                /* bit op set when some mesh dim is Partial(op) */
+  double gb;                /* pytorch cost: GiB per shard of this state */
+} gview;
+
+static void view_of(const gcost *c, gkey k, gview *v) {
+  v->key = k;
+  v->pmask = 0;
+  memset(v->len, 0, sizeof v->len);
+  int64_t shards = 1;
+  for (int md = 0; md < c->m->ndim; md++) {
+    uint8_t b = key_byte(k, md);
+    if (b_kind(b) == RS_PARTIAL) v->pmask |= 1 << (b & 3);
+    if (b_kind(b) != RS_SHARD) continue;
+    shards *= c->m->size[md];
+    int d = b_dim(b);
+    v->len[d]++;
+    if (b_pos(b) == 0) v->first[d] = (int8_t)md;
+  }
+  /* Positions are 0 .. len-1: the last is at len-1. Planted bug 916: the view takes a tensor dim's
+   * first mesh dim for its last, so all-to-all and all-gather move a mesh dim that is not the last
+   * of the order (illegal steps, or a wrong final order). */
+  for (int md = 0; md < c->m->ndim; md++) {
+    uint8_t b = key_byte(k, md);
+    if (b_kind(b) == RS_SHARD && b_pos(b) == (RS_MUTANT(916) ? 0 : v->len[b_dim(b)] - 1))
+      v->last[b_dim(b)] = (int8_t)md;
+  }
+  /* bytes of the whole tensor over the current state's shard count, in GiB */
+  double gb = (double)c->bytes / (double)shards;
+  v->gb = gb / 1024 / 1024 / 1024;
+}
+
 enum { T_A2A, T_GATHER, T_REDUCE, T_CHUNK, T_RSCATTER, T_PARTITION };
 
 /* Ring cost of PyTorch's allgather/reduce_scatter (hops = n-1) and allreduce (hops = 2(n-1)). */
@@ -196,8 +288,8 @@ static double ring_cost(const gcost *c, int md, double bytes_gb, double hops) {
   return latency + bw * 1e6;
 }
 
-/* Cost of one transition of kind `kind` on mesh dim md, leaving state `from`. */
-static double step_cost(const gcost *c, const gstate *from, int kind, int md) {
+/* Cost of one transition of kind `kind` on mesh dim md, leaving the state of view v. */
+static double step_cost(const gcost *c, const gview *v, int kind, int md) {
   if (c->model == RS_COST_SEED) {
     switch (kind) {
     case T_A2A: return 1;
@@ -207,15 +299,7 @@ static double step_cost(const gcost *c, const gstate *from, int kind, int md) {
     default: return 0; /* chunk; the reference planner also charges chunk_cost for R -> P */
     }
   }
-  /* pytorch: bytes of the whole tensor over the current state's shard count, in GiB */
-  int64_t numel = 1;
-  for (int d = 0; d < c->t->ndim; d++) numel *= c->t->shape[d];
-  int64_t shards = 1;
-  for (int i = 0; i < c->m->ndim; i++)
-    if (from->pl[i][0] == RS_SHARD) shards *= c->m->size[i];
-  double gb = (double)(numel * rs_dtype_size(c->t->dtype)) / (double)shards;
-  gb = gb / 1024 / 1024 / 1024;
-  double n = (double)c->m->size[md];
+  double gb = v->gb, n = (double)c->m->size[md];
   switch (kind) {
   case T_GATHER: return ring_cost(c, md, gb * n, n - 1);
   case T_A2A: return ring_cost(c, md, gb, n - 1) + 1.0;
@@ -227,260 +311,237 @@ static double step_cost(const gcost *c, const gstate *from, int kind, int md) {
 
 /* ---- get_next_state ---- */
 
+/* The next states of one expansion, as PyTorch's dict: insertion order, and each state once. */
 typedef struct gnext {
   int32_t n;
   int32_t id[RS_MAX_MESH_DIMS * (RS_MAX_DIMS + 2) * 2 + RS_MAX_DIMS * RS_MAX_DIMS];
   double cost[RS_MAX_MESH_DIMS * (RS_MAX_DIMS + 2) * 2 + RS_MAX_DIMS * RS_MAX_DIMS];
 } gnext;
 
-static rs_status grow_visit(gsearch *s) {
-  int32_t ncap = s->tab.cap;
-  if (ncap <= s->vcap) return RS_OK;
-  uint8_t *v = realloc(s->visited, (size_t)ncap);
-  int32_t *st = realloc(s->stamp, (size_t)ncap * sizeof *st);
-  if (v) s->visited = v;
-  if (st) s->stamp = st;
-  int32_t *sp = realloc(s->stamp_pos, (size_t)ncap * sizeof *sp);
-  if (sp) s->stamp_pos = sp;
-  if (!v || !st || !sp) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (visited)");
-  memset(s->visited + s->vcap, 0, (size_t)(ncap - s->vcap));
-  for (int32_t i = s->vcap; i < ncap; i++) s->stamp[i] = -1;
-  s->vcap = ncap;
-  return RS_OK;
-}
-
-/* Dict insert: a new key goes to the end; an existing one keeps its place, takes the new cost. */
-static rs_status next_put(gsearch *s, gnext *nx, int32_t expansion, const gstate *g, double cost) {
-  int32_t id;
-  rs_status st = table_intern(&s->tab, g, &id);
+/* Dict insert: a new key goes to the end; an existing one keeps its place, takes the new cost. A
+ * state expanded already is interned and left out: the search would skip it, and leaving it out
+ * moves no other entry's relative place. */
+PER_NEXT_STATE rs_status next_put(gsearch *s, gnext *nx, int32_t expansion, gkey k, double cost) {
+  int32_t id = -1;
+  rs_status st = table_intern(s, k, &id);
   if (st != RS_OK) return st;
-  if ((st = grow_visit(s)) != RS_OK) return st;
-  if (s->stamp[id] == expansion) {
-    nx->cost[s->stamp_pos[id]] = cost;
+  gstate *g = &s->st[id];
+  if (g->visited) return RS_OK;
+  if (g->stamp == expansion) {
+    nx->cost[g->pos] = cost;
     return RS_OK;
   }
-  s->stamp[id] = expansion;
-  s->stamp_pos[id] = nx->n;
+  g->stamp = expansion;
+  g->pos = nx->n;
   nx->id[nx->n] = id;
   nx->cost[nx->n] = cost;
   nx->n++;
   return RS_OK;
 }
 
+/* Mesh dim md (R or P) becomes Shard(b), appended to the end of b's shard order. */
+static gkey append_shard(const gview *v, gkey k, int md, int b) {
+  if (RS_MUTANT(12)) {
+    /* planted bug: the moved mesh dim goes to the front of b's list */
+    for (int i = 0; i < RS_MAX_MESH_DIMS; i++) {
+      uint8_t x = key_byte(k, i);
+      if (b_kind(x) == RS_SHARD && b_dim(x) == b) k = key_set(k, i, b_shard(b, b_pos(x) + 1));
+    }
+    return key_set(k, md, b_shard(b, 0));
+  }
+  return key_set(k, md, b_shard(b, v->len[b]));
+}
+
 /* Current PyTorch after cases 1-5: case 6 for each op of the redistribution, then the
  * destination-directed zero-fill edges (find_min_cost_path adds them to the same dict). */
-static rs_status next_states_pytorch(gsearch *s, const gcost *c, int mesh_ndim, int tndim,
-                                     const gstate *cur, int32_t expansion, gnext *nx) {
+static rs_status next_states_pytorch(gsearch *s, const gcost *c, int tndim, const gview *v,
+                                     int32_t expansion, gnext *nx) {
   rs_status st;
-  gstate g;
-  for (int md = 0; md < mesh_ndim; md++) {
-    if (cur->pl[md][0] != RS_REPLICATE) continue;
+  for (int md = 0; md < c->m->ndim; md++) {
+    if (b_kind(key_byte(v->key, md)) != RS_REPLICATE) continue;
     for (int k = 0; k < c->nops; k++) {
       if (RS_MUTANT(240) && c->ops[k] != RS_SUM) continue; /* planted: R -> P(avg|min|max) missing */
-      g = *cur;
       /* Mutant 651: R -> P(op) takes the previous op of the list (off by one): R -> P(avg|min|max)
        * becomes a second R -> P(sum) edge, so those destinations have no path. */
-      set_pl(&g, md, rs_pl_partial((rs_redop)c->ops[RS_MUTANT(651) && k > 0 ? k - 1 : k]));
-      int mask = 0;
-      for (int i = 0; i < mesh_ndim; i++)
-        if (g.pl[i][0] == RS_PARTIAL) mask |= 1 << g.pl[i][2];
+      int op = c->ops[RS_MUTANT(651) && k > 0 ? k - 1 : k];
+      int mask = v->pmask | 1 << op; /* md was Replicate: it adds op only */
       /* no mixed Partial ops, except sum with avg (they commute) */
       if ((mask & (mask - 1)) && mask != ((1 << RS_SUM) | (1 << RS_AVG))) continue;
-      if ((st = next_put(s, nx, expansion, &g, step_cost(c, cur, T_PARTITION, md))) != RS_OK) return st;
+      gkey g = key_set(v->key, md, b_partial(op));
+      if ((st = next_put(s, nx, expansion, g, step_cost(c, v, T_PARTITION, md))) != RS_OK) return st;
     }
   }
   if (RS_MUTANT(241)) return RS_OK; /* planted: the zero-fill edge is missing */
   for (int d = 0; d < tndim; d++) {
-    if (cur->len[d] == 0) continue;
-    int md = cur->ord[d][cur->len[d] - 1];
-    const int8_t *want = c->dst->pl[md];
-    if (want[0] != RS_PARTIAL || want[2] != RS_SUM) continue;
-    g = *cur;
-    g.ord[d][--g.len[d]] = 0;
-    set_pl(&g, md, rs_pl_partial(RS_SUM));
-    if ((st = next_put(s, nx, expansion, &g, 0.0)) != RS_OK) return st;
+    if (v->len[d] == 0) continue;
+    int md = v->last[d];
+    if (key_byte(c->dst, md) != b_partial(RS_SUM)) continue;
+    if ((st = next_put(s, nx, expansion, key_set(v->key, md, b_partial(RS_SUM)), 0.0)) != RS_OK) return st;
   }
   return RS_OK;
 }
 
-static rs_status next_states(gsearch *s, const gcost *c, int mesh_ndim, int tndim,
-                             int32_t cur_id, int32_t expansion, gnext *nx) {
-  const gstate cur = s->tab.st[cur_id]; /* a copy: interning may move the table */
+static rs_status next_states(gsearch *s, const gcost *c, int tndim, int32_t cur_id, int32_t expansion,
+                             gnext *nx) {
+  gview v;
+  view_of(c, s->st[cur_id].key, &v);
+  const int mesh_ndim = c->m->ndim;
   nx->n = 0;
   rs_status st;
-  gstate g;
   /* case 1: S(a) -> S(b), all-to-all: the last mesh dim of a's list goes to the end of b's */
   for (int a = 0; a < tndim; a++) {
-    if (cur.len[a] == 0) continue;
+    if (v.len[a] == 0) continue;
+    int md = v.last[a];
+    double cost = step_cost(c, &v, T_A2A, md); /* a transition's cost depends on its mesh dim only */
     for (int b = 0; b < tndim; b++) {
       if (a == b) continue;
-      g = cur;
-      int md = g.ord[a][--g.len[a]];
-      g.ord[a][g.len[a]] = 0;
-      if (RS_MUTANT(12)) {
-        /* planted bug: the moved mesh dim goes to the front of b's list */
-        for (int k = g.len[b]; k > 0; k--) g.ord[b][k] = g.ord[b][k - 1];
-        g.ord[b][0] = (int8_t)md;
-        g.len[b]++;
-      } else {
-        g.ord[b][g.len[b]++] = (int8_t)md;
-      }
-      set_pl(&g, md, rs_pl_shard(b));
-      if ((st = next_put(s, nx, expansion, &g, step_cost(c, &cur, T_A2A, md))) != RS_OK)
-        return st;
+      gkey g = append_shard(&v, v.key, md, b);
+      if ((st = next_put(s, nx, expansion, g, cost)) != RS_OK) return st;
     }
   }
   /* case 2: S -> R, all-gather of the last mesh dim of each list */
   for (int a = 0; a < tndim; a++) {
-    if (cur.len[a] == 0) continue;
-    g = cur;
-    int md;
-    if (RS_MUTANT(10) && g.len[a] > 1) {
+    if (v.len[a] == 0) continue;
+    int md = v.last[a];
+    gkey g = v.key;
+    if (RS_MUTANT(10) && v.len[a] > 1) {
       /* planted bug: gather the first mesh dim of the list instead of the last */
-      md = g.ord[a][0];
-      for (int k = 0; k + 1 < g.len[a]; k++) g.ord[a][k] = g.ord[a][k + 1];
-      g.ord[a][--g.len[a]] = 0;
-    } else {
-      md = g.ord[a][--g.len[a]];
-      g.ord[a][g.len[a]] = 0;
+      md = v.first[a];
+      for (int i = 0; i < mesh_ndim; i++) {
+        uint8_t x = key_byte(g, i);
+        if (b_kind(x) == RS_SHARD && b_dim(x) == a && i != md) g = key_set(g, i, b_shard(a, b_pos(x) - 1));
+      }
     }
-    set_pl(&g, md, rs_pl_replicate());
-    if ((st = next_put(s, nx, expansion, &g, step_cost(c, &cur, T_GATHER, md))) != RS_OK)
-      return st;
+    g = key_set(g, md, B_REPLICATE);
+    if ((st = next_put(s, nx, expansion, g, step_cost(c, &v, T_GATHER, md))) != RS_OK) return st;
   }
   /* case 3: P -> R, all-reduce */
   for (int md = 0; md < mesh_ndim; md++) {
-    if (cur.pl[md][0] != RS_PARTIAL) continue;
-    g = cur;
-    set_pl(&g, md, rs_pl_replicate());
-    if ((st = next_put(s, nx, expansion, &g, step_cost(c, &cur, T_REDUCE, md))) != RS_OK)
-      return st;
+    if (b_kind(key_byte(v.key, md)) != RS_PARTIAL) continue;
+    gkey g = key_set(v.key, md, B_REPLICATE);
+    if ((st = next_put(s, nx, expansion, g, step_cost(c, &v, T_REDUCE, md))) != RS_OK) return st;
   }
   /* case 4: R -> S(b), chunk: the mesh dim goes to the end of b's list */
   for (int md = 0; md < mesh_ndim; md++) {
-    if (cur.pl[md][0] != RS_REPLICATE) continue;
+    if (b_kind(key_byte(v.key, md)) != RS_REPLICATE) continue;
+    double cost = step_cost(c, &v, T_CHUNK, md);
     for (int b = 0; b < tndim; b++) {
-      g = cur;
-      g.ord[b][g.len[b]++] = (int8_t)md;
-      set_pl(&g, md, rs_pl_shard(b));
-      if ((st = next_put(s, nx, expansion, &g, step_cost(c, &cur, T_CHUNK, md))) != RS_OK)
-        return st;
+      gkey g = append_shard(&v, v.key, md, b);
+      if ((st = next_put(s, nx, expansion, g, cost)) != RS_OK) return st;
     }
   }
   /* case 5: P -> S(b), reduce-scatter */
   for (int md = 0; md < mesh_ndim; md++) {
-    if (cur.pl[md][0] != RS_PARTIAL) continue;
+    if (b_kind(key_byte(v.key, md)) != RS_PARTIAL) continue;
+    double cost = step_cost(c, &v, T_RSCATTER, md);
     for (int b = 0; b < tndim; b++) {
-      g = cur;
-      g.ord[b][g.len[b]++] = (int8_t)md;
-      set_pl(&g, md, rs_pl_shard(b));
-      if ((st = next_put(s, nx, expansion, &g, step_cost(c, &cur, T_RSCATTER, md))) != RS_OK)
-        return st;
+      gkey g = append_shard(&v, v.key, md, b);
+      if ((st = next_put(s, nx, expansion, g, cost)) != RS_OK) return st;
     }
   }
-  if (c->e == RS_ENUM_PYTORCH) return next_states_pytorch(s, c, mesh_ndim, tndim, &cur, expansion, nx);
+  if (c->e == RS_ENUM_PYTORCH) return next_states_pytorch(s, c, tndim, &v, expansion, nx);
   /* case 6: R -> P(sum), local partition (PyTorch's default Partial()) */
   for (int md = 0; md < mesh_ndim; md++) {
-    if (cur.pl[md][0] != RS_REPLICATE) continue;
-    g = cur;
-    set_pl(&g, md, rs_pl_partial(RS_SUM));
-    if ((st = next_put(s, nx, expansion, &g, step_cost(c, &cur, T_PARTITION, md))) != RS_OK)
-      return st;
+    if (b_kind(key_byte(v.key, md)) != RS_REPLICATE) continue;
+    gkey g = key_set(v.key, md, b_partial(RS_SUM));
+    if ((st = next_put(s, nx, expansion, g, step_cost(c, &v, T_PARTITION, md))) != RS_OK) return st;
   }
   return RS_OK;
 }
 
-/* ---- heap of (cost, counter) ---- */
+/* ---- heap of (cost, push counter) ----
+ *
+ * PyTorch pushes an entry (cost, counter) for every next state of every expansion and skips an
+ * entry whose state was expanded already. Of one state's entries only the least (cost, counter) can
+ * pop first, and the counter only grows; so keeping one entry per state, replaced by a later push
+ * only at a strictly lower cost (decrease-key), pops the states in PyTorch's order with PyTorch's
+ * predecessors. */
 
-static int hless(const hentry *a, const hentry *b) {
-  if (a->cost != b->cost) return a->cost < b->cost;
-  return a->counter < b->counter;
+static int hless(const gsearch *s, int32_t a, int32_t b) {
+  const gstate *x = &s->st[a], *y = &s->st[b];
+  if (x->cost != y->cost) return x->cost < y->cost;
+  return x->counter < y->counter;
 }
 
-static rs_status heap_push(gsearch *s, hentry e) {
-  if (s->hn == s->hcap) {
-    int64_t ncap = s->hcap ? s->hcap * 2 : 1024;
-    hentry *nh = realloc(s->heap, (size_t)ncap * sizeof *nh);
-    if (!nh) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (heap)");
-    s->heap = nh;
-    s->hcap = ncap;
-  }
-  int64_t i = s->hn++;
+static void heap_up(gsearch *s, int32_t i) {
+  int32_t id = s->heap[i];
   while (i > 0) {
-    int64_t p = (i - 1) / 2;
-    if (!hless(&e, &s->heap[p])) break;
+    int32_t p = (i - 1) / 2;
+    if (!hless(s, id, s->heap[p])) break;
     s->heap[i] = s->heap[p];
+    s->st[s->heap[i]].hpos = i;
     i = p;
   }
-  s->heap[i] = e;
+  s->heap[i] = id;
+  s->st[id].hpos = i;
+}
+
+/* Push (cost, counter) for state id, reached by expanding parent. */
+static rs_status heap_relax(gsearch *s, int32_t id, double cost, int64_t counter, int32_t parent) {
+  gstate *g = &s->st[id];
+  if (g->hpos >= 0 && !(cost < g->cost)) return RS_OK; /* its entry in the heap pops first */
+  if (g->hpos < 0) {
+    if (s->hn == s->hcap) {
+      int32_t *nh = grow(s->heap, s->hcap, sizeof *nh, s->heap0);
+      if (!nh) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (heap)");
+      s->heap = nh;
+      s->hcap *= 2;
+    }
+    g->hpos = s->hn++;
+    s->heap[g->hpos] = id;
+  }
+  g->cost = cost;
+  g->counter = counter;
+  g->parent = parent;
+  heap_up(s, g->hpos);
   return RS_OK;
 }
 
-static hentry heap_pop(gsearch *s) {
-  hentry top = s->heap[0], last = s->heap[--s->hn];
-  int64_t i = 0;
+/* The state of the least (cost, counter). */
+static int32_t heap_pop(gsearch *s) {
+  int32_t top = s->heap[0], last = s->heap[--s->hn];
+  s->st[top].hpos = -1;
+  if (s->hn == 0) return top;
+  int32_t i = 0;
   for (;;) {
-    int64_t l = 2 * i + 1, r = l + 1, m = i;
-    const hentry *best = &last;
-    if (l < s->hn && hless(&s->heap[l], best)) m = l, best = &s->heap[l];
-    if (r < s->hn && hless(&s->heap[r], best)) m = r;
-    if (m == i) break;
-    s->heap[i] = s->heap[m];
-    i = m;
+    int32_t l = 2 * i + 1, r = l + 1, m = last;
+    if (l < s->hn && hless(s, s->heap[l], m)) m = s->heap[l];
+    if (r < s->hn && hless(s, s->heap[r], m)) m = s->heap[r];
+    if (m == last) break;
+    int32_t c = m == s->heap[l] ? l : r;
+    s->heap[i] = m;
+    s->st[m].hpos = i;
+    i = c;
   }
-  if (s->hn > 0) s->heap[i] = last;
+  s->heap[i] = last;
+  s->st[last].hpos = i;
   return top;
 }
 
-static rs_status node_add(gsearch *s, int32_t state, int32_t parent, int32_t *node) {
-  if (s->nn == s->ncap) {
-    int64_t ncap = s->ncap ? s->ncap * 2 : 1024;
-    if (ncap > INT32_MAX) return rs_fail(RS_ERR_NOPATH, "plan_graph: search too large");
-    int32_t *a = realloc(s->node_state, (size_t)ncap * sizeof *a);
-    if (a) s->node_state = a;
-    int32_t *b = realloc(s->node_parent, (size_t)ncap * sizeof *b);
-    if (b) s->node_parent = b;
-    if (!a || !b) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory (paths)");
-    s->ncap = ncap;
-  }
-  s->node_state[s->nn] = state;
-  s->node_parent[s->nn] = parent;
-  *node = (int32_t)s->nn++;
-  return RS_OK;
-}
-
-static void search_free(gsearch *s) {
-  table_free(&s->tab);
-  free(s->heap);
-  free(s->node_state);
-  free(s->node_parent);
-  free(s->visited);
-  free(s->stamp);
-  free(s->stamp_pos);
-}
-
-/* The path ending at node, turned into steps: each hop changes exactly one mesh dim. */
-static rs_status path_to_plan(gsearch *s, int32_t node, int mesh_ndim, rs_plan *out) {
+/* The path ending at state `last`, turned into steps: each hop changes exactly one mesh dim's
+ * placement. */
+static rs_status path_to_plan(gsearch *s, int32_t last, int mesh_ndim, rs_plan *out) {
   int32_t chain[RS_MAX_STEPS + 1];
   int len = 0;
-  for (int32_t k = node; k >= 0; k = s->node_parent[k]) {
+  for (int32_t k = last; k >= 0; k = s->st[k].parent) {
     if (len > RS_MAX_STEPS) return rs_fail(RS_ERR_INVALID, "plan: more than %d steps", RS_MAX_STEPS);
-    chain[len++] = s->node_state[k];
+    chain[len++] = k;
   }
   memset(out, 0, sizeof *out);
   for (int i = len - 1; i > 0; i--) {
-    const gstate *a = &s->tab.st[chain[i]], *b = &s->tab.st[chain[i - 1]];
+    gkey a = s->st[chain[i]].key, b = s->st[chain[i - 1]].key;
     int md = -1;
     for (int j = 0; j < mesh_ndim; j++) {
-      if (memcmp(a->pl[j], b->pl[j], 3) == 0) continue;
+      rs_placement pa = b_placement(key_byte(a, j)), pb = b_placement(key_byte(b, j));
+      if (pa.kind == pb.kind && pa.dim == pb.dim && pa.op == pb.op) continue;
       if (md != -1) return rs_fail(RS_ERR_INVALID, "plan_graph: a hop changes two mesh dims");
       md = j;
     }
     if (md < 0) continue; /* placements equal: the reference planner emits no step */
     rs_step *st = &out->step[out->nsteps++];
     st->mesh_dim = md;
-    st->from = get_pl(a, md);
-    st->to = get_pl(b, md);
+    st->from = b_placement(key_byte(a, md));
+    st->to = b_placement(key_byte(b, md));
   }
   return RS_OK;
 }
@@ -506,7 +567,7 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
     return rs_fail(RS_ERR_INVALID, "plan_graph: cost: unknown cost model %d", (int)cost);
   if (e != RS_ENUM_SEED && e != RS_ENUM_PYTORCH)
     return rs_fail(RS_ERR_INVALID, "plan_graph: enumeration: unknown %d", (int)e);
-  gstate gs, gd;
+  gkey gs, gd;
   rs_status st;
   if ((st = from_sharding(src, m->ndim, t->ndim, &gs)) != RS_OK) return st;
   if ((st = from_sharding(dst, m->ndim, t->ndim, &gd)) != RS_OK) return st;
@@ -515,11 +576,12 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
    * another mesh dim, so such a destination Partial is reachable only where src has it already.
    * Saying so up front is what the exhaustive search would conclude, without the search. */
   for (int i = 0; e == RS_ENUM_SEED && i < m->ndim; i++) {
-    if (gd.pl[i][0] == RS_PARTIAL && gd.pl[i][2] != RS_SUM && memcmp(gd.pl[i], gs.pl[i], 3) != 0) {
+    uint8_t want = key_byte(gd, i);
+    if (b_kind(want) == RS_PARTIAL && want != b_partial(RS_SUM) && want != key_byte(gs, i)) {
       char a[256], b[256], pd[32];
       describe(src, a, sizeof a);
       describe(dst, b, sizeof b);
-      rs_format_placement(get_pl(&gd, i), pd, sizeof pd);
+      rs_format_placement(b_placement(want), pd, sizeof pd);
       return rs_fail(RS_ERR_NOPATH,
                      "plan_graph: no path from %s to %s: %s on mesh dim %d can only be kept from "
                      "the source (the reference planner creates Partial only as Partial(sum))",
@@ -529,59 +591,48 @@ rs_status rs_ref_plan_graph_enum(const rs_mesh *m, const rs_tensor *t, const rs_
   gcost c;
   cost_setup(&c, cost, m, t);
   c.e = e;
-  c.dst = &gd;
+  c.dst = gd;
   c.nops = 0;
   for (int pass = 0; pass < 2; pass++) /* the ops of src, then of dst, each once */
     for (int i = 0; i < m->ndim; i++) {
-      const int8_t *pl = pass ? gd.pl[i] : gs.pl[i];
-      if (pl[0] != RS_PARTIAL) continue;
+      uint8_t b = key_byte(pass ? gd : gs, i);
+      if (b_kind(b) != RS_PARTIAL) continue;
       int seen = 0;
-      for (int k = 0; k < c.nops; k++) seen |= c.ops[k] == pl[2];
-      if (!seen) c.ops[c.nops++] = pl[2];
+      for (int k = 0; k < c.nops; k++) seen |= c.ops[k] == (b & 3);
+      if (!seen) c.ops[c.nops++] = (int8_t)(b & 3);
     }
+
+  /* Dijkstra as PyTorch runs it: pop the least (cost, counter); the destination ends the search
+   * when popped (not when pushed); every next state not expanded yet is pushed with the next
+   * counter (heap_relax keeps the entry that pops first). */
   gsearch s;
-  memset(&s, 0, sizeof s);
-  gnext *nx = malloc(sizeof *nx);
-  int32_t src_id, dst_id, node;
+  gnext nx;
+  int32_t src_id = -1, dst_id = -1, expansion = 0;
   int64_t counter = 0;
-  int32_t expansion = 0;
-  const rs_enumeration e_enum = e;
-  hentry e0;
-  if (!nx) return rs_fail(RS_ERR_NOMEM, "plan_graph: out of memory");
-  if ((st = table_rehash(&s.tab, 1024)) != RS_OK) goto done;
-  if ((st = table_intern(&s.tab, &gs, &src_id)) != RS_OK) goto done;
-  if ((st = table_intern(&s.tab, &gd, &dst_id)) != RS_OK) goto done;
-  if ((st = grow_visit(&s)) != RS_OK) goto done;
-  if ((st = node_add(&s, src_id, -1, &node)) != RS_OK) goto done;
-  e0 = (hentry){0.0, counter, src_id, node};
-  if ((st = heap_push(&s, e0)) != RS_OK) goto done;
+  search_init(&s);
+  if ((st = table_intern(&s, gs, &src_id)) != RS_OK) goto done;
+  if ((st = table_intern(&s, gd, &dst_id)) != RS_OK) goto done;
+  if ((st = heap_relax(&s, src_id, 0.0, counter, -1)) != RS_OK) goto done;
   while (s.hn > 0) {
-    hentry e = heap_pop(&s);
-    if (e.state == dst_id) {
-      st = path_to_plan(&s, e.node, m->ndim, out);
-      out->enumeration = e_enum;
+    int32_t state = heap_pop(&s);
+    if (state == dst_id) {
+      st = path_to_plan(&s, state, m->ndim, out);
+      out->enumeration = e;
       goto done;
     }
-    if (s.visited[e.state]) continue;
-    s.visited[e.state] = 1;
-    if ((st = next_states(&s, &c, m->ndim, t->ndim, e.state, expansion++, nx)) != RS_OK)
-      goto done;
-    for (int32_t k = 0; k < nx->n; k++) {
-      if (s.visited[nx->id[k]]) continue;
-      if ((st = node_add(&s, nx->id[k], e.node, &node)) != RS_OK) goto done;
-      hentry ne = {e.cost + nx->cost[k], ++counter, nx->id[k], node};
-      if ((st = heap_push(&s, ne)) != RS_OK) goto done;
-    }
+    s.st[state].visited = 1;
+    double dist = s.st[state].cost;
+    if ((st = next_states(&s, &c, t->ndim, state, expansion++, &nx)) != RS_OK) goto done;
+    for (int32_t k = 0; k < nx.n; k++) /* none of them is expanded yet (next_put) */
+      if ((st = heap_relax(&s, nx.id[k], dist + nx.cost[k], ++counter, state)) != RS_OK) goto done;
   }
   {
     char a[256], b[256];
     describe(src, a, sizeof a);
     describe(dst, b, sizeof b);
-    st = rs_fail(RS_ERR_NOPATH,
-                 "plan_graph: no path from %s to %s", a, b);
+    st = rs_fail(RS_ERR_NOPATH, "plan_graph: no path from %s to %s", a, b);
   }
 done:
-  free(nx);
   search_free(&s);
   return st;
 }
@@ -597,10 +648,12 @@ rs_status rs_ref_plan_cost(const rs_mesh *m, const rs_tensor *t, const rs_shardi
   rs_sharding cur = *src;
   double sum = 0;
   for (int i = 0; i < p->nsteps; i++) {
-    gstate g;
+    gkey g;
+    gview v;
     rs_collective coll;
     rs_status st;
     if ((st = from_sharding(&cur, m->ndim, t->ndim, &g)) != RS_OK) return st;
+    view_of(&c, g, &v);
     if ((st = rs_step_collective_enum(&p->step[i], p->enumeration, &coll)) != RS_OK) return st;
     int kind = T_PARTITION;
     switch (coll) {
@@ -611,7 +664,7 @@ rs_status rs_ref_plan_cost(const rs_mesh *m, const rs_tensor *t, const rs_shardi
     case RS_COLL_CHUNK: kind = T_CHUNK; break;
     default: break;
     }
-    if (coll != RS_COLL_NONE) sum += step_cost(&c, &g, kind, p->step[i].mesh_dim);
+    if (coll != RS_COLL_NONE) sum += step_cost(&c, &v, kind, p->step[i].mesh_dim);
     if ((st = rs_mesh_apply_step_enum(m, &cur, &p->step[i], t->ndim, p->enumeration)) != RS_OK) return st;
   }
   *out = sum;
