@@ -8,17 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "cuda_test.h"
 #include "core/values.h"
 #include "opt/cuda/values_math.h"
 #include "props/props.h"
 #include "reshard/opt.h"
 #include "reshard/reshard.h"
 
-/* the kernel entry (opt/cuda/values.cu, or the stub's "no device") */
-rs_status rs_cuda_fill_values(const rs_dvals *p, void *dev, int64_t numel);
-rs_status rs_cuda_malloc(void **p, int64_t bytes);
-void rs_cuda_free(void *p);
-rs_status rs_cuda_d2h(void *dst, const void *src, int64_t bytes);
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static int64_t draw(int64_t n) {

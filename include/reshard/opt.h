@@ -71,6 +71,19 @@ typedef struct rs_opt_stats {
  * their dst boxes. stats count the whole schedule (all ranks). */
 rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
                               rs_locals *out, rs_opt_stats *stats);
+/* Device worlds ("local-device", "nccl"): the same on the caller's device memory, end to end. in_dev
+ * and out_dev are indexed by mesh position; the played positions hold device pointers to packed
+ * row-major locals of their src (in) and dst (out) boxes, rs_opt_box_bytes each. Only opt's pooled
+ * workspace is used beside them; the schedule comes from the same cache. RS_ERR_INVALID on a host
+ * world. */
+rs_status rs_opt_redistribute_device(rs_opt *o, rs_world *w, const rs_case *c, void *const *in_dev,
+                                     void *const *out_dev, rs_opt_stats *stats);
+/* Bytes of the local at mesh position pos for c's src (dst = 0) or dst (dst = 1) layout; -1 when
+ * the case or pos is invalid. */
+int64_t rs_opt_box_bytes(const rs_case *c, int dst, int pos);
+/* SPEC 8 source values of c generated on the device straight into in_dev (the played positions of
+ * w, as above): the bytes rs_make_source gives, with nothing crossing PCIe. Complete on return. */
+rs_status rs_opt_device_source(rs_world *w, const rs_case *c, void *const *in_dev);
 /* Execute a given step plan (ref's planners, plug-in planners) step by step on opt. */
 rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs_plan *p,
                               const rs_locals *in, rs_locals *out, rs_opt_stats *stats);

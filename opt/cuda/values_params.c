@@ -4,8 +4,10 @@
  * test (tests/test_device_values.c) checks the math the kernel runs. */
 #include <string.h>
 #include "core/mutant.h"
+#include "cuda/cuda_api.h"
 #include "cuda/values_math.h"
 #include "reshard/case.h"
+#include "reshard/opt.h"
 
 static int ceil_log2(int64_t n) {
   int k = 0;
@@ -115,4 +117,30 @@ void rs_dvals_fill_host(const rs_dvals *p, void *out) {
     uint64_t b = rs_dv_value(p, rs_dv_flat(p, k));
     for (int i = 0; i < p->esize; ++i) o[k * p->esize + i] = (unsigned char)(b >> (8 * i));
   }
+}
+
+int64_t rs_opt_box_bytes(const rs_case *c, int dst, int pos) {
+  if (!c || pos < 0 || pos >= c->mesh.nranks || c->tensor.ndim > RS_MAX_DIMS) return -1;
+  int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], n = rs_dtype_size(c->tensor.dtype);
+  rs_mesh_coord(&c->mesh, pos, coord);
+  rs_local_box(&c->mesh, dst ? &c->dst : &c->src, &c->tensor, coord, start, size);
+  for (int d = 0; d < c->tensor.ndim; ++d) n *= size[d];
+  return n;
+}
+
+rs_status rs_opt_device_source(rs_world *w, const rs_case *c, void *const *in_dev) {
+  if (!c || !in_dev) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+  if (!rs_world_uses_device(w)) return rs_fail(RS_ERR_INVALID, "transport: device values need a device world");
+  rs_case cc = *c;
+  rs_status st = rs_case_validate(&cc);
+  int me = rs_world_is_local(w) ? -1 : rs_world_rank(w);
+  for (int pos = 0; pos < cc.mesh.nranks && !st; ++pos) {
+    if (me >= 0 && cc.mesh.ranks[pos] != me) continue;
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
+    rs_mesh_coord(&cc.mesh, pos, coord);
+    rs_local_box(&cc.mesh, &cc.src, &cc.tensor, coord, start, size);
+    rs_dvals p;
+    if (!(st = rs_dvals_make(&cc, coord, start, size, &p))) st = rs_cuda_fill_values(&p, in_dev[pos], rs_dvals_numel(&p));
+  }
+  return st ? st : rs_cuda_sync();
 }
