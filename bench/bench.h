@@ -18,6 +18,10 @@ int rs_bench_ckpt_main(int argc, char **argv);
  * resharding planning time against rank count, and one move against MPI_Alltoallv (bench_p2p.c). */
 rs_status rs_bench_p2p(int argc, char **argv);
 
+/* argv[1..]: gpu [--max-mib M] [--reps R] [--csv DIR]: opt's device path against cudaMemcpy D2D and
+ * the reduction / MXFP8 kernels against HBM bandwidth (bench_gpu.c); without a GPU, a skip message. */
+rs_status rs_bench_gpu(int argc, char **argv);
+
 /* The benchmarks' numeric flags (bench_flags.c), through core/numflag.h's checked parser. When
  * argv[*i] is `name`: takes its value (advancing *i) into *out if it is an integer in [lo, hi], else
  * *st is a usage error naming `who` and the flag; returns 1. Returns 0 for another argument. */

@@ -27,6 +27,8 @@ rs_status rs_cuda_h2d(void *dst, const void *src, int64_t bytes);
 rs_status rs_cuda_d2h(void *dst, const void *src, int64_t bytes);
 /* device -> device, asynchronous on the stream */
 rs_status rs_cuda_d2d(void *dst, const void *src, int64_t bytes);
+/* dst[0, bytes) <- byte, asynchronous on the stream */
+rs_status rs_cuda_memset(void *dst, int byte, int64_t bytes);
 /* rows rows of width bytes, dst/src rows pitch bytes apart (cudaMemcpy2DAsync), host -> device
  * (to_device) or back; asynchronous: rs_cuda_sync before the host reads or reuses its side. */
 rs_status rs_cuda_copy_2d(void *dst, int64_t dpitch, const void *src, int64_t spitch, int64_t width,

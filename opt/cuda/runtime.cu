@@ -116,6 +116,13 @@ rs_status rs_cuda_d2d(void *dst, const void *src, int64_t bytes) {
   return st ? st : rs__cuda_err(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToDevice, s), "d2d copy");
 }
 
+rs_status rs_cuda_memset(void *dst, int byte, int64_t bytes) {
+  if (bytes <= 0) return RS_OK;
+  cudaStream_t s;
+  rs_status st = rs__cuda_stream(&s);
+  return st ? st : rs__cuda_err(cudaMemsetAsync(dst, byte, (size_t)bytes, s), "cudaMemsetAsync");
+}
+
 rs_status rs_cuda_copy_2d(void *dst, int64_t dpitch, const void *src, int64_t spitch, int64_t width,
                           int64_t rows, int to_device) {
   if (width <= 0 || rows <= 0) return RS_OK;

@@ -12,6 +12,7 @@ void rs_cuda_free(void *p) { (void)p; }
 rs_status rs_cuda_host_alloc(void **p, int64_t n) { (void)n; *p = 0; return none(); }
 void rs_cuda_host_free(void *p) { (void)p; }
 rs_status rs_cuda_d2d(void *d, const void *s, int64_t n) { (void)d; (void)s; (void)n; return none(); }
+rs_status rs_cuda_memset(void *d, int b, int64_t n) { (void)d; (void)b; (void)n; return none(); }
 rs_status rs_cuda_copy_2d(void *d, int64_t dp, const void *s, int64_t sp, int64_t w, int64_t r, int td) {
   (void)d; (void)dp; (void)s; (void)sp; (void)w; (void)r; (void)td; return none();
 }
