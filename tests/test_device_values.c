@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
     g_gpu = rs_opt_cuda_devices() > 0;
     printf(g_gpu ? "comparing the CUDA kernel too\n" : "skipped: the kernel half (no CUDA device); CPU math only\n");
   }
-  int ran = 0, bad_total = 0;
+  int ran = 0, bad_total = 0, first_bad = -1;
   for (int it = 0; ran < cases && it < cases * 4; ++it) {
     rs_gen_opts o;
     rs_gen_opts_default(&o);
@@ -109,6 +109,7 @@ int main(int argc, char **argv) {
         char *j = rs_case_to_json(&c);
         if (bad_total < 5) fprintf(stderr, "device value math differs from core/values.c: %s\n", j ? j : "?");
         free(j);
+        if (first_bad < 0) first_bad = ran - 1;
         bad_total++;
       }
     }
@@ -116,6 +117,7 @@ int main(int argc, char **argv) {
   printf("%d cases, %lld boxes (%lld bits, %lld exact, %lld order; %lld with a Partial src), %lld elements, %d differ\n",
          ran, (long long)g_boxes, (long long)g_modes[0], (long long)g_modes[1], (long long)g_modes[2],
          (long long)g_partial, (long long)g_elems, bad_total);
+  if (first_bad >= 0) printf("first failure: case %d\n", first_bad);
   CHECK_EQ_I(bad_total, 0);
   /* the generator must reach what the math claims to cover */
   CHECK(g_modes[0] > 0 && g_modes[1] > 0 && g_modes[2] > 0 && g_partial > 0);
