@@ -109,36 +109,6 @@ static rs_status one_move(rs_opt *opt, rs_world *w, const rs_case *c, int reps, 
   return st;
 }
 
-static const struct {
-  const char *name;
-  int nm;
-  int64_t mesh[2];
-  const char *src, *dst;
-} k_moves[] = {
-    {"S0->S1 (all-to-all)", 1, {4, 1}, "S0", "S1"},
-    {"S0->R (all-gather)", 1, {4, 1}, "S0", "R"},
-    {"S0,S1->S1,S0 (2x2)", 2, {2, 2}, "S0,S1", "S1,S0"},
-};
-
-static rs_status make_case(int k, int64_t bytes, rs_case *c) {
-  memset(c, 0, sizeof *c);
-  rs_status st = rs_mesh_init(&c->mesh, k_moves[k].nm, k_moves[k].mesh, NULL);
-  if (st) return st;
-  c->tensor.dtype = RS_F32;
-  c->tensor.ndim = 2;
-  int64_t elems = bytes / 4, rows = 1;
-  while (rows * rows < elems) rows *= 2;
-  c->tensor.shape[0] = rows;
-  c->tensor.shape[1] = elems / rows;
-  if ((st = rs_parse_placements(k_moves[k].src, &c->src)) || (st = rs_parse_placements(k_moves[k].dst, &c->dst)))
-    return st;
-  rs_sharding_set_default_order(&c->src, 2);
-  rs_sharding_set_default_order(&c->dst, 2);
-  c->values = RS_VALUES_BITS;
-  c->seed = 7;
-  return rs_case_validate(c);
-}
-
 /* A kernel against the HBM bandwidth the device-to-device copy reaches: moved = bytes read +
  * written by the kernel, the copy moves 2 x `bytes`. */
 static void print_kernel(FILE *csv, const char *name, int64_t mib, double moved, int64_t bytes, const double *tk,
@@ -227,7 +197,8 @@ rs_status rs_bench_gpu(int argc, char **argv) {
     for (int k = 0; k < 3 && !st; ++k)
       for (int64_t mib = 64; mib <= max_mib && !st; mib *= 4) {
         rs_case c;
-        if (!(st = make_case(k, mib << 20, &c))) st = one_move(opt, w, &c, reps, csv, k_moves[k].name, mib);
+        const char *name;
+        if (!(st = rs_bench_throughput_case(k, mib << 20, &c, &name))) st = one_move(opt, w, &c, reps, csv, name, mib);
       }
     printf("\nkernels as a share of the HBM bandwidth cudaMemcpy D2D reaches (bytes read + written)\n");
     for (int64_t mib = 256; mib <= max_mib && mib <= 1024 && !st; mib *= 4) st = kernels(mib, reps, csv);

@@ -299,18 +299,24 @@ static rs_status case_sched(rs_opt *o, const rs_case *c, rs_case *cc, rs_sched *
   return rs_opt_get_sched(o, &cc->mesh, &cc->tensor, &cc->src, &cc->dst, s, hit);
 }
 
-rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
-                              rs_locals *out, rs_opt_stats *stats) {
-  if (!o || !c || !in || !out) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+/* host locals (in/out) or, on a device world, the caller's device pointers (din/dout) */
+static rs_status redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in, rs_locals *out,
+                              void *const *din, void *const *dout, rs_opt_stats *stats) {
   if (stats) memset(stats, 0, sizeof *stats);
   rs_case cc;
   rs_sched *s;
   int hit;
   rs_status st = case_sched(o, c, &cc, &s, &hit);
   if (st) return st;
-  if ((st = run_sched(o, w, &cc.mesh, s, in, out, NULL, NULL))) return st;
+  if ((st = run_sched(o, w, &cc.mesh, s, in, out, din, dout))) return st;
   add_stats(stats, s, hit);
   return RS_OK;
+}
+
+rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
+                              rs_locals *out, rs_opt_stats *stats) {
+  if (!o || !c || !in || !out) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+  return redistribute(o, w, c, in, out, NULL, NULL, stats);
 }
 
 rs_status rs_opt_redistribute_device(rs_opt *o, rs_world *w, const rs_case *c, void *const *in_dev,
@@ -318,15 +324,7 @@ rs_status rs_opt_redistribute_device(rs_opt *o, rs_world *w, const rs_case *c, v
   if (!o || !c || !in_dev || !out_dev) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
   if (!rs_world_uses_device(w))
     return rs_fail(RS_ERR_INVALID, "transport: device pointers need a device world (local-device, nccl)");
-  if (stats) memset(stats, 0, sizeof *stats);
-  rs_case cc;
-  rs_sched *s;
-  int hit;
-  rs_status st = case_sched(o, c, &cc, &s, &hit);
-  if (st) return st;
-  if ((st = run_sched(o, w, &cc.mesh, s, NULL, NULL, in_dev, out_dev))) return st;
-  add_stats(stats, s, hit);
-  return RS_OK;
+  return redistribute(o, w, c, NULL, NULL, in_dev, out_dev, stats);
 }
 
 rs_status rs_opt_plan_stats(rs_opt *o, const rs_case *c, rs_opt_stats *stats) {
