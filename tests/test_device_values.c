@@ -59,8 +59,20 @@ static int check_box(const rs_case *c, const int64_t *coord, const int64_t *star
   return bad;
 }
 
-static int check_case(const rs_case *c) {
+/* the device API's host half: box sizes as rs_locals_for_layout makes them, both layouts */
+static int check_box_bytes(const rs_case *c) {
   int bad = 0;
+  for (int k = 0; k < 2; ++k) {
+    rs_locals l = {0, NULL};
+    if (rs_locals_for_layout(&l, c, k ? &c->dst : &c->src)) return 1;
+    for (int pos = 0; pos < c->mesh.nranks; ++pos) bad |= rs_opt_box_bytes(c, k, pos) != l.r[pos].nbytes;
+    rs_locals_free(&l);
+  }
+  return bad;
+}
+
+static int check_case(const rs_case *c) {
+  int bad = check_box_bytes(c);
   for (int pos = 0; pos < c->mesh.nranks && !bad; ++pos) {
     int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
     rs_mesh_coord(&c->mesh, pos, coord);
@@ -114,6 +126,26 @@ int main(int argc, char **argv) {
       }
     }
   }
+  /* device pointers on a host world are refused, not dereferenced */
+  rs_world *host = NULL;
+  CHECK(rs_world_init("local", NULL, NULL, &host) == RS_OK);
+  rs_opt *o = NULL;
+  CHECK(rs_opt_create(&o) == RS_OK);
+  rs_case c0;
+  rs_gen_opts go;
+  rs_gen_opts_default(&go);
+  rs_choices ch0;
+  rs_choices_seed(&ch0, 1);
+  if (rs_gen_case(&ch0, &go, &c0) == RS_OK) {
+    void *p[RS_MAX_RANKS] = {0};
+    CHECK(rs_opt_redistribute_device(o, host, &c0, p, p, NULL) == RS_ERR_INVALID);
+    CHECK(rs_opt_device_source(host, &c0, p) == RS_ERR_INVALID);
+    CHECK(rs_opt_box_bytes(&c0, 0, -1) == -1 && rs_opt_box_bytes(&c0, 1, c0.mesh.nranks) == -1);
+    rs_clear_error();
+  }
+  rs_choices_free(&ch0);
+  rs_opt_destroy(o);
+  rs_world_finalize(host);
   printf("%d cases, %lld boxes (%lld bits, %lld exact, %lld order; %lld with a Partial src), %lld elements, %d differ\n",
          ran, (long long)g_boxes, (long long)g_modes[0], (long long)g_modes[1], (long long)g_modes[2],
          (long long)g_partial, (long long)g_elems, bad_total);
