@@ -140,6 +140,8 @@ int main(int argc, char **argv) {
     void *p[RS_MAX_RANKS] = {0};
     CHECK(rs_opt_redistribute_device(o, host, &c0, p, p, NULL) == RS_ERR_INVALID);
     CHECK(rs_opt_device_source(host, &c0, p) == RS_ERR_INVALID);
+    int64_t nd = -1;
+    CHECK(rs_opt_device_check(host, &c0, p, &nd) != RS_OK && nd == 0);
     CHECK(rs_opt_box_bytes(&c0, 0, -1) == -1 && rs_opt_box_bytes(&c0, 1, c0.mesh.nranks) == -1);
     rs_clear_error();
   }

@@ -84,6 +84,11 @@ int64_t rs_opt_box_bytes(const rs_case *c, int dst, int pos);
 /* SPEC 8 source values of c generated on the device straight into in_dev (the played positions of
  * w, as above): the bytes rs_make_source gives, with nothing crossing PCIe. Complete on return. */
 rs_status rs_opt_device_source(rs_world *w, const rs_case *c, void *const *in_dev);
+/* A copy-only case (no Partial in src or dst): every dst element is the generator's value at its
+ * global index, so the outputs in out_dev (played positions) are checked on the device against the
+ * values generated there; *ndiff: the differing elements (0 on success). Only the count crosses
+ * PCIe. RS_ERR_UNSUPPORTED for a case with a Partial (its outputs are reductions). */
+rs_status rs_opt_device_check(rs_world *w, const rs_case *c, void *const *out_dev, int64_t *ndiff);
 /* Execute a given step plan (ref's planners, plug-in planners) step by step on opt. */
 rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs_plan *p,
                               const rs_locals *in, rs_locals *out, rs_opt_stats *stats);

@@ -61,6 +61,9 @@ rs_status rs_cuda_tp_linear(const float *x, int64_t rows, int64_t k, const float
  * at dev, generated on the device (opt/cuda/values.cu); asynchronous. */
 struct rs_dvals;
 rs_status rs_cuda_fill_values(const struct rs_dvals *p, void *dev, int64_t numel);
+/* The elements of dev (numel, device memory) that differ from the values of box p, counted on
+ * the device into *ndiff. Complete on return. */
+rs_status rs_cuda_check_values(const struct rs_dvals *p, const void *dev, int64_t numel, int64_t *ndiff);
 /* MXFP8 (SPEC 10) of n BF16 values in device memory into q (n bytes) and scale (n/32), device memory;
  * *bad_block: the first block with a NaN/Inf, or -1. Complete on return. */
 rs_status rs_cuda_mxfp8_dev(const uint16_t *x, int64_t n, uint8_t *q, uint8_t *scale, int half_up,

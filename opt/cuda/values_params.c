@@ -128,19 +128,39 @@ int64_t rs_opt_box_bytes(const rs_case *c, int dst, int pos) {
   return n;
 }
 
-rs_status rs_opt_device_source(rs_world *w, const rs_case *c, void *const *in_dev) {
-  if (!c || !in_dev) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+/* every played position's box of the src (dst 0) or dst (dst 1) layout: the value kernel fills it
+ * (ndiff NULL) or checks it (the differing elements added to *ndiff) */
+static rs_status each_box(rs_world *w, const rs_case *c, int dst, void *const *dev, int64_t *ndiff) {
+  if (!c || !dev) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
   if (!rs_world_uses_device(w)) return rs_fail(RS_ERR_INVALID, "transport: device values need a device world");
   rs_case cc = *c;
   rs_status st = rs_case_validate(&cc);
   int me = rs_world_is_local(w) ? -1 : rs_world_rank(w);
   for (int pos = 0; pos < cc.mesh.nranks && !st; ++pos) {
     if (me >= 0 && cc.mesh.ranks[pos] != me) continue;
-    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
+    int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS], nd = 0;
     rs_mesh_coord(&cc.mesh, pos, coord);
-    rs_local_box(&cc.mesh, &cc.src, &cc.tensor, coord, start, size);
+    rs_local_box(&cc.mesh, dst ? &cc.dst : &cc.src, &cc.tensor, coord, start, size);
     rs_dvals p;
-    if (!(st = rs_dvals_make(&cc, coord, start, size, &p))) st = rs_cuda_fill_values(&p, in_dev[pos], rs_dvals_numel(&p));
+    if ((st = rs_dvals_make(&cc, coord, start, size, &p))) break;
+    if (!ndiff) {
+      st = rs_cuda_fill_values(&p, dev[pos], rs_dvals_numel(&p));
+    } else {
+      st = rs_cuda_check_values(&p, dev[pos], rs_dvals_numel(&p), &nd);
+      *ndiff += nd;
+    }
   }
   return st ? st : rs_cuda_sync();
+}
+
+rs_status rs_opt_device_source(rs_world *w, const rs_case *c, void *const *in_dev) {
+  return each_box(w, c, 0, in_dev, NULL);
+}
+
+rs_status rs_opt_device_check(rs_world *w, const rs_case *c, void *const *out_dev, int64_t *ndiff) {
+  if (!ndiff) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+  *ndiff = 0;
+  if (c && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst)))
+    return rs_fail(RS_ERR_UNSUPPORTED, "opt: the device check covers copy-only cases (this one has a Partial)");
+  return each_box(w, c, 1, out_dev, ndiff);
 }
