@@ -74,8 +74,9 @@ rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs
 /* Device worlds ("local-device", "nccl"): the same on the caller's device memory, end to end. in_dev
  * and out_dev are indexed by mesh position; the played positions hold device pointers to packed
  * row-major locals of their src (in) and dst (out) boxes, rs_opt_box_bytes each. Only opt's pooled
- * workspace is used beside them; the schedule comes from the same cache. RS_ERR_INVALID on a host
- * world. */
+ * workspace is used beside them; the schedule comes from the same cache. The inputs must be ready
+ * (whatever stream wrote them synchronized); opt's work is complete on return. RS_ERR_INVALID on a
+ * host world. */
 rs_status rs_opt_redistribute_device(rs_opt *o, rs_world *w, const rs_case *c, void *const *in_dev,
                                      void *const *out_dev, rs_opt_stats *stats);
 /* Bytes of the local at mesh position pos for c's src (dst = 0) or dst (dst = 1) layout; -1 when

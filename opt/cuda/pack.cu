@@ -2,7 +2,8 @@
 // all go through one launch per exchange), the ordered reduction of a job's contribution slots and
 // the partition division. Arithmetic mirrors SPEC 1 bit for bit: F32/F64 in IEEE round-to-nearest
 // (explicit _rn intrinsics so nothing is contracted or flushed), F16/BF16 through F32 with the same
-// rounding (and NaN encodings) as spec/dtype.c after every op, integers wrapping.
+// rounding (and NaN encodings) as spec/dtype.c after every op, integers wrapping. Everything is
+// asynchronous on opt's stream (runtime.cu); a launch's descriptors go through pooled buffers.
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
