@@ -266,6 +266,12 @@ static rs_status make_throughput_case(const layout_pair *lp, int64_t bytes, int 
   return rs_case_validate(c);
 }
 
+rs_status rs_bench_throughput_case(int k, int64_t bytes, rs_case *c, const char **name) {
+  if (k < 0 || k >= (int)(sizeof k_pairs / sizeof k_pairs[0])) return rs_fail(RS_ERR_INVALID, "bench: layout %d", k);
+  *name = k_pairs[k].name;
+  return make_throughput_case(&k_pairs[k], bytes, 0, c);
+}
+
 static int64_t out_bytes(const rs_locals *l) {
   int64_t b = 0;
   for (int i = 0; i < l->n; ++i) b += l->r[i].nbytes;
@@ -448,6 +454,7 @@ rs_status rs_bench_main(int argc, char **argv) {
   const char *what = "all";
   if (argc > 1 && !strcmp(argv[1], "pytorch")) return rs_bench_pytorch(argc, argv);
   if (argc > 1 && !strcmp(argv[1], "p2p")) return rs_bench_p2p(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "gpu")) return rs_bench_gpu(argc, argv);
   for (int i = 1; i < argc; ++i) {
     rs_status fst;
     if (rs_bench_int_flag("bench", argc, argv, &i, "--cases", 1, 10000000, &o.cases, &fst) ||

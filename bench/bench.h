@@ -1,6 +1,7 @@
 /* bench.h - opt's benchmarks as a library entry point (the `bench` binary and `reshard bench`). */
 #ifndef RS_BENCH_H
 #define RS_BENCH_H
+#include <stdint.h>
 #include "reshard/status.h"
 
 /* argv[1..]: [traffic|plan|local|mpi|all] [--cases N] [--max-mib M] [--reps R] [--csv DIR].
@@ -18,6 +19,15 @@ int rs_bench_ckpt_main(int argc, char **argv);
 /* argv[1..]: p2p [plan|move|all] [--max-ranks N] [--reps R] [--layers L] [--csv DIR]: cross-config
  * resharding planning time against rank count, and one move against MPI_Alltoallv (bench_p2p.c). */
 rs_status rs_bench_p2p(int argc, char **argv);
+
+/* argv[1..]: gpu [--max-mib M] [--reps R] [--csv DIR]: opt's device path against cudaMemcpy D2D and
+ * the reduction / MXFP8 kernels against HBM bandwidth (bench_gpu.c); without a GPU, a skip message. */
+rs_status rs_bench_gpu(int argc, char **argv);
+
+/* The throughput cases of bench local (bench.c): layout k (0 all-to-all S0->S1 on 4 ranks, 1
+ * all-gather S0->R on 4, 2 the 2x2 swap S0,S1->S1,S0) of an F32 tensor of `bytes`, named *name. */
+struct rs_case;
+rs_status rs_bench_throughput_case(int k, int64_t bytes, struct rs_case *c, const char **name);
 
 /* The benchmarks' numeric flags (bench_flags.c), through core/numflag.h's checked parser. When
  * argv[*i] is `name`: takes its value (advancing *i) into *out if it is an integer in [lo, hi], else

@@ -22,7 +22,9 @@ static const char *BENCH_HELP =
     "           reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--dir DIR] [--threads T] [--direct] [--json F]\n"
     "  p2p [plan|move|all] [--max-ranks N] [--layers L]  cross-config resharding: planning time of a\n"
     "           Megatron template against rank count (64 .. 32768), traffic ratio, max/mean sender load;\n"
-    "           move: TP2 PP2 DPn/4 -> TP4 PP1 DPn/4 over MPI vs MPI_Alltoallv (mpirun -np 4, 8, 16)\n";
+    "           move: TP2 PP2 DPn/4 -> TP4 PP1 DPn/4 over MPI vs MPI_Alltoallv (mpirun -np 4, 8, 16)\n"
+    "  gpu [--max-mib M]  one GPU: opt on device pointers vs cudaMemcpy D2D (all-to-all, all-gather,\n"
+    "           2x2 swap, 64 MiB .. 4 GiB), the fold and MXFP8 kernels vs HBM bandwidth (skipped without a GPU)\n";
 
 int cmd_bench(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)

@@ -71,6 +71,25 @@ typedef struct rs_opt_stats {
  * their dst boxes. stats count the whole schedule (all ranks). */
 rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
                               rs_locals *out, rs_opt_stats *stats);
+/* Device worlds ("local-device", "nccl"): the same on the caller's device memory, end to end. in_dev
+ * and out_dev are indexed by mesh position; the played positions hold device pointers to packed
+ * row-major locals of their src (in) and dst (out) boxes, rs_opt_box_bytes each. Only opt's pooled
+ * workspace is used beside them; the schedule comes from the same cache. The inputs must be ready
+ * (whatever stream wrote them synchronized); opt's work is complete on return. RS_ERR_INVALID on a
+ * host world. */
+rs_status rs_opt_redistribute_device(rs_opt *o, rs_world *w, const rs_case *c, void *const *in_dev,
+                                     void *const *out_dev, rs_opt_stats *stats);
+/* Bytes of the local at mesh position pos for c's src (dst = 0) or dst (dst = 1) layout; -1 when
+ * the case or pos is invalid. */
+int64_t rs_opt_box_bytes(const rs_case *c, int dst, int pos);
+/* SPEC 8 source values of c generated on the device straight into in_dev (the played positions of
+ * w, as above): the bytes rs_make_source gives, with nothing crossing PCIe. Complete on return. */
+rs_status rs_opt_device_source(rs_world *w, const rs_case *c, void *const *in_dev);
+/* A copy-only case (no Partial in src or dst): every dst element is the generator's value at its
+ * global index, so the outputs in out_dev (played positions) are checked on the device against the
+ * values generated there; *ndiff: the differing elements (0 on success). Only the count crosses
+ * PCIe. RS_ERR_UNSUPPORTED for a case with a Partial (its outputs are reductions). */
+rs_status rs_opt_device_check(rs_world *w, const rs_case *c, void *const *out_dev, int64_t *ndiff);
 /* Execute a given step plan (ref's planners, plug-in planners) step by step on opt. */
 rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs_plan *p,
                               const rs_locals *in, rs_locals *out, rs_opt_stats *stats);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda/cuda_api.h"
+#include "core/mutant.h"
 #include "opt/ckpt/internal.h"
 
 /* bit 55: outside every user address space (x86-64 4- and 5-level paging, AArch64 with or
@@ -45,6 +46,63 @@ rs_status rs__ock_copy_out(const rs__ock *c, int dev, void *dst, const void *hos
   else if (c->sim) memcpy(sim_host(dst), host, (size_t)n);
   else return rs_cuda_h2d(dst, host, n);
   return RS_OK;
+}
+
+void rs__ock_rows_init(rs__ock_rows *b, const rs__ock *c, int dev) {
+  memset(b, 0, sizeof *b);
+  b->c = c;
+  b->dev = dev;
+}
+
+/* the pending run: one 2-d device copy, or its rows one by one on the host / simulated device */
+static rs_status rows_issue(rs__ock_rows *b) {
+  rs_status st = RS_OK;
+  if (b->rows == 0) return RS_OK;
+  if (b->dev && !b->c->sim) {
+    st = rs_cuda_copy_2d(b->dst, b->dpitch, b->src, b->spitch, b->width, b->rows, 1);
+    b->issued++;
+  } else {
+    for (int64_t r = 0; r < b->rows && !st; ++r)
+      st = rs__ock_copy_out(b->c, b->dev, b->dst + r * b->dpitch, b->src + r * b->spitch, b->width);
+  }
+  b->rows = 0;
+  return st;
+}
+
+rs_status rs__ock_rows_add(rs__ock_rows *b, void *dst, const void *host, int64_t n) {
+  char *d = dst;
+  const char *h = host;
+  if (n <= 0) return RS_OK;
+  if (b->rows == 1 && n == b->width && d - b->dst >= n && h - b->src >= n) {
+    /* a second row fixes the pitches */
+    b->dpitch = d - b->dst;
+    b->spitch = h - b->src;
+    /* RS_MUTANT 934: the source pitch is taken from the destination (a chunk and a tensor box
+     * whose rows differ in length then read the wrong bytes) */
+    if (RS_MUTANT(934) && b->dev) b->spitch = b->dpitch;
+    b->rows = 2;
+    return RS_OK;
+  }
+  if (b->rows >= 2 && n == b->width && d == b->dst + b->rows * b->dpitch && h == b->src + b->rows * b->spitch) {
+    b->rows++;
+    return RS_OK;
+  }
+  rs_status st = rows_issue(b);
+  b->dst = d;
+  b->src = h;
+  b->width = n;
+  b->dpitch = b->spitch = n;
+  b->rows = 1;
+  return st;
+}
+
+rs_status rs__ock_rows_flush(rs__ock_rows *b) {
+  rs_status st = rows_issue(b);
+  if (b->dev && !b->c->sim && b->issued) {
+    rs_status s2 = rs_cuda_sync();
+    if (!st) st = s2;
+  }
+  return st;
 }
 
 void rs__ock_pin(const rs__ock *c, void *buf, int64_t n) {

@@ -47,6 +47,22 @@ int rs__ock_on_device(const rs__ock *c, const rs_sh_tensor *t);
 /* host <- tensor data and tensor data <- host: device copies when dev, memcpy otherwise */
 rs_status rs__ock_copy_in(const rs__ock *c, int dev, void *host, const void *src, int64_t n);
 rs_status rs__ock_copy_out(const rs__ock *c, int dev, void *dst, const void *host, int64_t n);
+/* Rows host -> tensor data gathered into 2-d copies: consecutive rows of one width whose
+ * destinations and sources advance by constant pitches become one cudaMemcpy2DAsync (a chunk's
+ * rows into a tensor's box: one call per block of rows instead of one cudaMemcpy per row). add()
+ * may issue the pending run; flush() issues the last and waits until every copy is done (the host
+ * rows may be reused after it). Host and simulated worlds copy the same runs row by row. */
+typedef struct rs__ock_rows {
+  const rs__ock *c;
+  int dev;
+  char *dst;
+  const char *src;
+  int64_t width, dpitch, spitch, rows;
+  int64_t issued; /* device calls issued (counted for the docs' claim: one per run) */
+} rs__ock_rows;
+void rs__ock_rows_init(rs__ock_rows *b, const rs__ock *c, int dev);
+rs_status rs__ock_rows_add(rs__ock_rows *b, void *dst, const void *host, int64_t n);
+rs_status rs__ock_rows_flush(rs__ock_rows *b);
 /* staging buffers page-locked while an operation on a CUDA world runs (no-op otherwise) */
 void rs__ock_pin(const rs__ock *c, void *buf, int64_t n);
 void rs__ock_unpin(const rs__ock *c, void *buf);

@@ -361,6 +361,8 @@ static rs_status scatter(ldr *L, pair *p, const uint8_t *buf, int64_t base, int6
   int64_t g[RS_MAX_DIMS], cidx[RS_MAX_DIMS], lidx[RS_MAX_DIMS], got = 0;
   memcpy(g, io, sizeof g);
   rs_status st = RS_OK;
+  rs__ock_rows rows; /* the rows go out as 2-d copies (device.c) */
+  rs__ock_rows_init(&rows, L->c, rs__ock_on_device(L->c, t));
   for (;;) {
     for (int d = 0; d < nd; ++d) {
       cidx[d] = g[d] - ch->off[d];
@@ -377,7 +379,7 @@ static rs_status scatter(ldr *L, pair *p, const uint8_t *buf, int64_t base, int6
     if (RS_MUTANT(355) && k1 == eb - ci && k1 - k0 > 1) k1--;
     if (k1 > k0) {
       int64_t fb = ch->byte_off + (ci + k0 - cfs) * es;
-      st = rs__ock_copy_out(L->c, rs__ock_on_device(L->c, t), t->data + (li + k0 - lo) * es, buf + (fb - base), (k1 - k0) * es);
+      st = rs__ock_rows_add(&rows, t->data + (li + k0 - lo) * es, buf + (fb - base), (k1 - k0) * es);
       if (st) break;
       got += k1 - k0;
     }
@@ -389,6 +391,8 @@ static rs_status scatter(ldr *L, pair *p, const uint8_t *buf, int64_t base, int6
     }
     if (d < 0) break;
   }
+  rs_status fst = rs__ock_rows_flush(&rows);
+  if (!st) st = fst;
   __atomic_fetch_add(&p->got, got, __ATOMIC_RELAXED);
   return st;
 }

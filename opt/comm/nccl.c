@@ -91,8 +91,10 @@ rs_status rs_nccl_world_create(int rank, int size, rs_nccl_world **out) {
   *out = NULL;
   int ndev = rs_cuda_device_count();
   if (ndev <= 0) return rs_fail(RS_ERR_UNSUPPORTED, "nccl: no CUDA device");
-  if (cudaSetDevice(node_local_rank(rank) % ndev) != cudaSuccess)
-    return rs_fail(RS_ERR_TRANSPORT, "nccl: cudaSetDevice failed");
+  int dev = node_local_rank(rank) % ndev;
+  cudaError_t ce = cudaSetDevice(dev);
+  if (ce != cudaSuccess)
+    return rs_fail(RS_ERR_TRANSPORT, "nccl: rank %d: cudaSetDevice(%d): %s", rank, dev, cudaGetErrorString(ce));
   rs_nccl_world *w = calloc(1, sizeof *w);
   if (!w) return rs_fail(RS_ERR_NOMEM, "nccl: out of memory");
   w->rank = rank;
@@ -265,6 +267,10 @@ static rs_status n_run(rs_comm *b) {
   if (c->nsend) qsort(c->send, (size_t)c->nsend, sizeof(npost), npost_cmp);
   if (c->nrecv) qsort(c->recv, (size_t)c->nrecv, sizeof(npost), npost_cmp);
   if (c->nsend + c->nrecv == 0) goto done;
+  if (!s) { /* NCCL on the legacy stream would race opt's non-blocking one */
+    st = rs_fail(RS_ERR_TRANSPORT, "nccl: rank %d has no CUDA stream", c->me);
+    goto done;
+  }
   if (!c->comm) {
     st = rs_fail(RS_ERR_TRANSPORT, "nccl: rank %d is outside the mesh", c->me);
     goto done;

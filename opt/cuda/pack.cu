@@ -2,28 +2,21 @@
 // all go through one launch per exchange), the ordered reduction of a job's contribution slots and
 // the partition division. Arithmetic mirrors SPEC 1 bit for bit: F32/F64 in IEEE round-to-nearest
 // (explicit _rn intrinsics so nothing is contracted or flushed), F16/BF16 through F32 with the same
-// rounding (and NaN encodings) as spec/dtype.c after every op, integers wrapping.
+// rounding (and NaN encodings) as spec/dtype.c after every op, integers wrapping. Everything is
+// asynchronous on opt's stream (runtime.cu); a launch's descriptors go through pooled buffers.
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mutex>
 #include "cuda/cuda_api.h"
+#include "cuda/runtime.cuh"
 
 namespace {
 
 // ---------------------------------------------------------------- runtime plumbing
 
-cudaStream_t g_stream = nullptr;
-
-rs_status cuda_err(cudaError_t e, const char *what) {
-  if (e == cudaSuccess) return RS_OK;
-  return rs_fail(RS_ERR_TRANSPORT, "cuda: %s: %s", what, cudaGetErrorString(e));
-}
-
-cudaStream_t stream() {
-  if (!g_stream) cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking);
-  return g_stream;
-}
+rs_status cuda_err(cudaError_t e, const char *what) { return rs__cuda_err(e, what); }
 
 // ---------------------------------------------------------------- batched box copies
 
@@ -39,7 +32,7 @@ struct CopyDesc {
   int64_t block0;            // first block of this descriptor
 };
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kRsThreads;
 constexpr int kPerThread = 8;
 constexpr int64_t kUnitsPerBlock = (int64_t)kThreads * kPerThread;
 
@@ -124,10 +117,29 @@ bool make_desc(const rs_view &a, const rs_view &b, CopyDesc *o) {
   return true;
 }
 
+// The descriptors of one launch live in two pooled buffers, pinned host and device, reused across
+// calls: no allocation and no synchronization per launch. The upload is stream-ordered before the
+// kernel, and the next launch's host writes wait (desc_done) until the previous upload has read
+// them; the mutex keeps two threads from sharing the pool.
+std::mutex g_desc_mu;
+CopyDesc *g_hdesc = nullptr, *g_ddesc = nullptr;
+size_t g_hcap = 0, g_dcap = 0;
+cudaEvent_t g_desc_done = nullptr;
+
 rs_status launch_copies(const rs_view *dst, const rs_view *src, int64_t n) {
   if (n <= 0) return RS_OK;
-  CopyDesc *h = (CopyDesc *)malloc(sizeof(CopyDesc) * (size_t)n);
-  if (!h) return rs_fail(RS_ERR_NOMEM, "cuda: out of memory");
+  std::lock_guard<std::mutex> lock(g_desc_mu);
+  cudaStream_t s;
+  rs_status st = rs__cuda_stream(&s);
+  if (!st && !g_desc_done) {
+    st = cuda_err(cudaEventCreateWithFlags(&g_desc_done, cudaEventDisableTiming), "descriptor event");
+    if (st) g_desc_done = nullptr;
+  }
+  if (!st) st = cuda_err(cudaEventSynchronize(g_desc_done), "descriptor reuse");
+  size_t need = sizeof(CopyDesc) * (size_t)n;
+  if (!st) st = rs__cuda_reserve_host((void **)&g_hdesc, &g_hcap, need, "descriptor buffer (host)");
+  if (!st) st = rs__cuda_reserve((void **)&g_ddesc, &g_dcap, need, "descriptor buffer");
+  if (st) return st;
   int64_t nd = 0, blocks = 0;
   for (int64_t i = 0; i < n; ++i) {
     CopyDesc d;
@@ -135,24 +147,17 @@ rs_status launch_copies(const rs_view *dst, const rs_view *src, int64_t n) {
     if (!make_desc(dst[i], src[i], &d)) continue;
     d.block0 = blocks;
     blocks += (d.total + kUnitsPerBlock - 1) / kUnitsPerBlock;
-    h[nd++] = d;
+    g_hdesc[nd++] = d;
   }
-  rs_status st = RS_OK;
-  if (nd > 0) {
-    CopyDesc *dv = nullptr;
-    cudaStream_t s = stream();
-    st = cuda_err(cudaMallocAsync((void **)&dv, sizeof(CopyDesc) * (size_t)nd, s), "descriptor alloc");
-    if (!st) st = cuda_err(cudaMemcpyAsync(dv, h, sizeof(CopyDesc) * (size_t)nd, cudaMemcpyHostToDevice, s),
-                           "descriptor upload");
-    if (!st) {
-      copy_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(dv, (int)nd);
-      st = cuda_err(cudaGetLastError(), "copy kernel");
-    }
-    if (dv) cudaFreeAsync(dv, s);
-    // the host descriptors must outlive the async upload
-    if (!st) st = cuda_err(cudaStreamSynchronize(s), "copy kernel");
+  if (nd == 0) return RS_OK;
+  if (blocks > 0x7FFFFFFFLL) return rs_fail(RS_ERR_UNSUPPORTED, "cuda: %lld blocks in one copy launch", (long long)blocks);
+  st = cuda_err(cudaMemcpyAsync(g_ddesc, g_hdesc, sizeof(CopyDesc) * (size_t)nd, cudaMemcpyHostToDevice, s),
+                "descriptor upload");
+  if (!st) st = cuda_err(cudaEventRecord(g_desc_done, s), "descriptor event");
+  if (!st) {
+    copy_kernel<<<(unsigned)blocks, kThreads, 0, s>>>(g_ddesc, (int)nd);
+    st = cuda_err(cudaGetLastError(), "copy kernel launch");
   }
-  free(h);
   return st;
 }
 
@@ -295,76 +300,31 @@ __global__ void div_kernel(typename E::S *x, int64_t n, int64_t d) {
     E::st(x + i, E::div(E::ld(x + i), d));
 }
 
-unsigned grid_for(int64_t n) {
-  int64_t g = (n + kThreads - 1) / kThreads;
-  if (g > 65535 * 16) g = 65535 * 16;
-  return (unsigned)(g > 0 ? g : 1);
-}
+unsigned grid_for(int64_t n) { return rs__cuda_grid((long long)n); }
 
 template <typename E>
 rs_status fold_as(char *slot0, int64_t numel, const Levels &lv) {
   if (numel == 0) return RS_OK;
-  fold_kernel<E><<<grid_for(numel), kThreads, 0, stream()>>>((typename E::S *)slot0, numel, lv);
+  cudaStream_t s;
+  rs_status st = rs__cuda_stream(&s);
+  if (st) return st;
+  fold_kernel<E><<<grid_for(numel), kThreads, 0, s>>>((typename E::S *)slot0, numel, lv);
   return cuda_err(cudaGetLastError(), "fold kernel");
 }
 
 template <typename E>
 rs_status div_as(void *x, int64_t d, int64_t n) {
   if (n == 0) return RS_OK;
-  div_kernel<E><<<grid_for(n), kThreads, 0, stream()>>>((typename E::S *)x, n, d);
+  cudaStream_t s;
+  rs_status st = rs__cuda_stream(&s);
+  if (st) return st;
+  div_kernel<E><<<grid_for(n), kThreads, 0, s>>>((typename E::S *)x, n, d);
   return cuda_err(cudaGetLastError(), "div kernel");
 }
 
 }  // namespace
 
 extern "C" {
-
-int rs_cuda_device_count(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no device" error
-    return 0;
-  }
-  return n;
-}
-
-rs_status rs_cuda_malloc(void **p, int64_t bytes) {
-  *p = nullptr;
-  return cuda_err(cudaMalloc(p, (size_t)(bytes > 0 ? bytes : 1)), "cudaMalloc");
-}
-
-void rs_cuda_free(void *p) {
-  if (p) cudaFree(p);
-}
-
-/* Copies go on opt's own (non-blocking) stream, ordered with its kernels: a cudaMemcpy on the
- * legacy default stream does not synchronize with a cudaStreamNonBlocking stream, so an upload
- * could still be in flight when a kernel reads it. The synchronize keeps the host buffer free to
- * reuse on return (it may be pageable). */
-rs_status rs_cuda_h2d(void *dst, const void *src, int64_t bytes) {
-  if (bytes <= 0) return RS_OK;
-  rs_status st = cuda_err(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyHostToDevice, stream()), "upload");
-  return st ? st : cuda_err(cudaStreamSynchronize(stream()), "upload sync");
-}
-
-rs_status rs_cuda_d2h(void *dst, const void *src, int64_t bytes) {
-  if (bytes <= 0) return RS_OK;
-  rs_status st = cuda_err(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToHost, stream()), "download");
-  return st ? st : cuda_err(cudaStreamSynchronize(stream()), "download sync");
-}
-
-rs_status rs_cuda_host_register(void *p, int64_t bytes) {
-  if (bytes <= 0) return RS_OK;
-  return cuda_err(cudaHostRegister(p, (size_t)bytes, cudaHostRegisterDefault), "cudaHostRegister");
-}
-
-void rs_cuda_host_unregister(void *p) {
-  if (p && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
-}
-
-rs_status rs_cuda_sync(void) { return cuda_err(cudaStreamSynchronize(stream()), "sync"); }
-
-void *rs_cuda_stream(void) { return (void *)stream(); }
 
 rs_status rs_cuda_copy_views(const rs_view *dst, const rs_view *src, int64_t n) {
   return launch_copies(dst, src, n);

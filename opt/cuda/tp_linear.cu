@@ -1,10 +1,13 @@
 // tp_linear.cu - the TP Linear kernel of opt/tp: one thread per output element, summing its
 // products over the reduction index in ascending order with explicit round-to-nearest multiply
 // and add (__fmul_rn/__fadd_rn: nvcc may not contract them into an FMA), then the bias: the bits
-// of ref's loop. Host buffers are staged through the device (the TP driver keeps locals on the host).
+// of ref's loop. Host buffers are staged through one pooled device buffer on opt's stream (the TP
+// driver keeps locals on the host).
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <mutex>
 #include "cuda/cuda_api.h"
+#include "cuda/runtime.cuh"
 
 namespace {
 
@@ -18,33 +21,37 @@ __global__ void linear_kernel(const float *x, int64_t rows, int64_t k, const flo
   y[t] = b ? __fadd_rn(acc, b[o]) : acc;
 }
 
-rs_status err(cudaError_t e, const char *what) {
-  if (e == cudaSuccess) return RS_OK;
-  return rs_fail(RS_ERR_TRANSPORT, "cuda: tp linear: %s: %s", what, cudaGetErrorString(e));
-}
+std::mutex g_mu;  // the staging pool
+void *g_buf = nullptr;
+size_t g_cap = 0;
+
+size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
 
 }  // namespace
 
+// Staged through one pooled device buffer (x | w | b | y, each 256-byte aligned), on opt's stream.
 extern "C" rs_status rs_cuda_tp_linear(const float *x, int64_t rows, int64_t k, const float *w,
                                        int64_t n, const float *b, float *y) {
-  float *dx = nullptr, *dw = nullptr, *db = nullptr, *dy = nullptr;
-  size_t sx = (size_t)(rows * k) * 4, sw = (size_t)(n * k) * 4, sy = (size_t)(rows * n) * 4;
-  rs_status st = err(cudaMalloc(&dx, sx ? sx : 4), "malloc");
-  if (st == RS_OK) st = err(cudaMalloc(&dw, sw ? sw : 4), "malloc");
-  if (st == RS_OK) st = err(cudaMalloc(&dy, sy ? sy : 4), "malloc");
-  if (st == RS_OK && b) st = err(cudaMalloc(&db, (size_t)n * 4), "malloc");
-  if (st == RS_OK && sx) st = err(cudaMemcpy(dx, x, sx, cudaMemcpyHostToDevice), "h2d");
-  if (st == RS_OK && sw) st = err(cudaMemcpy(dw, w, sw, cudaMemcpyHostToDevice), "h2d");
-  if (st == RS_OK && b) st = err(cudaMemcpy(db, b, (size_t)n * 4, cudaMemcpyHostToDevice), "h2d");
-  if (st == RS_OK && rows * n > 0) {
+  if (rows * n <= 0) return RS_OK;
+  size_t sx = (size_t)(rows * k) * 4, sw = (size_t)(n * k) * 4, sb = b ? (size_t)n * 4 : 0, sy = (size_t)(rows * n) * 4;
+  cudaStream_t s;
+  rs_status st = rs__cuda_stream(&s);
+  if (st) return st;
+  std::lock_guard<std::mutex> lock(g_mu);
+  st = rs__cuda_reserve(&g_buf, &g_cap, up256(sx) + up256(sw) + up256(sb) + up256(sy), "tp linear staging");
+  if (st) return st;
+  char *base = (char *)g_buf;
+  float *dx = (float *)base, *dw = (float *)(base + up256(sx)), *db = (float *)(base + up256(sx) + up256(sw));
+  float *dy = (float *)(base + up256(sx) + up256(sw) + up256(sb));
+  if (sx) st = rs__cuda_err(cudaMemcpyAsync(dx, x, sx, cudaMemcpyHostToDevice, s), "tp linear upload");
+  if (!st && sw) st = rs__cuda_err(cudaMemcpyAsync(dw, w, sw, cudaMemcpyHostToDevice, s), "tp linear upload");
+  if (!st && sb) st = rs__cuda_err(cudaMemcpyAsync(db, b, sb, cudaMemcpyHostToDevice, s), "tp linear upload");
+  if (!st) {
     int64_t threads = 256, blocks = (rows * n + threads - 1) / threads;
-    linear_kernel<<<(unsigned)blocks, (unsigned)threads>>>(dx, rows, k, dw, n, db, dy);
-    st = err(cudaGetLastError(), "launch");
-    if (st == RS_OK) st = err(cudaMemcpy(y, dy, sy, cudaMemcpyDeviceToHost), "d2h");
+    linear_kernel<<<(unsigned)blocks, (unsigned)threads, 0, s>>>(dx, rows, k, dw, n, b ? db : nullptr, dy);
+    st = rs__cuda_err(cudaGetLastError(), "tp linear launch");
   }
-  cudaFree(dx);
-  cudaFree(dw);
-  cudaFree(db);
-  cudaFree(dy);
+  if (!st) st = rs__cuda_err(cudaMemcpyAsync(y, dy, sy, cudaMemcpyDeviceToHost, s), "tp linear download");
+  if (!st) st = rs__cuda_err(cudaStreamSynchronize(s), "tp linear");
   return st;
 }

@@ -18,16 +18,21 @@
 #include "p2p/opt_p2p.h"
 
 typedef struct dev_post {
-  void *host, *dev;
-  int64_t bytes;
+  void *host; /* the caller's buffer */
+  int64_t bytes, off;
+  int32_t me, peer;
+  int64_t task;
+  int is_send;
 } dev_post;
 
 typedef struct builtin {
   rs_comm *comm;
   int owned;
-  int device; /* nccl: stage bytes through device buffers */
+  int device; /* nccl: stage bytes through device memory */
   dev_post *dp;
   int64_t ndp, capdp;
+  char *pool; /* device staging, grow-only across runs: one allocation for a whole campaign */
+  int64_t pool_cap;
   char err[256];
 } builtin;
 
@@ -36,7 +41,9 @@ static int keep_err(builtin *b, rs_status st) {
   return st ? (int)st : 0;
 }
 
-static int stage(builtin *b, const void *host, int64_t bytes, int is_send, rs_view *v) {
+/* Device worlds: a post is only recorded here; run() lays every post out in the pooled device
+ * buffer, uploads the sends, submits all, runs, and brings the receives back. */
+static int record(builtin *b, int32_t me, const void *host, int64_t bytes, int32_t peer, int64_t task, int is_send) {
   if (b->ndp == b->capdp) {
     int64_t nc = b->capdp ? 2 * b->capdp : 64;
     dev_post *p = realloc(b->dp, (size_t)nc * sizeof *p);
@@ -44,53 +51,68 @@ static int stage(builtin *b, const void *host, int64_t bytes, int is_send, rs_vi
     b->dp = p;
     b->capdp = nc;
   }
-  dev_post *p = &b->dp[b->ndp];
-  p->host = is_send ? NULL : (void *)host;
+  dev_post *p = &b->dp[b->ndp++];
+  p->host = (void *)host;
   p->bytes = bytes;
-  rs_status st = rs_cuda_malloc(&p->dev, bytes ? bytes : 1);
-  if (!st && is_send && bytes) st = rs_cuda_h2d(p->dev, host, bytes);
-  if (st) return keep_err(b, st);
-  b->ndp++;
-  rs_view_packed(v, p->dev, 1, 1, &bytes);
+  p->me = me;
+  p->peer = peer;
+  p->task = task;
+  p->is_send = is_send;
   return 0;
+}
+
+static rs_status run_device(builtin *b) {
+  int64_t total = 0;
+  rs_status st = RS_OK;
+  for (int64_t i = 0; i < b->ndp; ++i) {
+    b->dp[i].off = total;
+    total += (b->dp[i].bytes + 255) & ~(int64_t)255;
+  }
+  if (total > b->pool_cap || !b->pool) {
+    rs_cuda_free(b->pool); /* nothing in flight: every run ends synchronized */
+    b->pool = NULL;
+    b->pool_cap = 0;
+    if ((st = rs_cuda_malloc((void **)&b->pool, total + total / 4))) return st;
+    b->pool_cap = total + total / 4;
+  }
+  for (int64_t i = 0; i < b->ndp && !st; ++i) {
+    dev_post *p = &b->dp[i];
+    rs_view v;
+    rs_view_packed(&v, b->pool + p->off, 1, 1, &p->bytes);
+    if (p->is_send) {
+      if (p->bytes) st = rs_cuda_h2d(b->pool + p->off, p->host, p->bytes);
+      if (!st) st = b->comm->ops->submit_send(b->comm, p->me, p->peer, p->task, &v, 1);
+    } else {
+      st = b->comm->ops->submit_recv(b->comm, p->me, p->peer, p->task, &v, 1);
+    }
+  }
+  if (!st) st = b->comm->ops->run(b->comm);
+  if (!st) st = rs_cuda_sync();
+  for (int64_t i = 0; i < b->ndp && !st; ++i)
+    if (!b->dp[i].is_send && b->dp[i].bytes) st = rs_cuda_d2h(b->dp[i].host, b->pool + b->dp[i].off, b->dp[i].bytes);
+  b->ndp = 0;
+  return st;
 }
 
 static int b_send(void *self, int32_t me, const void *buf, int64_t bytes, int32_t peer, int64_t task) {
   builtin *b = self;
+  if (b->device) return record(b, me, buf, bytes, peer, task, 1);
   rs_view v;
-  if (b->device) {
-    int rc = stage(b, buf, bytes, 1, &v);
-    if (rc) return rc;
-  } else {
-    rs_view_packed(&v, (void *)buf, 1, 1, &bytes);
-  }
+  rs_view_packed(&v, (void *)buf, 1, 1, &bytes);
   return keep_err(b, b->comm->ops->submit_send(b->comm, me, peer, task, &v, 1));
 }
 
 static int b_recv(void *self, int32_t me, void *buf, int64_t bytes, int32_t peer, int64_t task) {
   builtin *b = self;
+  if (b->device) return record(b, me, buf, bytes, peer, task, 0);
   rs_view v;
-  if (b->device) {
-    int rc = stage(b, buf, bytes, 0, &v);
-    if (rc) return rc;
-  } else {
-    rs_view_packed(&v, buf, 1, 1, &bytes);
-  }
+  rs_view_packed(&v, buf, 1, 1, &bytes);
   return keep_err(b, b->comm->ops->submit_recv(b->comm, me, peer, task, &v, 1));
 }
 
 static int b_run(void *self) {
   builtin *b = self;
-  rs_status st = b->comm->ops->run(b->comm);
-  if (b->device) {
-    if (!st) st = rs_cuda_sync();
-    for (int64_t i = 0; i < b->ndp; ++i) {
-      if (!st && b->dp[i].host && b->dp[i].bytes) st = rs_cuda_d2h(b->dp[i].host, b->dp[i].dev, b->dp[i].bytes);
-      rs_cuda_free(b->dp[i].dev);
-    }
-    b->ndp = 0;
-  }
-  return keep_err(b, st);
+  return keep_err(b, b->device ? run_device(b) : b->comm->ops->run(b->comm));
 }
 
 static const char *b_err(void *self) { return ((builtin *)self)->err; }
@@ -99,6 +121,7 @@ static void b_destroy(void *self) {
   builtin *b = self;
   if (!b) return;
   if (b->owned && b->comm) b->comm->ops->destroy(b->comm);
+  rs_cuda_free(b->pool);
   free(b->dp);
   free(b);
 }

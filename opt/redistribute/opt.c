@@ -23,6 +23,8 @@ struct rs_opt {
   int64_t cap, n;
   char *scratch;
   int64_t scratch_cap;
+  char *dev;       /* device worlds: pooled device memory (staging and workspace), grow-only */
+  int64_t dev_cap;
 };
 
 rs_status rs_opt_create(rs_opt **out) {
@@ -43,8 +45,27 @@ void rs_opt_destroy(rs_opt *o) {
   if (!o) return;
   cache_clear(o);
   free(o->scratch);
+  rs_cuda_free(o->dev);
   free(o);
 }
+
+/* bytes of pooled device memory: grown (never shrunk) across calls, so a campaign allocates once;
+ * no kernel is in flight here (every run ends with rs_cuda_sync) */
+static rs_status dev_pool(rs_opt *o, int64_t bytes, char **out) {
+  if (bytes > o->dev_cap || !o->dev) {
+    rs_cuda_free(o->dev);
+    o->dev = NULL;
+    o->dev_cap = 0;
+    int64_t n = bytes + bytes / 4;
+    rs_status st = rs_cuda_malloc((void **)&o->dev, n);
+    if (st) return st;
+    o->dev_cap = n;
+  }
+  *out = o->dev;
+  return RS_OK;
+}
+
+static int64_t up256(int64_t n) { return (n + 255) & ~(int64_t)255; }
 
 void *rs_opt_scratch(rs_opt *o, int64_t bytes, int *fresh) {
   *fresh = 0;
@@ -167,32 +188,40 @@ static rs_status alloc_out(const rs_sched *s, const char *played, rs_locals *out
   return RS_OK;
 }
 
-/* Device staging: upload inputs, run, download outputs. */
-static rs_status run_device(const rs_sched *s, rs_exec_bufs *b, const rs_mesh *m, rs_comm *comm,
-                            const rs_locals *in, rs_locals *out) {
+/* Device worlds. With the caller's device pointers (din/dout) only the workspace comes from the
+ * pool; with host locals, inputs, outputs and workspace are slices of the pooled device memory
+ * (one allocation the first time, none after), inputs go up and outputs come down on opt's stream. */
+static rs_status run_device(rs_opt *o, const rs_sched *s, rs_exec_bufs *b, const rs_mesh *m, rs_comm *comm,
+                            const rs_locals *in, rs_locals *out, void *const *din, void *const *dout) {
   int n = s->nranks;
-  rs_status st = RS_OK;
+  int64_t total = 0;
+  for (int p = 0; p < n; ++p)
+    if (b->played[p]) total += up256(s->ws_bytes[p]) + (din ? 0 : up256(in->r[p].nbytes) + up256(out->r[p].nbytes));
+  char *pool = NULL;
+  rs_status st = dev_pool(o, total, &pool);
   for (int p = 0; p < n && !st; ++p) {
     if (!b->played[p]) continue;
-    int64_t ib = in->r[p].nbytes, ob = out->r[p].nbytes;
-    if ((st = rs_cuda_malloc((void **)&b->in[p], ib)) || (st = rs_cuda_malloc((void **)&b->out[p], ob)) ||
-        (st = rs_cuda_malloc((void **)&b->ws[p], s->ws_bytes[p])))
-      break;
-    st = rs_cuda_h2d(b->in[p], in->r[p].data, ib);
+    b->ws[p] = pool;
+    pool += up256(s->ws_bytes[p]);
+    if (din) {
+      b->in[p] = din[p];
+      b->out[p] = dout[p];
+      continue;
+    }
+    b->in[p] = pool;
+    pool += up256(in->r[p].nbytes);
+    b->out[p] = pool;
+    pool += up256(out->r[p].nbytes);
+    st = rs_cuda_h2d(b->in[p], in->r[p].data, in->r[p].nbytes);
   }
   if (!st) st = rs_exec_sched(s, b, m, comm, 0);
-  for (int p = 0; p < n && !st; ++p)
+  for (int p = 0; p < n && !st && !din; ++p)
     if (b->played[p]) st = rs_cuda_d2h(out->r[p].data, b->out[p], out->r[p].nbytes);
-  for (int p = 0; p < n; ++p) {
-    rs_cuda_free(b->in[p]);
-    rs_cuda_free(b->out[p]);
-    rs_cuda_free(b->ws[p]);
-  }
   return st;
 }
 
 static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sched *s,
-                           const rs_locals *in, rs_locals *out) {
+                           const rs_locals *in, rs_locals *out, void *const *din, void *const *dout) {
   int n = s->nranks;
   char *played = calloc((size_t)n, 1);
   char **ptr = calloc((size_t)n * 3, sizeof(char *));
@@ -218,7 +247,7 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
     if ((st = rs_comm_local_create(0, &comm))) goto done;
   }
   if (!any) goto done; /* a rank outside the mesh takes part in nothing */
-  if ((st = check_in(s, played, in)) || (st = alloc_out(s, played, out))) goto done;
+  if (!din && ((st = check_in(s, played, in)) || (st = alloc_out(s, played, out)))) goto done;
   rs_exec_bufs b;
   b.device = rs_world_uses_device(w);
   b.played = played;
@@ -226,7 +255,7 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
   b.out = ptr + n;
   b.ws = ptr + 2 * n;
   if (b.device) {
-    st = run_device(s, &b, m, comm, in, out);
+    st = run_device(o, s, &b, m, comm, in, out, din, dout);
   } else {
     int64_t total = 0;
     for (int p = 0; p < n; ++p)
@@ -270,18 +299,32 @@ static rs_status case_sched(rs_opt *o, const rs_case *c, rs_case *cc, rs_sched *
   return rs_opt_get_sched(o, &cc->mesh, &cc->tensor, &cc->src, &cc->dst, s, hit);
 }
 
-rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
-                              rs_locals *out, rs_opt_stats *stats) {
-  if (!o || !c || !in || !out) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+/* host locals (in/out) or, on a device world, the caller's device pointers (din/dout) */
+static rs_status redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in, rs_locals *out,
+                              void *const *din, void *const *dout, rs_opt_stats *stats) {
   if (stats) memset(stats, 0, sizeof *stats);
   rs_case cc;
   rs_sched *s;
   int hit;
   rs_status st = case_sched(o, c, &cc, &s, &hit);
   if (st) return st;
-  if ((st = run_sched(o, w, &cc.mesh, s, in, out))) return st;
+  if ((st = run_sched(o, w, &cc.mesh, s, in, out, din, dout))) return st;
   add_stats(stats, s, hit);
   return RS_OK;
+}
+
+rs_status rs_opt_redistribute(rs_opt *o, rs_world *w, const rs_case *c, const rs_locals *in,
+                              rs_locals *out, rs_opt_stats *stats) {
+  if (!o || !c || !in || !out) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+  return redistribute(o, w, c, in, out, NULL, NULL, stats);
+}
+
+rs_status rs_opt_redistribute_device(rs_opt *o, rs_world *w, const rs_case *c, void *const *in_dev,
+                                     void *const *out_dev, rs_opt_stats *stats) {
+  if (!o || !c || !in_dev || !out_dev) return rs_fail(RS_ERR_INVALID, "opt: NULL argument");
+  if (!rs_world_uses_device(w))
+    return rs_fail(RS_ERR_INVALID, "transport: device pointers need a device world (local-device, nccl)");
+  return redistribute(o, w, c, NULL, NULL, in_dev, out_dev, stats);
 }
 
 rs_status rs_opt_plan_stats(rs_opt *o, const rs_case *c, rs_opt_stats *stats) {
@@ -316,7 +359,7 @@ rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs
     int hit;
     if ((st = rs_opt_get_sched(o, &cc.mesh, &cc.tensor, &cur, &next, &s, &hit))) break;
     rs_locals *dst = i == p->nsteps - 1 ? out : (src == &a ? &b : &a);
-    if ((st = run_sched(o, w, &cc.mesh, s, src, dst))) break;
+    if ((st = run_sched(o, w, &cc.mesh, s, src, dst, NULL, NULL))) break;
     add_stats(stats, s, hit);
     src = dst;
     cur = next;
@@ -326,7 +369,7 @@ rs_status rs_opt_execute_plan(rs_opt *o, rs_world *w, const rs_case *c, const rs
     rs_sched *s;
     int hit;
     if (!(st = rs_opt_get_sched(o, &cc.mesh, &cc.tensor, &cur, &cur, &s, &hit)))
-      st = run_sched(o, w, &cc.mesh, s, in, out);
+      st = run_sched(o, w, &cc.mesh, s, in, out, NULL, NULL);
   }
   if (!st && !rs_sharding_equivalent(&cc.mesh, &cur, &cc.dst, nd))
     st = rs_fail(RS_ERR_ILLEGAL, "plan: ends in a layout other than the case's dst");
