@@ -113,7 +113,7 @@ rs_status rs_p2p_check_transforms(const rs_p2p_model *m);
 typedef struct rs_p2p_xfer {
   int64_t task;
   int32_t param, src, dst; /* world ranks */
-  int64_t box;             /* index into plan->coords: start[ndim] then size[ndim] */
+  int64_t box;             /* index into plan->coords: start[ndim] then size[ndim] (transfers may share one) */
 } rs_p2p_xfer;
 
 typedef struct rs_p2p_plan {
