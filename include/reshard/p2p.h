@@ -209,6 +209,7 @@ typedef struct rs_p2p_exec_stats {
   /* where the time went, seconds: allocating destinations and accumulators, local copies, packing
    * and posting, waiting for the messages (the copy service's run), unpacking and quantizing */
   double sec_alloc, sec_local, sec_pack, sec_wait, sec_unpack;
+  int64_t strided; /* receives the transport wrote straight into a strided box (no staging) */
 } rs_p2p_exec_stats;
 
 /* Execute `plan` over copy service cs for the ranks this process plays (`rank` < 0: every rank;
