@@ -281,8 +281,10 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       rs_view v;
       if (xs[i].recv_off >= 0) rs_view_packed(&v, stage + xs[i].recv_off, es, nd, region.size);
       else rs_view_in_box(&v, out->loc[x->param][q].data, es, nd, &b, &region);
-      if (RS_MUTANT(935) && xs[i].wb == 4) /* 935: a strided receive lands as if its box were contiguous */
-        rs_view_packed(&v, out->loc[x->param][q].data + byte_offset(nd, es, &b, &region), es, nd, region.size);
+      if (RS_MUTANT(935) && xs[i].wb == 4) { /* 935: a strided receive lands at its buffer's first element */
+        memcpy(region.start, b.start, sizeof region.start);
+        rs_view_in_box(&v, out->loc[x->param][q].data, es, nd, &b, &region);
+      }
       st = comm ? rs__cs_post_view(cs, 1, x->dst, &v, x->src, task)
                 : rs_copy_service_recv(cs, x->dst, v.base, bytes, x->src, task);
     }
