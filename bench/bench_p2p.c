@@ -129,8 +129,8 @@ static rs_status bench_plan(int max_ranks, int reps, int layers, const char *csv
   }
   if (f) fclose(f);
   if (!st && gate_ms >= 0)
-    printf("4,096 ranks: %.1f ms wall, %.1f ms CPU (target < 100 ms: %s)\n", gate_ms, gate_cpu,
-           gate_ms < 100 ? "met" : gate_cpu < 100 ? "met in CPU time; wall time includes waiting for a core" : "MISSED");
+    printf("4,096 ranks: %.1f ms wall, %.1f ms CPU (target < 50 ms: %s)\n", gate_ms, gate_cpu,
+           gate_ms < 50 ? "met" : gate_cpu < 50 ? "met in CPU time; wall time includes waiting for a core" : "MISSED");
   return st;
 }
 
@@ -180,6 +180,7 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
   int *sc = calloc((size_t)n, sizeof *sc), *rc = calloc((size_t)n, sizeof *rc);
   int *sd = calloc((size_t)n, sizeof *sd), *rd = calloc((size_t)n, sizeof *rd);
   int64_t sends = 0; /* transfers this rank sends to another */
+  int64_t own = 0;   /* bytes this rank copies locally */
   for (int64_t i = 0; i < p.n && !st; ++i) {
     const rs_p2p_xfer *x = &p.x[i];
     if (x->src == x->dst) continue;
@@ -189,6 +190,7 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
     if (x->src == me) sc[x->dst] += (int)b;
     if (x->dst == me) rc[x->src] += (int)b;
     sends += x->src == me && b > 0;
+    if (x->src == me && x->dst == me) own += b;
   }
   int64_t ts = 0, tr = 0;
   for (int k = 0; k < n; ++k) {
@@ -197,9 +199,25 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
     ts += sc[k];
     tr += rc[k];
   }
-  char *sb = malloc((size_t)ts + 1), *rb = malloc((size_t)tr + 1);
+  /* a second all-to-all also moves the bytes each rank keeps (its own pair): what an all-to-all
+   * reshard pays for them, beside the goal's baseline, which moves only the bytes between ranks */
+  int *sc2 = calloc((size_t)n, sizeof *sc2), *rc2 = calloc((size_t)n, sizeof *rc2);
+  int *sd2 = calloc((size_t)n, sizeof *sd2), *rd2 = calloc((size_t)n, sizeof *rd2);
+  for (int k = 0, o2 = 0, q2 = 0; k < n && sc2 && rc2 && sd2 && rd2; ++k) {
+    sc2[k] = sc[k] + (k == me ? (int)own : 0);
+    rc2[k] = rc[k] + (k == me ? (int)own : 0);
+    sd2[k] = o2;
+    rd2[k] = q2;
+    o2 += sc2[k];
+    q2 += rc2[k];
+  }
+  char *sb = malloc((size_t)(ts + own) + 1), *rb = malloc((size_t)(tr + own) + 1);
   if (sb) memset(sb, 1, (size_t)ts);
-  if (rb) memset(rb, 0, (size_t)tr + 1);
+  if (rb) memset(rb, 0, (size_t)(tr + own) + 1);
+  if (sb) memset(sb + ts, 1, (size_t)own);
+  int oom = !sb || !rb || !sc2 || !rc2 || !sd2 || !rd2, any_oom = 0; /* every rank stops, or none */
+  MPI_Allreduce(&oom, &any_oom, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!st && any_oom) st = rs_fail(RS_ERR_NOMEM, "bench p2p move: out of memory");
   /* the first (cold) call allocates and faults in the destinations and the staging buffer; the
    * timed calls reuse them, as a training job that reshards every N steps would */
   double cold = 0;
@@ -212,7 +230,8 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
     cold = now_s() - t0;
   }
   double *to = calloc((size_t)reps, sizeof *to), *ta = calloc((size_t)reps, sizeof *ta),
-         *ratio = calloc((size_t)reps, sizeof *ratio), *ph[5];
+         *ratio = calloc((size_t)reps, sizeof *ratio), *ph[5], *ta2 = calloc((size_t)reps, sizeof *ta2),
+         *ratio2 = calloc((size_t)reps, sizeof *ratio2);
   /* CPU seconds of every process together: on an oversubscribed node wall time is mostly waiting
    * for a core, CPU time is the work itself (MPI's waits yield the core, see comm/timeout.c) */
   double *co = calloc((size_t)reps, sizeof *co), *ca = calloc((size_t)reps, sizeof *ca),
@@ -233,6 +252,10 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
     to[r] = t1 - t0;
     ta[r] = t2 - t1;
     ratio[r] = ta[r] / to[r];
+    MPI_Alltoallv(sb, sc2, sd2, MPI_BYTE, rb, rc2, rd2, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    ta2[r] = now_s() - t2;
+    ratio2[r] = ta2[r] / to[r];
     double cm[2] = {c1 - c0, c3 - c2}, cs2[2];
     MPI_Allreduce(cm, cs2, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     co[r] = cs2[0];
@@ -251,6 +274,9 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
     mmm(to, reps, mo);
     mmm(ta, reps, ma);
     mmm(ratio, reps, mr);
+    double ma2[3], mr2[3];
+    mmm(ta2, reps, ma2);
+    mmm(ratio2, reps, mr2);
     mmm(co, reps, mco);
     mmm(ca, reps, mca);
     mmm(cratio, reps, mcr);
@@ -268,6 +294,8 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
     printf("  MPI_Alltoallv       %8.2f ms [%.2f, %.2f]   (same per-pair bytes, prepacked buffers)\n", 1e3 * ma[0],
            1e3 * ma[1], 1e3 * ma[2]);
     printf("  Alltoallv / opt     %8.2f    [%.2f, %.2f]   (goal >= 0.8)\n", mr[0], mr[1], mr[2]);
+    printf("  Alltoallv with each rank's own bytes %.2f ms [%.2f, %.2f], / opt %.2f [%.2f, %.2f]\n", 1e3 * ma2[0],
+           1e3 * ma2[1], 1e3 * ma2[2], mr2[0], mr2[1], mr2[2]);
     printf("  CPU, all ranks: opt %.1f ms [%.1f, %.1f], Alltoallv %.1f ms [%.1f, %.1f], Alltoallv / opt %.2f [%.2f, %.2f]\n",
            1e3 * mco[0], 1e3 * mco[1], 1e3 * mco[2], 1e3 * mca[0], 1e3 * mca[1], 1e3 * mca[2], mcr[0], mcr[1], mcr[2]);
     printf("  where opt's time goes (slowest rank; the plan once, before the moves):\n");
@@ -296,6 +324,12 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
   free(ta);
   free(ratio);
   free(sb);
+  free(sc2);
+  free(rc2);
+  free(sd2);
+  free(rd2);
+  free(ta2);
+  free(ratio2);
   free(rb);
   free(sc);
   free(rc);
