@@ -3,9 +3,9 @@
  * while the messages travel, then the copy service's run() completes them and staged receives are
  * unpacked. On the built-in host services ("local", "mpi") a transfer that travels alone is posted
  * as a strided view of its box on both sides: the bytes go from the source box to the destination
- * box with no staging here (the local matcher copies view to view; MPI describes the box with a
- * derived datatype, so Open MPI packs straight into its shared-memory fragments and unpacks straight
- * out of them). On plug-ins and "nccl" (plain bytes) a send whose box is one contiguous byte range of
+ * box with no staging here (the local matcher copies view to view in one pass; MPI sends a
+ * contiguous view in place, stages a strided one itself and unpacks each staged receive as its
+ * message completes). On plug-ins and "nccl" (plain bytes) a send whose box is one contiguous byte range of
  * the sender's local tensor goes out in place, else it is packed into a staging buffer; a receive
  * is written back "direct" (received in place: one contiguous byte range), "copy" (staging, then
  * unpacked into the box). An MXFP8 destination is always "transform" (staging, then into the
@@ -62,7 +62,7 @@ static int64_t byte_offset(int nd, int es, const rs_box *buf, const rs_box *regi
 
 typedef struct xstate {
   int64_t send_off, recv_off; /* staging offsets, -1: in place or not played */
-  int8_t wb;                  /* 0 none, 1 direct, 2 copy, 3 transform */
+  int8_t wb;                  /* 0 none, 1 direct, 2 copy, 3 transform, 4 strided (a view, no staging) */
 } xstate;
 
 typedef struct ectx {
@@ -214,8 +214,9 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   double t1 = now_s();
   sx.sec_alloc = t1 - t0;
   /* The built-in host services take strided views: a lone transfer then goes straight from the
-   * source box into the destination box (the local matcher copies view to view, MPI sends and
-   * receives through a derived datatype), never through this executor's staging. */
+   * source box into the destination box (the local matcher copies view to view; MPI sends a
+   * contiguous view in place and stages a strided one itself, unpacking it as it lands), never
+   * through this executor's staging. */
   struct rs_comm *comm = rs__cs_comm(cs);
   /* pass 1: decide writebacks and staging offsets */
   int64_t staged = 0;

@@ -37,8 +37,7 @@ char *rs__cs_stage(rs_copy_service *cs, int64_t bytes);
 
 /* The transport of a built-in host-memory service ("local", "mpi"), NULL for plug-ins and "nccl":
  * the executor posts strided views to it, so a box that is not one contiguous byte range travels
- * without the executor's staging (the local matcher copies view to view, MPI builds a derived
- * datatype). */
+ * without the executor's staging (the local matcher copies view to view, MPI stages it itself). */
 struct rs_comm;
 struct rs_view;
 struct rs_comm *rs__cs_comm(rs_copy_service *cs);
