@@ -152,7 +152,7 @@ while IFS='|' read -r _ id file _ _ _; do
     printf 'mutant %-4s (p2p %s) SURVIVED (exit %d)\n' "$id" "$impl" "$rc"
     tail -n 5 "$log"
   fi
-done < <(grep -E '^\| *(4[0-4][0-9]|6[5-9][0-9]|9[01][0-9]) *\|' "$top/opt/p2p/MUTANTS.md")
+done < <(grep -E '^\| *(4[0-4][0-9]|6[5-9][0-9]|9[01][0-9]|93[5-9]) *\|' "$top/opt/p2p/MUTANTS.md")
 # ---- end of the p2p block ----
 # ---- ckpt: planted checkpoint bugs (ids 300-349, ref/ckpt/MUTANTS.md) run through `reshard ckpt check` ----
 if [ -f "$top/ref/ckpt/MUTANTS.md" ]; then

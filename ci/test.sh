@@ -63,7 +63,7 @@ $R check --impl "$order_impl" --order-share 100 --seed 8 --cases $(( CASES / 10 
 # ref and opt property campaigns in one process, then opt over MPI with one process per rank,
 # collocated (src and dst on the same ranks) and non-collocated (disjoint where the ranks allow), at
 # 4 and 8 processes; every process holds only its own parameters. The planning benchmark prints the
-# 4,096-rank figure (target < 100 ms). Failures are shrunk and saved under $out/regressions/p2p.
+# 4,096-rank figure (target < 50 ms). Failures are shrunk and saved under $out/regressions/p2p.
 if $R p2p --help >/dev/null 2>&1; then
   stage "p2p: ref vs oracle, $(( CASES / 4 )) cases"
   $R p2p check --impl ref --seed 41 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions/p2p" \

@@ -113,7 +113,7 @@ rs_status rs_p2p_check_transforms(const rs_p2p_model *m);
 typedef struct rs_p2p_xfer {
   int64_t task;
   int32_t param, src, dst; /* world ranks */
-  int64_t box;             /* index into plan->coords: start[ndim] then size[ndim] */
+  int64_t box;             /* index into plan->coords: start[ndim] then size[ndim] (transfers may share one) */
 } rs_p2p_xfer;
 
 typedef struct rs_p2p_plan {
@@ -209,6 +209,7 @@ typedef struct rs_p2p_exec_stats {
   /* where the time went, seconds: allocating destinations and accumulators, local copies, packing
    * and posting, waiting for the messages (the copy service's run), unpacking and quantizing */
   double sec_alloc, sec_local, sec_pack, sec_wait, sec_unpack;
+  int64_t strided; /* receives the transport wrote straight into a strided box (no staging) */
 } rs_p2p_exec_stats;
 
 /* Execute `plan` over copy service cs for the ranks this process plays (`rank` < 0: every rank;

@@ -1,7 +1,7 @@
 /* comm_mpi.c - the MPI transport: one process per world rank, host memory. A send packs its views
  * into a staging buffer (or sends a single contiguous view in place) and posts MPI_Isend with the
- * task id as tag; a receive posts MPI_Irecv; run() waits for all and unpacks. Staging buffers are
- * kept between runs so that repeated exchanges do not fault in fresh pages. Messages above 1 GiB
+ * task id as tag; a receive posts MPI_Irecv; run() waits, unpacking each staged receive as it lands.
+ * Staging buffers are kept between runs so that repeated exchanges do not fault in fresh pages. Messages above 1 GiB
  * travel as several same-tag pieces, which MPI's non-overtaking order keeps matched.
  * Nothing here blocks in MPI: run() and the agreement poll their requests against the progress
  * timeout (timeout.c) and, when no request completes for that long, fail naming the peer they
@@ -26,6 +26,7 @@ typedef struct mpi_post {
   int staged;    /* buf is a staging buffer */
   int32_t first, nv;
   int32_t req0, nreq;
+  int32_t open;  /* requests not yet completed (a staged receive is unpacked when it reaches 0) */
 } mpi_post;
 
 typedef struct mpi_comm {
@@ -62,6 +63,7 @@ typedef struct wait_ctx {
   int32_t (*peer_of)(void *, int);
   int (*is_recv_of)(void *, int);
   void *self;
+  void (*done)(void *, int); /* request i completed (NULL: nothing to do) */
 } wait_ctx;
 
 static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
@@ -93,6 +95,7 @@ static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
     if (done == MPI_UNDEFINED) break;
     double now = rs__comm_clock();
     if (done > 0) {
+      for (int k = 0; w->done && k < done; ++k) w->done(w->self, idx[k]);
       left -= done;
       last = now;
       continue;
@@ -142,7 +145,7 @@ static rs_status agree_or(int *flag) {
     if (MPI_Irecv(&in[round], 1, MPI_INT, p.from, round, g_agree, &r[0]) != MPI_SUCCESS ||
         MPI_Isend(&out[round], 1, MPI_INT, p.to, round, g_agree, &r[1]) != MPI_SUCCESS)
       return rs__comm_fail("mpi: rank %d: posting the agreement failed", g_rank);
-    wait_ctx w = {"agreement", agree_peer, agree_is_recv, &p};
+    wait_ctx w = {"agreement", agree_peer, agree_is_recv, &p, NULL};
     if ((st = wait_requests(r, 2, &w))) return st;
     v |= in[round];
   }
@@ -214,7 +217,7 @@ rs_status rs_mpi_bcast(void *buf, int bytes, int root) {
       }
   }
   bcast_ctx x = {peer, g_rank != root};
-  wait_ctx w = {"broadcast", bcast_peer, bcast_is_recv, &x};
+  wait_ctx w = {"broadcast", bcast_peer, bcast_is_recv, &x, NULL};
   rs_status st = rc != MPI_SUCCESS ? rs__comm_fail("mpi: rank %d: posting a broadcast failed", g_rank)
                                    : wait_requests(r, k, &w);
   free(r);
@@ -296,7 +299,7 @@ static rs_status post(mpi_comm *m, int is_recv, int32_t peer, int64_t task, cons
   int64_t pieces = p->bytes ? (p->bytes + PIECE - 1) / PIECE : 1;
   if ((st = grow((void **)&m->req, &m->capreq, m->nreq + pieces, sizeof(MPI_Request)))) return st;
   p->req0 = (int32_t)m->nreq;
-  p->nreq = (int32_t)pieces;
+  p->nreq = p->open = (int32_t)pieces;
   int tag = (int)(task % (m->tag_ub + 1));
   for (int64_t k = 0; k < pieces; ++k) {
     int64_t off = k * PIECE, len = p->bytes - off < PIECE ? p->bytes - off : PIECE;
@@ -335,16 +338,20 @@ static const mpi_post *post_of_req(const mpi_comm *m, int i) {
 static int32_t run_peer(void *self, int i) { return post_of_req(self, i)->peer; }
 static int run_is_recv(void *self, int i) { return post_of_req(self, i)->is_recv; }
 
+/* A staged receive is unpacked as soon as its last request completes, while the others are still
+ * in flight, not after all of them. */
+static void run_done(void *self, int i) {
+  mpi_post *p = (mpi_post *)post_of_req(self, i);
+  if (--p->open > 0 || !p->is_recv || !p->staged) return;
+  /* Mutant 267: a staged receive of several views never unpacks its last view. */
+  int nv = RS_MUTANT(267) && p->nv > 1 ? p->nv - 1 : p->nv;
+  rs_views_unpack(&((mpi_comm *)self)->pool[p->first], nv, p->buf);
+}
+
 static rs_status mpi_run(rs_comm *c) {
   mpi_comm *m = (mpi_comm *)c;
-  wait_ctx w = {"exchange", run_peer, run_is_recv, m};
+  wait_ctx w = {"exchange", run_peer, run_is_recv, m, run_done};
   rs_status st = wait_requests(m->req, (int)m->nreq, &w);
-  for (int64_t i = 0; i < m->npost && !st; ++i) {
-    mpi_post *p = &m->post[i];
-    /* Mutant 267: a staged receive of several views never unpacks its last view. */
-    int nv = RS_MUTANT(267) && p->nv > 1 ? p->nv - 1 : p->nv;
-    if (p->is_recv && p->staged) rs_views_unpack(&m->pool[p->first], nv, p->buf);
-  }
   m->npost = m->npool = m->nreq = m->used_stage = 0;
   return st;
 }

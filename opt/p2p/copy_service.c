@@ -163,6 +163,21 @@ rs_status rs__cs_builtin(const char *name, struct rs_world *w, const rs_copy_ser
   return RS_OK;
 }
 
+rs_comm *rs__cs_comm(rs_copy_service *cs) {
+  if (!cs || cs->dl || cs->stuck || !cs->self || (cs->vt != &local_vt && cs->vt != &mpi_vt)) return NULL;
+  const builtin *b = cs->self;
+  return b->device ? NULL : b->comm;
+}
+
+rs_status rs__cs_post_view(rs_copy_service *cs, int is_recv, int32_t me, const rs_view *v, int32_t peer,
+                           int64_t task_id) {
+  rs_comm *c = rs__cs_comm(cs);
+  if (!c) return rs_fail(RS_ERR_TRANSPORT, "copy service %s: takes no views", rs_copy_service_name(cs));
+  if (!is_recv) return c->ops->submit_send(c, me, peer, task_id, v, 1);
+  if (!cs->nrecv++) cs->recv_peer = peer;
+  return c->ops->submit_recv(c, me, peer, task_id, v, 1);
+}
+
 static int is_plugin_path(const char *s) {
   size_t n = strlen(s);
   return strchr(s, '/') || (n > 3 && !strcmp(s + n - 3, ".so"));

@@ -1,17 +1,22 @@
 /* exec.c - opt's P2P executor over a copy service (SPEC 10). For the ranks this process plays:
- * local transfers (src == dst) are strided copies; a send whose box is one contiguous byte range of
+ * every receive is posted first, then every send, then the local transfers (src == dst) are copied
+ * while the messages travel, then the copy service's run() completes them and staged receives are
+ * unpacked. On the built-in host services ("local", "mpi") a transfer that travels alone is posted
+ * as a strided view of its box on both sides: the bytes go from the source box to the destination
+ * box with no staging here (the local matcher copies view to view in one pass; MPI sends a
+ * contiguous view in place, stages a strided one itself and unpacks each staged receive as its
+ * message completes). On plug-ins and "nccl" (plain bytes) a send whose box is one contiguous byte range of
  * the sender's local tensor goes out in place, else it is packed into a staging buffer; a receive
- * is written back "direct" (received in place: the box is one contiguous byte range of the
- * receiver's local tensor), "copy" (staging, then unpacked into the box) or "transform" (staging,
- * then into the parameter's BF16 accumulator; the accumulator is quantized to MXFP8 once, after
- * every slice has landed). Posts are issued in plan order on every process, so transports that
+ * is written back "direct" (received in place: one contiguous byte range), "copy" (staging, then
+ * unpacked into the box). An MXFP8 destination is always "transform" (staging, then into the
+ * parameter's BF16 accumulator; the accumulator is quantized to MXFP8 once, after every slice has
+ * landed). Posts of one direction are issued in plan order on every process, so transports that
  * match in issue order (MPI per tag, NCCL) pair them the same way. Each (sender, receiver) pair
  * gets one message per call for its transfers under 1 MiB (a local world of more than 256 ranks
  * excepted): they are packed back to back in plan order, travel under the first one's task id and
  * are posted at the last one's place in plan order; the receiver unpacks them the same way. Larger
- * transfers travel alone, in place when contiguous. Each staged send is posted as soon as it is
- * packed. Destinations are reused from an earlier call's output and staging is pooled in the copy
- * service, so a repeated move allocates and faults in nothing. */
+ * transfers travel alone. Destinations are reused from an earlier call's output and staging is
+ * pooled in the copy service, so a repeated move allocates and faults in nothing. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,7 +62,7 @@ static int64_t byte_offset(int nd, int es, const rs_box *buf, const rs_box *regi
 
 typedef struct xstate {
   int64_t send_off, recv_off; /* staging offsets, -1: in place or not played */
-  int8_t wb;                  /* 0 none, 1 direct, 2 copy, 3 transform */
+  int8_t wb;                  /* 0 none, 1 direct, 2 copy, 3 transform, 4 strided (a view, no staging) */
 } xstate;
 
 typedef struct ectx {
@@ -208,7 +213,12 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   if (!st) st = count_pairs(m, plan, rank, &PR);
   double t1 = now_s();
   sx.sec_alloc = t1 - t0;
-  /* pass 1: local copies now; decide writebacks and staging offsets */
+  /* The built-in host services take strided views: a lone transfer then goes straight from the
+   * source box into the destination box (the local matcher copies view to view; MPI sends a
+   * contiguous view in place and stages a strided one itself, unpacking it as it lands), never
+   * through this executor's staging. */
+  struct rs_comm *comm = rs__cs_comm(cs);
+  /* pass 1: decide writebacks and staging offsets */
   int64_t staged = 0;
   for (int64_t i = 0; i < plan->n && !st; ++i) {
     const rs_p2p_xfer *x = &plan->x[i];
@@ -227,25 +237,13 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
                    m->param[x->param].name);
       break;
     }
-    if (bytes == 0 && x->src != x->dst) continue; /* nothing to move; no message either */
-    if (x->src == x->dst) {
-      if (!psrc) continue;
-      if (sx.reused && RS_MUTANT(901)) continue; /* 901: a reused destination keeps last call's local copies */
-      rs_view dv, sv;
-      rs_view_in_box(&sv, src->loc[x->param][sq].data, es, nd, &sb, &region);
-      rs_view_in_box(&dv, dst_base(&c, x->param, dq), es, nd, &db, &region);
-      rs_view_copy(&dv, &sv);
-      sx.local++;
-      sx.bytes_local += bytes;
-      if (c.acc[x->param] && RS_MUTANT(404)) st = slice_quantize(&c, x->param, dq);
-      continue;
-    }
+    if (x->src == x->dst || bytes == 0) continue; /* a local copy (after posting), or nothing to move */
     if (psrc) {
       sx.bytes_sent += bytes;
       pair *pp = pair_of(&PR, x, bytes, 0);
       if (coalesced(pp)) {
         xs[i].send_off = pair_slot(pp, &staged, bytes, 0);
-      } else if (!contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
+      } else if (!comm && !contiguous(nd, &sb, &region) && !RS_MUTANT(410)) { /* 410: in-place send of any box */
         xs[i].send_off = staged;
         staged += bytes;
       }
@@ -254,72 +252,105 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
       pair *pp = pair_of(&PR, x, bytes, 1);
       if (c.acc[x->param]) xs[i].wb = 3;
       else if (contiguous(nd, &db, &region) && !coalesced(pp)) xs[i].wb = 1;
+      else if (comm && !coalesced(pp)) xs[i].wb = 4;
       else xs[i].wb = 2;
       if (coalesced(pp)) xs[i].recv_off = pair_slot(pp, &staged, bytes, 1);
-      else if (xs[i].wb != 1) {
+      else if (xs[i].wb >= 2 && xs[i].wb <= 3) {
         xs[i].recv_off = staged;
         staged += bytes;
       }
     }
   }
-  double t2 = now_s();
-  sx.sec_local = t2 - t1;
   if (!st && !(stage = rs__cs_stage(cs, staged))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
-  /* pass 2, in plan order: pack a staged send and post it at once (a coalesced pair's message at
-   * its last transfer, once all its pieces are in); receives are posted at the same positions */
+  /* pass 2a, in plan order: every receive is posted before any send, so that no message arrives
+   * unexpected (MPI would buffer it and copy it twice); a coalesced pair's message at its last
+   * transfer's place */
   for (int64_t i = 0; i < plan->n && !st; ++i) {
     const rs_p2p_xfer *x = &plan->x[i];
-    if (x->src == x->dst) continue;
+    if (!xs[i].wb) continue; /* not received by a played rank */
+    const rs_tensor *t = &m->param[x->param].t;
+    int es = rs_dtype_size(t->dtype), nd = t->ndim;
+    int64_t bytes = rs__p2p_numel(nd, plan->coords + x->box + nd) * es;
+    pair *pp = pair_of(&PR, x, bytes, 1);
+    int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
+    if (coalesced(pp)) {
+      if (pp->last == i) st = rs_copy_service_recv(cs, x->dst, stage + pp->off, pp->bytes, x->src, task == x->task ? pp->task : task);
+    } else {
+      rs_box b, region;
+      int64_t q;
+      xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
+      rs_view v;
+      if (xs[i].recv_off >= 0) rs_view_packed(&v, stage + xs[i].recv_off, es, nd, region.size);
+      else rs_view_in_box(&v, out->loc[x->param][q].data, es, nd, &b, &region);
+      if (RS_MUTANT(935) && xs[i].wb == 4) { /* 935: a strided receive lands at its buffer's first element */
+        memcpy(region.start, b.start, sizeof region.start);
+        rs_view_in_box(&v, out->loc[x->param][q].data, es, nd, &b, &region);
+      }
+      st = comm ? rs__cs_post_view(cs, 1, x->dst, &v, x->src, task)
+                : rs_copy_service_recv(cs, x->dst, v.base, bytes, x->src, task);
+    }
+    if (!st) st = rs_copy_service_tally(cs, x->dst, x->param, bytes, 1);
+    sx.direct += xs[i].wb == 1;
+    sx.copy += xs[i].wb == 2;
+    sx.transform += xs[i].wb == 3;
+    sx.strided += xs[i].wb == 4;
+  }
+  /* pass 2b, in plan order: pack a staged send and post it at once (a coalesced pair's message at
+   * its last transfer, once all its pieces are in) */
+  for (int64_t i = 0; i < plan->n && !st; ++i) {
+    const rs_p2p_xfer *x = &plan->x[i];
+    if (x->src == x->dst || (rank >= 0 && x->src != rank)) continue;
     const rs_tensor *t = &m->param[x->param].t;
     int es = rs_dtype_size(t->dtype), nd = t->ndim;
     int64_t bytes = rs__p2p_numel(nd, plan->coords + x->box + nd) * es;
     if (bytes == 0) continue;
-    int psrc = rank < 0 || x->src == rank, pdst = rank < 0 || x->dst == rank;
     rs_box b, region;
     int64_t q;
-    if (psrc) {
-      xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
-      const char *base = src->loc[x->param][q].data;
-      if (xs[i].send_off >= 0) {
-        rs_view v;
-        rs_view_in_box(&v, (void *)base, es, nd, &b, &region);
-        rs_views_pack(stage + xs[i].send_off, &v, 1);
-      }
-      pair *pp = pair_of(&PR, x, bytes, 0);
-      if (coalesced(pp)) {
-        if (pp->last == i) {
-          st = rs_copy_service_send(cs, x->src, stage + pp->off, pp->bytes, x->dst, pp->task);
-          sx.messages++;
-        }
-      } else {
-        const char *buf = xs[i].send_off >= 0 ? stage + xs[i].send_off : base + byte_offset(nd, es, &b, &region);
-        st = rs_copy_service_send(cs, x->src, buf, bytes, x->dst, x->task);
+    xfer_boxes(&c, x, RS_P2P_SRC, &b, &region, &q);
+    char *base = src->loc[x->param][q].data;
+    rs_view v;
+    rs_view_in_box(&v, base, es, nd, &b, &region);
+    if (xs[i].send_off >= 0) rs_views_pack(stage + xs[i].send_off, &v, 1);
+    pair *pp = pair_of(&PR, x, bytes, 0);
+    if (coalesced(pp)) {
+      if (pp->last == i) {
+        st = rs_copy_service_send(cs, x->src, stage + pp->off, pp->bytes, x->dst, pp->task);
         sx.messages++;
       }
-      /* each piece counted for its parameter as it goes out (alone or inside its pair's message) */
-      if (!st) st = rs_copy_service_tally(cs, x->src, x->param, bytes, 0);
-      if (st) break;
+    } else {
+      if (xs[i].send_off >= 0) rs_view_packed(&v, stage + xs[i].send_off, es, nd, region.size);
+      else if (RS_MUTANT(410) || contiguous(nd, &b, &region)) /* 410: in-place send of any box */
+        rs_view_packed(&v, base + byte_offset(nd, es, &b, &region), es, nd, region.size);
+      st = comm ? rs__cs_post_view(cs, 0, x->src, &v, x->dst, x->task)
+                : rs_copy_service_send(cs, x->src, v.base, bytes, x->dst, x->task);
+      sx.messages++;
     }
-    if (pdst) {
-      pair *pp = pair_of(&PR, x, bytes, 1);
-      int64_t task = RS_MUTANT(402) && (x->task % 7) == 3 ? x->task + 1 : x->task; /* ids that do not match */
-      if (coalesced(pp)) {
-        if (pp->last == i) st = rs_copy_service_recv(cs, x->dst, stage + pp->off, pp->bytes, x->src, task == x->task ? pp->task : task);
-      } else {
-        xfer_boxes(&c, x, RS_P2P_DST, &b, &region, &q);
-        char *buf = xs[i].wb == 1 ? out->loc[x->param][q].data + byte_offset(nd, es, &b, &region)
-                                  : stage + xs[i].recv_off;
-        st = rs_copy_service_recv(cs, x->dst, buf, bytes, x->src, task);
-      }
-      if (!st) st = rs_copy_service_tally(cs, x->dst, x->param, bytes, 1);
-      if (st) break;
-      if (xs[i].wb == 1) sx.direct++;
-      else if (xs[i].wb == 2) sx.copy++;
-      else sx.transform++;
-    }
+    /* each piece counted for its parameter as it goes out (alone or inside its pair's message) */
+    if (!st) st = rs_copy_service_tally(cs, x->src, x->param, bytes, 0);
+  }
+  double t2 = now_s();
+  sx.sec_pack = t2 - t1;
+  /* pass 2c: local copies while the messages travel */
+  for (int64_t i = 0; i < plan->n && !st; ++i) {
+    const rs_p2p_xfer *x = &plan->x[i];
+    if (x->src != x->dst || (rank >= 0 && x->src != rank)) continue;
+    if (sx.reused && RS_MUTANT(901)) continue; /* 901: a reused destination keeps last call's local copies */
+    const rs_tensor *t = &m->param[x->param].t;
+    int es = rs_dtype_size(t->dtype), nd = t->ndim;
+    rs_box sb, db, region;
+    int64_t sq, dq;
+    xfer_boxes(&c, x, RS_P2P_SRC, &sb, &region, &sq);
+    xfer_boxes(&c, x, RS_P2P_DST, &db, &region, &dq);
+    rs_view dv, sv;
+    rs_view_in_box(&sv, src->loc[x->param][sq].data, es, nd, &sb, &region);
+    rs_view_in_box(&dv, dst_base(&c, x->param, dq), es, nd, &db, &region);
+    rs_view_copy(&dv, &sv);
+    sx.local++;
+    sx.bytes_local += rs__p2p_numel(nd, region.size) * es;
+    if (c.acc[x->param] && RS_MUTANT(404)) st = slice_quantize(&c, x->param, dq);
   }
   double t3 = now_s();
-  sx.sec_pack = t3 - t2;
+  sx.sec_local = t3 - t2;
   if (!st) st = rs_copy_service_run(cs);
   double t4 = now_s();
   sx.sec_wait = t4 - t3;

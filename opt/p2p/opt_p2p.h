@@ -35,6 +35,16 @@ struct rs_copy_service {
 /* A staging buffer of at least `bytes` owned by cs (grown, never shrunk); NULL when out of memory. */
 char *rs__cs_stage(rs_copy_service *cs, int64_t bytes);
 
+/* The transport of a built-in host-memory service ("local", "mpi"), NULL for plug-ins and "nccl":
+ * the executor posts strided views to it, so a box that is not one contiguous byte range travels
+ * without the executor's staging (the local matcher copies view to view, MPI stages it itself). */
+struct rs_comm;
+struct rs_view;
+struct rs_comm *rs__cs_comm(rs_copy_service *cs);
+/* Post one view as a send (is_recv 0) or receive on rs__cs_comm(cs); completes in rs_copy_service_run. */
+rs_status rs__cs_post_view(rs_copy_service *cs, int is_recv, int32_t me, const struct rs_view *v, int32_t peer,
+                           int64_t task_id);
+
 /* Built-in services as vtables (copy_service.c). */
 rs_status rs__cs_builtin(const char *name, struct rs_world *w, const rs_copy_service_vtable **vt, void **self);
 

@@ -9,8 +9,11 @@
  * so traffic is exactly SPEC 7's bound) or from the least-loaded of a window of the piece's holders
  * (a cursor per source chunk rotates through the replicas), with per-rank byte counts shared across
  * parameters. This keeps planning linear in the number of transfers with a small constant (a
- * 100-layer template on 4,096 ranks is 1.2 M transfers). Same inputs, same plan: no hashing of
- * pointers, no threads. */
+ * 100-layer template on 4,096 ranks is 1.2 M transfers): per transfer, one comparison of chunk
+ * numbers decides a local copy (the destination replica's own source chunk is computed once per
+ * replica), the window is walked without division, and the transfer's box is not copied (every
+ * replica of a destination chunk takes the same pieces, so their transfers share one box in
+ * plan->coords). Same inputs, same plan: no hashing of pointers, no threads. */
 #include <stdlib.h>
 #ifdef __linux__
 #include <sys/mman.h>
@@ -119,13 +122,16 @@ static rs_status side_init(side *c, const rs_p2p_model *m, int which, int64_t p)
     }
   c->rep_off = malloc((size_t)c->nrep * sizeof(int64_t));
   if (!c->rep_off) return rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  /* replica j is coordinate tuple j row-major over rd: an odometer, no division per replica */
+  int64_t co[RS_MAX_MESH_DIMS] = {0}, off = 0;
   for (int64_t j = 0; j < c->nrep; ++j) {
-    int64_t rem = j, off = 0;
-    for (int k = nrd - 1; k >= 0; --k) {
-      off += (rem % c->mesh->size[rd[k]]) * c->stride[rd[k]];
-      rem /= c->mesh->size[rd[k]];
-    }
     c->rep_off[j] = off;
+    for (int k = nrd - 1; k >= 0; --k) {
+      off += c->stride[rd[k]];
+      if (++co[k] < c->mesh->size[rd[k]]) break;
+      off -= co[k] * c->stride[rd[k]];
+      co[k] = 0;
+    }
   }
   return RS_OK;
 }
@@ -144,16 +150,26 @@ static int64_t chunk_base(const side *c, const int64_t *iv) {
   return pos;
 }
 
-/* Does position pos hold the chunk whose replica 0 is at base? */
-static int holds(const side *c, int64_t base, int64_t pos) {
-  if (RS_MUTANT(411)) return 1; /* any holder of the parameter copies locally, whatever chunk it holds */
-  int64_t x = pos - base, lo = 0, hi = c->nrep;
-  while (lo < hi) {
-    int64_t mid = (lo + hi) / 2;
-    if (c->rep_off[mid] < x) lo = mid + 1;
-    else hi = mid;
+/* The chunk position pos holds: its coordinates on the mesh dims splitting each tensor dim give the
+ * interval index per dim (row-major over those mesh dims), combined row-major over the dims like
+ * pieces_of's chunk numbers. One pass per destination replica; each piece then compares numbers. */
+static int64_t chunk_at(const side *c, int64_t pos) {
+  int64_t chunk = 0;
+  for (int d = 0; d < c->ndim; ++d) {
+    int64_t iv = 0;
+    for (int k = 0; k < c->tile[d].nmd; ++k) {
+      int md = c->tile[d].md[k];
+      iv = iv * c->mesh->size[md] + (pos / c->stride[md]) % c->mesh->size[md];
+    }
+    chunk = chunk * c->tile[d].n + iv;
   }
-  return lo < c->nrep && c->rep_off[lo] == x;
+  return chunk;
+}
+
+/* Does the source position whose chunk is `at` (chunk_at) hold source chunk `chunk`? */
+static int holds(int64_t at, int64_t chunk) {
+  if (RS_MUTANT(411)) return 1; /* any holder of the parameter copies locally, whatever chunk it holds */
+  return at == chunk;
 }
 
 /* A source chunk's part of one destination chunk. */
@@ -220,8 +236,8 @@ static rs_status pieces_of(planner *P, const side *S, int es, const int64_t *bs,
   }
 }
 
-/* Room for `more` transfers of ndim dims, so the appends below never reallocate one by one. */
-static rs_status reserve(rs_p2p_plan *p, int64_t more, int ndim) {
+/* Room for `more` transfers and `morec` coordinates, so the appends below never reallocate one by one. */
+static rs_status reserve(rs_p2p_plan *p, int64_t more, int64_t morec) {
   if (p->n + more > p->cap) {
     int64_t nc = p->cap ? p->cap : 1024;
     while (nc < p->n + more) nc *= 2;
@@ -230,7 +246,7 @@ static rs_status reserve(rs_p2p_plan *p, int64_t more, int ndim) {
     p->x = x;
     p->cap = nc;
   }
-  int64_t need = p->ncoords + 2 * ndim * more;
+  int64_t need = p->ncoords + morec;
   if (need > p->capcoords) {
     int64_t nc = p->capcoords ? p->capcoords : 4096;
     while (nc < need) nc *= 2;
@@ -242,7 +258,6 @@ static rs_status reserve(rs_p2p_plan *p, int64_t more, int ndim) {
   return RS_OK;
 }
 
-/* count != NULL: only add the number of transfers of parameter p to *count (the sizing pass). */
 /* Large plans go on transparent huge pages where the kernel offers them on request: a 4,096-rank
  * template's plan is ~80 MB, and faulting it in 4 KiB pages costs as much as planning it. */
 static void *big_alloc(size_t bytes) {
@@ -270,6 +285,9 @@ static rs_status plan_alloc(rs_p2p_plan *p, int64_t n, int64_t ncoords) {
   return RS_OK;
 }
 
+/* count != NULL: only add the number of transfers of parameter p to count[0] and of coordinates
+ * to count[1] (the sizing pass). Every replica of a destination chunk takes the same pieces, so a
+ * piece's box is written once and its transfers share it (x->box points at the same coordinates). */
 static rs_status plan_param(planner *P, int64_t p, int64_t *count) {
   const rs_p2p_model *m = P->m;
   const rs_tensor *t = &m->param[p].t;
@@ -283,6 +301,7 @@ static rs_status plan_param(planner *P, int64_t p, int64_t *count) {
   int64_t *cursor = st || count ? NULL : calloc((size_t)nchunk, sizeof *cursor);
   if (!st && !count && !cursor) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
   int64_t dcur[RS_MAX_DIMS] = {0}; /* the destination chunk: interval index per dim */
+  int64_t win = S.nrep < WINDOW ? S.nrep : WINDOW;
   while (!st) {
     int64_t bs[RS_MAX_DIMS], bz[RS_MAX_DIMS];
     int empty = 0;
@@ -292,24 +311,26 @@ static rs_status plan_param(planner *P, int64_t p, int64_t *count) {
       if (!bz[d]) empty = 1;
     }
     if (!empty && !(st = pieces_of(P, &S, es, bs, bz)) && count) {
-      *count += P->npc * D.nrep;
-    } else if (!empty && !st && P->npc && !(st = reserve(P->out, P->npc * D.nrep, nd))) {
+      count[0] += P->npc * D.nrep;
+      count[1] += P->npc * 2 * nd;
+    } else if (!empty && !st && P->npc && !(st = reserve(P->out, P->npc * D.nrep, P->npc * 2 * nd))) {
       int64_t dbase = chunk_base(&D, dcur);
       rs_p2p_plan *o = P->out;
+      int64_t coff = -1; /* where this chunk's piece boxes start in o->coords; -1: not written yet */
       for (int64_t j = 0; j < D.nrep; ++j) {
         int32_t r = D.mesh->ranks[dbase + D.rep_off[j]];
         int64_t sp = S.mesh->pos_of[r];
+        int64_t at = sp >= 0 && !RS_MUTANT(407) ? chunk_at(&S, sp) : -1; /* 407: never copy locally */
         for (int64_t k = 0; k < P->npc; ++k) {
           const piece *x = &P->pc[k];
           int32_t from;
-          if (sp >= 0 && !RS_MUTANT(407) && holds(&S, x->base, sp)) { /* 407: never copy locally */
+          if (at >= 0 && holds(at, x->chunk)) {
             from = r;
           } else {
-            int64_t k0 = cursor[x->chunk], best = k0 % S.nrep;
-            int64_t w = S.nrep < WINDOW ? S.nrep : WINDOW;
+            int64_t best = cursor[x->chunk] < S.nrep ? cursor[x->chunk] : 0, jj = best; /* no division */
             int32_t bestr = S.mesh->ranks[x->base + S.rep_off[best]];
-            for (int64_t i = 1; i < w; ++i) {
-              int64_t jj = (k0 + i) % S.nrep;
+            for (int64_t i = 1; i < win; ++i) {
+              if (++jj == S.nrep) jj = 0;
               int32_t cand = S.mesh->ranks[x->base + S.rep_off[jj]];
               if (P->load[cand] < P->load[bestr]) best = jj, bestr = cand;
             }
@@ -325,17 +346,20 @@ static rs_status plan_param(planner *P, int64_t p, int64_t *count) {
             P->task++; /* task ids stay those of the whole plan */
             continue;
           }
+          if (coff < 0) {
+            coff = o->ncoords;
+            for (int64_t q = 0; q < P->npc && nd; ++q) {
+              memcpy(o->coords + coff + 2 * nd * q, P->pc[q].start, (size_t)nd * sizeof(int64_t));
+              memcpy(o->coords + coff + 2 * nd * q + nd, P->pc[q].size, (size_t)nd * sizeof(int64_t));
+            }
+            o->ncoords += 2 * nd * P->npc;
+          }
           rs_p2p_xfer *y = &o->x[o->n++];
           y->task = P->task++;
           y->param = (int32_t)p;
           y->src = from;
           y->dst = r;
-          y->box = o->ncoords;
-          if (nd) {
-            memcpy(o->coords + o->ncoords, x->start, (size_t)nd * sizeof(int64_t));
-            memcpy(o->coords + o->ncoords + nd, x->size, (size_t)nd * sizeof(int64_t));
-          }
-          o->ncoords += 2 * nd;
+          y->box = coff + 2 * nd * k;
         }
       }
     }
@@ -369,14 +393,9 @@ rs_status rs__p2p_opt_plan(const rs_p2p_model *m, int32_t only, rs_p2p_plan *out
   rs_status st = RS_OK;
   if (only < 0) {
     /* size the whole plan exactly first: one allocation instead of a doubling chain of copies */
-    int64_t n = 0, ncoords = 0;
-    for (int64_t p = 0; p < m->nparams && !st; ++p) {
-      int64_t k = 0;
-      st = plan_param(&P, p, &k);
-      n += k;
-      ncoords += 2 * m->param[p].t.ndim * k;
-    }
-    if (!st) st = plan_alloc(out, n, ncoords);
+    int64_t k[2] = {0, 0};
+    for (int64_t p = 0; p < m->nparams && !st; ++p) st = plan_param(&P, p, k);
+    if (!st) st = plan_alloc(out, k[0], k[1]);
   }
   for (int64_t p = 0; p < m->nparams && !st; ++p) st = plan_param(&P, p, NULL);
   if (!st) {
