@@ -119,9 +119,27 @@ static inline void copy_run(char *d, const char *s, int64_t run) {
 
 /* Large copies go around the cache: a view of several MiB will not be read back soon, and
  * streaming stores skip the read-for-ownership of every destination line (glibc's memcpy does the
- * same, but only above its own threshold, 3/4 of the L3 here). */
-#define STREAM_VIEW_BYTES ((int64_t)2 << 20)
-#define STREAM_RUN_BYTES 1024
+ * same, but only above its own threshold, 3/4 of the L3 here).
+ * The thresholds of the streaming and slab paths (below) are read once; RS_OPT_COPY_PATHS=small in
+ * the environment lowers them to a few bytes so that the small cases of a property campaign take
+ * those paths too (tests/opt_copy_paths.sh: every generated copy streams and is cut into slabs). */
+#include <pthread.h>
+#include <stdlib.h>
+
+static struct {
+  int64_t stream_view, stream_run, slab_min, slab;
+} g_thr = {(int64_t)2 << 20, 1024, (int64_t)8 << 20, (int64_t)256 << 10};
+static pthread_once_t g_thr_once = PTHREAD_ONCE_INIT;
+
+static void thr_init(void) {
+  const char *e = getenv("RS_OPT_COPY_PATHS");
+  if (e && !strcmp(e, "small")) {
+    g_thr.stream_view = 0;
+    g_thr.stream_run = 1;
+    g_thr.slab_min = 0;
+    g_thr.slab = 64;
+  }
+}
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -141,7 +159,8 @@ static void copy_stream(char *d, const char *s, int64_t n) {
     _mm_stream_si128((__m128i *)(d + 32), c);
     _mm_stream_si128((__m128i *)(d + 48), e);
   }
-  memcpy(d, s, (size_t)(n - blocks * 64));
+  /* Mutant 920: the tail is copied in whole 16-byte vectors only: its last n % 16 bytes are lost. */
+  memcpy(d, s, (size_t)(RS_MUTANT(920) ? (n - blocks * 64) & ~(int64_t)15 : n - blocks * 64));
 }
 static void stream_fence(void) { _mm_sfence(); }
 #else
@@ -237,7 +256,8 @@ static void view_copy(const rs_view *dst, const rs_view *src, int force_stream) 
   if (same_shape(dst, src)) {
     nest o;
     if (make_nest(dst, src, &o)) {
-      int stream = o.run >= STREAM_RUN_BYTES && (force_stream || rs_view_bytes(dst) >= STREAM_VIEW_BYTES);
+      pthread_once(&g_thr_once, thr_init);
+      int stream = o.run >= g_thr.stream_run && (force_stream || rs_view_bytes(dst) >= g_thr.stream_view);
       copy_nest(dst->base, src->base, &o, stream);
       if (stream && !force_stream) stream_fence();
     }
@@ -289,14 +309,10 @@ int64_t rs_views_unpack(const rs_view *v, int n, const char *in) {
 }
 
 /* ---- batched host copies ----
- * A large batch is cut into slabs of about SLAB_BYTES along each pair's outermost dim, and the slabs
+ * A large batch (g_thr.slab_min, 8 MiB) is cut into slabs of about g_thr.slab (256 KiB) along each pair's outermost dim, and the slabs
  * are copied in order of their source address: pairs that read interleaved pieces of one source
  * (an all-to-all reads column blocks of the same rows) then read it front to back instead of
  * striding through it once per destination. */
-#include <stdlib.h>
-
-#define BATCH_SLAB_MIN ((int64_t)8 << 20)
-#define SLAB_BYTES ((int64_t)256 << 10)
 
 typedef struct slab_item {
   rs_view d, s;
@@ -310,13 +326,14 @@ static int slab_cmp(const void *a, const void *b) {
 rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n) {
   int64_t total = 0, nslab = 0;
   int same = 1;
+  pthread_once(&g_thr_once, thr_init);
   for (int64_t i = 0; i < n; ++i) {
     int64_t b = rs_view_bytes(&dst[i]);
     total += b;
-    nslab += b / SLAB_BYTES + 1;
+    nslab += b / g_thr.slab + 1;
     same &= same_shape(&dst[i], &src[i]);
   }
-  slab_item *it = total >= BATCH_SLAB_MIN && same ? malloc(sizeof(slab_item) * (size_t)nslab) : NULL;
+  slab_item *it = total >= g_thr.slab_min && same ? malloc(sizeof(slab_item) * (size_t)nslab) : NULL;
   if (!it) {
     for (int64_t i = 0; i < n; ++i) rs_view_copy(&dst[i], &src[i]);
     return RS_OK;
@@ -324,7 +341,7 @@ rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n)
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
     const rs_view *d = &dst[i], *sv = &src[i];
-    int64_t k = rs_view_bytes(d) / SLAB_BYTES;
+    int64_t k = rs_view_bytes(d) / g_thr.slab;
     int dim = -1;
     for (int j = 0; j < d->ndim; ++j)
       if (d->size[j] > 1) {
