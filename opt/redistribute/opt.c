@@ -23,6 +23,7 @@ struct rs_opt {
   int64_t cap, n;
   char *scratch;
   int64_t scratch_cap;
+  rs_comm *local; /* the in-process transport of world-less calls, kept so its arrays are reused */
 };
 
 rs_status rs_opt_create(rs_opt **out) {
@@ -43,6 +44,7 @@ void rs_opt_destroy(rs_opt *o) {
   if (!o) return;
   cache_clear(o);
   free(o->scratch);
+  if (o->local) o->local->ops->destroy(o->local);
   free(o);
 }
 
@@ -215,7 +217,8 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
   if (w) {
     if ((st = rs_world_comm(w, m, &comm))) goto done;
   } else {
-    if ((st = rs_comm_local_create(0, &comm))) goto done;
+    if (!o->local && (st = rs_comm_local_create(0, &o->local))) goto done;
+    comm = o->local;
   }
   if (!any) goto done; /* a rank outside the mesh takes part in nothing */
   if ((st = check_in(s, played, in)) || (st = alloc_out(s, played, out))) goto done;
@@ -248,7 +251,10 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
     }
   }
 done:
-  if (!w && comm) comm->ops->destroy(comm);
+  if (st && !w && o->local) { /* a failed run may leave posts behind: start the next one afresh */
+    o->local->ops->destroy(o->local);
+    o->local = NULL;
+  }
   free(played);
   free(ptr);
   return st;
