@@ -127,16 +127,21 @@ static inline void copy_run(char *d, const char *s, int64_t run) {
 #include <stdlib.h>
 
 static struct {
-  int64_t stream_view, stream_run, slab_min, slab;
-} g_thr = {(int64_t)2 << 20, 1024, (int64_t)8 << 20, (int64_t)32 << 10};
+  int64_t stream_view;  /* a view copied alone streams from this many bytes */
+  int64_t stream_run;   /* ... when its contiguous runs have at least this many */
+  int64_t group_min;    /* a batch of this many bytes copies its interleaved pairs in lockstep */
+  int64_t stream_batch; /* a batch of this many bytes streams every copy */
+  int64_t slab;         /* bytes of one lockstep slab over a group */
+} g_thr = {(int64_t)2 << 20, 1024, (int64_t)64 << 10, (int64_t)8 << 20, (int64_t)32 << 10};
 static pthread_once_t g_thr_once = PTHREAD_ONCE_INIT;
 
 static void thr_init(void) {
   const char *e = getenv("RS_OPT_COPY_PATHS");
-  if (e && !strcmp(e, "small")) {
-    g_thr.stream_view = 0;
+  if (e && !strcmp(e, "small")) { /* generated cases of a few KiB take every path */
+    g_thr.stream_view = 512;
     g_thr.stream_run = 1;
-    g_thr.slab_min = 0;
+    g_thr.group_min = 0;
+    g_thr.stream_batch = 4096;
     g_thr.slab = 64;
   }
 }
@@ -309,12 +314,13 @@ int64_t rs_views_unpack(const rs_view *v, int n, const char *in) {
 }
 
 /* ---- batched host copies ----
- * In a large batch (g_thr.slab_min, 8 MiB) the pairs that read interleaved pieces of one source
+ * In a batch of g_thr.group_min bytes (64 KiB) or more the pairs that read interleaved pieces of one source
  * (an all-to-all sends a column block of the same rows to every destination) are copied in lockstep:
  * a slab of rows (about g_thr.slab bytes, 32 KiB, over the group) of every pair in turn, in source
  * order. The source is then read once front to back, as a contiguous copy reads it, not once per
  * destination with a stride: one source stream and a few sequential destination streams instead of
- * strided passes over the same rows, which measured 15-30% faster at 64 MiB (docs/opt-datapath.md). */
+ * strided passes over the same rows, which measured 12-45% faster from 1 to 256 MiB, in cache or not
+ * (docs/opt-datapath.md). A batch of g_thr.stream_batch bytes (8 MiB) streams every copy. */
 
 typedef struct pair_ref {
   const rs_view *d, *s;
@@ -335,12 +341,12 @@ static int joins(const pair_ref *g, const pair_ref *k) {
 }
 
 /* Rows [r, e) of the outer dim of both views of a pair. */
-static void copy_rows(const pair_ref *p, int64_t r, int64_t e) {
+static void copy_rows(const pair_ref *p, int64_t r, int64_t e, int stream) {
   rs_view d = *p->d, s = *p->s;
   d.size[p->dim] = s.size[p->dim] = e - r;
   d.base += r * d.stride[p->dim];
   s.base += r * s.stride[p->dim];
-  view_copy(&d, &s, 1);
+  view_copy(&d, &s, stream);
 }
 
 rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n) {
@@ -351,7 +357,8 @@ rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n)
     total += rs_view_bytes(&dst[i]);
     same &= same_shape(&dst[i], &src[i]);
   }
-  pair_ref *p = total >= g_thr.slab_min && same && n > 1 ? malloc(sizeof(pair_ref) * (size_t)n) : NULL;
+  int stream = total >= g_thr.stream_batch;
+  pair_ref *p = total >= g_thr.group_min && same && n > 1 ? malloc(sizeof(pair_ref) * (size_t)n) : NULL;
   if (!p) {
     for (int64_t i = 0; i < n; ++i) rs_view_copy(&dst[i], &src[i]);
     return RS_OK;
@@ -368,7 +375,7 @@ rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n)
     int64_t row = 0; /* bytes of one row over the group */
     for (k = i; k < n && (k == i || joins(&p[i], &p[k])); ++k) row += rs_view_bytes(p[k].d);
     if (k - i == 1) {
-      view_copy(p[i].d, p[i].s, 1);
+      view_copy(p[i].d, p[i].s, stream);
       continue;
     }
     int64_t rows = p[i].s->size[p[i].dim];
@@ -379,10 +386,10 @@ rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n)
       int64_t e = r + step < rows ? r + step : rows;
       /* Mutant 286: the last slab of a group stops one row short (its last row is never copied). */
       if (RS_MUTANT(286) && e == rows) e--;
-      for (int64_t j = i; j < k && e > r; ++j) copy_rows(&p[j], r, e);
+      for (int64_t j = i; j < k && e > r; ++j) copy_rows(&p[j], r, e, stream);
     }
   }
-  stream_fence();
+  if (stream) stream_fence();
   free(p);
   return RS_OK;
 }
