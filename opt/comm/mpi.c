@@ -48,7 +48,7 @@ typedef struct mpi_comm {
   int64_t nreq, capreq;
   char **stage;          /* stage[i]: staging buffer of the i-th staged post of a run */
   rs_view *pk_d, *pk_s;  /* run()'s pack batch: staging views <- source views */
-  int64_t cappk;
+  int64_t cappk_d, cappk_s;
   int64_t *stage_cap;
   int64_t nstage, capstage, used_stage;
 } mpi_comm;
@@ -295,15 +295,10 @@ static rs_status pack_sends(mpi_comm *m) {
   for (int64_t i = 0; i < m->npost; ++i)
     if (!m->post[i].is_recv && m->post[i].staged) n += m->post[i].nv;
   if (!n) return RS_OK;
-  if (n > m->cappk) {
-    rs_view *d = realloc(m->pk_d, sizeof(rs_view) * (size_t)n);
-    if (!d) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
-    m->pk_d = d;
-    rs_view *s = realloc(m->pk_s, sizeof(rs_view) * (size_t)n);
-    if (!s) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
-    m->pk_s = s;
-    m->cappk = n;
-  }
+  rs_status st;
+  if ((st = grow((void **)&m->pk_d, &m->cappk_d, n, sizeof(rs_view))) ||
+      (st = grow((void **)&m->pk_s, &m->cappk_s, n, sizeof(rs_view))))
+    return st;
   int64_t k = 0;
   for (int64_t i = 0; i < m->npost; ++i) {
     const mpi_post *p = &m->post[i];
