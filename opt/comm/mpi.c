@@ -1,9 +1,9 @@
 /* comm_mpi.c - the MPI transport: one process per world rank, host memory. A receive posts MPI_Irecv
  * at submit (into its single contiguous view in place, else into a staging buffer); a send is only
- * recorded. run() packs every staged send of the round in one batch copy (rs_views_copy_batch: the
- * pieces that several messages take from the same source rows are read in one pass, front to back,
- * not once per peer), then posts MPI_Isend for every send with the task id as tag (so each receive
- * of this rank is posted before its first send), waits for all and unpacks. A single contiguous
+ * recorded until the next receive is submitted (or run()): then every recorded staged send is packed
+ * in one batch copy (rs_views_copy_batch: the pieces that several messages take from the same source
+ * rows are read in one pass, front to back, not once per peer) and all are posted with MPI_Isend,
+ * the task id as tag. run() waits for all and unpacks. A single contiguous
  * view travels in place. Staging buffers are kept between runs so that repeated exchanges do not
  * fault in fresh pages. Messages above 1 GiB travel as several same-tag pieces, which MPI's
  * non-overtaking order keeps matched. (MPI derived datatypes instead of packing measured 3-10x
@@ -33,6 +33,7 @@ typedef struct mpi_post {
   int32_t first, nv;
   int32_t req0, nreq;
   int tag;
+  int started;   /* its requests are posted */
 } mpi_post;
 
 typedef struct mpi_comm {
@@ -47,8 +48,9 @@ typedef struct mpi_comm {
   MPI_Request *req;
   int64_t nreq, capreq;
   char **stage;          /* stage[i]: staging buffer of the i-th staged post of a run */
-  rs_view *pk_d, *pk_s;  /* run()'s pack batch: staging views <- source views */
+  rs_view *pk_d, *pk_s;  /* the pack batch of the sends: staging views <- source views */
   int64_t cappk_d, cappk_s;
+  int64_t sends_from;    /* posts before this index are started (or receives) */
   int64_t *stage_cap;
   int64_t nstage, capstage, used_stage;
 } mpi_comm;
@@ -279,6 +281,7 @@ static int single_contig(const rs_view *v, int nv) {
 
 /* Post p's MPI requests: its bytes in pieces of at most PIECE. */
 static rs_status start(mpi_comm *m, mpi_post *p) {
+  p->started = 1;
   for (int32_t k = 0; k < p->nreq; ++k) {
     int64_t off = k * PIECE, len = p->bytes - off < PIECE ? p->bytes - off : PIECE;
     MPI_Request *r = &m->req[p->req0 + k];
@@ -289,18 +292,18 @@ static rs_status start(mpi_comm *m, mpi_post *p) {
   return RS_OK;
 }
 
-/* Pack every staged send of the run into its staging buffer, as one batch copy. */
-static rs_status pack_sends(mpi_comm *m) {
+/* Start the sends recorded since the last flush: pack the staged ones in one batch copy, then post
+ * them all. */
+static rs_status flush_sends(mpi_comm *m) {
   int64_t n = 0;
-  for (int64_t i = 0; i < m->npost; ++i)
+  for (int64_t i = m->sends_from; i < m->npost; ++i)
     if (!m->post[i].is_recv && m->post[i].staged) n += m->post[i].nv;
-  if (!n) return RS_OK;
-  rs_status st;
-  if ((st = grow((void **)&m->pk_d, &m->cappk_d, n, sizeof(rs_view))) ||
-      (st = grow((void **)&m->pk_s, &m->cappk_s, n, sizeof(rs_view))))
+  rs_status st = RS_OK;
+  if (n && ((st = grow((void **)&m->pk_d, &m->cappk_d, n, sizeof(rs_view))) ||
+            (st = grow((void **)&m->pk_s, &m->cappk_s, n, sizeof(rs_view)))))
     return st;
   int64_t k = 0;
-  for (int64_t i = 0; i < m->npost; ++i) {
+  for (int64_t i = m->sends_from; i < m->npost; ++i) {
     const mpi_post *p = &m->post[i];
     if (p->is_recv || !p->staged) continue;
     int64_t off = 0;
@@ -311,7 +314,11 @@ static rs_status pack_sends(mpi_comm *m) {
       off += rs_view_bytes(v);
     }
   }
-  return rs_views_copy_batch(m->pk_d, m->pk_s, n);
+  if (n && (st = rs_views_copy_batch(m->pk_d, m->pk_s, n))) return st;
+  for (int64_t i = m->sends_from; i < m->npost && !st; ++i)
+    if (!m->post[i].started) st = start(m, &m->post[i]);
+  m->sends_from = m->npost;
+  return st;
 }
 
 static rs_status post(mpi_comm *m, int is_recv, int32_t peer, int64_t task, const rs_view *v, int nv) {
@@ -344,7 +351,13 @@ static rs_status post(mpi_comm *m, int is_recv, int32_t peer, int64_t task, cons
   p->nreq = (int32_t)pieces;
   p->tag = (int)(task % (m->tag_ub + 1));
   for (int64_t k = 0; k < pieces; ++k) m->req[m->nreq++] = MPI_REQUEST_NULL;
-  return is_recv ? start(m, p) : RS_OK; /* sends start in run() */
+  p->started = 0;
+  if (!is_recv) return RS_OK;
+  /* the first receive after a run of sends starts them (after posting itself): a caller that
+   * submits its sends, then its receives, then copies locally (exec.c) has every message on the
+   * wire before its local work, so its peers can pull from it meanwhile */
+  st = start(m, p);
+  return st ? st : flush_sends(m);
 }
 
 static rs_status mpi_send(rs_comm *c, int32_t from, int32_t to, int64_t task, const rs_view *v, int nv) {
@@ -378,9 +391,7 @@ static rs_status mpi_run(rs_comm *c) {
   mpi_comm *m = (mpi_comm *)c;
   wait_ctx w = {"exchange", run_peer, run_is_recv, m};
   rs_status st = m->nreq ? rs__comm_check() : RS_OK;
-  if (!st) st = pack_sends(m);
-  for (int64_t i = 0; i < m->npost && !st; ++i)
-    if (!m->post[i].is_recv) st = start(m, &m->post[i]);
+  if (!st) st = flush_sends(m);
   if (!st) st = wait_requests(m->req, (int)m->nreq, &w);
   for (int64_t i = 0; i < m->npost && !st; ++i) {
     mpi_post *p = &m->post[i];
@@ -388,7 +399,7 @@ static rs_status mpi_run(rs_comm *c) {
     int nv = RS_MUTANT(267) && p->nv > 1 ? p->nv - 1 : p->nv;
     if (p->is_recv && p->staged) rs_views_unpack(&m->pool[p->first], nv, p->buf);
   }
-  m->npost = m->npool = m->nreq = m->used_stage = 0;
+  m->npost = m->npool = m->nreq = m->used_stage = m->sends_from = 0;
   return st;
 }
 
