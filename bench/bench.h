@@ -38,4 +38,7 @@ int rs_bench_int_flag(const char *who, int argc, char **argv, int *i, const char
 rs_status rs_bench_int_list(const char *who, const char *name, const char *v, long long lo, long long hi,
                             int *out, int max, int *n);
 
+/* Median, min and max of v[0..n) into out[0..2] (v is sorted in place). */
+void rs_bench_mmm(double *v, int n, double out[3]);
+
 #endif

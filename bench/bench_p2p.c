@@ -135,14 +135,6 @@ static rs_status bench_plan(int max_ranks, int reps, int layers, const char *csv
 }
 
 #ifdef RS_BENCH_MPI
-/* median, min and max of v[0..n) (sorted in place) */
-static void mmm(double *v, int n, double out[3]) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  out[0] = v[n / 2];
-  out[1] = v[0];
-  out[2] = v[n - 1];
-}
-
 static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) {
   rs_world *w = NULL;
   rs_status st = rs_world_init("mpi", argc, argv, &w);
@@ -271,16 +263,16 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
   MPI_Allreduce(&sends, &all_sends, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (!st && me == 0) {
     double mo[3], ma[3], mr[3], mp[5][3], mco[3], mca[3], mcr[3];
-    mmm(to, reps, mo);
-    mmm(ta, reps, ma);
-    mmm(ratio, reps, mr);
+    rs_bench_mmm(to, reps, mo);
+    rs_bench_mmm(ta, reps, ma);
+    rs_bench_mmm(ratio, reps, mr);
     double ma2[3], mr2[3];
-    mmm(ta2, reps, ma2);
-    mmm(ratio2, reps, mr2);
-    mmm(co, reps, mco);
-    mmm(ca, reps, mca);
-    mmm(cratio, reps, mcr);
-    for (int k = 0; k < 5; ++k) mmm(ph[k], reps, mp[k]);
+    rs_bench_mmm(ta2, reps, ma2);
+    rs_bench_mmm(ratio2, reps, mr2);
+    rs_bench_mmm(co, reps, mco);
+    rs_bench_mmm(ca, reps, mca);
+    rs_bench_mmm(cratio, reps, mcr);
+    for (int k = 0; k < 5; ++k) rs_bench_mmm(ph[k], reps, mp[k]);
     printf("\nP2P move TP2 PP2 DP%d -> TP4 PP1 DP%d (%d MPI ranks, %lld params, 8 layers hidden 1024 ffn 4096 vocab 32000 BF16)\n",
            n / 4, n / 4, n, (long long)m.nparams);
     int64_t lb = 0;

@@ -42,6 +42,8 @@ if $R check --help 2>&1 | grep -q -- "--impl"; then
       mpirun --oversubscribe -np "$np" $R check --impl opt --transport mpi --seed 3 \
         --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions"
     done
+    stage "opt's streaming and slab copy paths (RS_OPT_COPY_PATHS=small): $(( CASES / 25 )) cases"
+    RS_COPY_PATHS_CASES=$(( CASES / 25 )) bash tests/opt_copy_paths.sh "$R"
   else
     echo "opt is not available in this build; skipping the opt campaigns"
   fi

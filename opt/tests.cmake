@@ -23,4 +23,10 @@ if(TARGET reshard)
   set_tests_properties(peer_timeout_mpi PROPERTIES TIMEOUT 600
     ENVIRONMENT "RS_PEER_TIMEOUT_SCENARIOS=${RS_PEER_TIMEOUT_SCENARIOS}")
 endif()
+# opt's streaming and slab copy paths (thresholds lowered by RS_OPT_COPY_PATHS=small) on a short
+# generated campaign; ci/test.sh runs a longer one
+if(TARGET reshard)
+  add_test(NAME opt_copy_paths COMMAND bash ${CMAKE_SOURCE_DIR}/tests/opt_copy_paths.sh $<TARGET_FILE:reshard>)
+  set_tests_properties(opt_copy_paths PROPERTIES TIMEOUT 300 ENVIRONMENT "RS_COPY_PATHS_CASES=300")
+endif()
 include(${CMAKE_SOURCE_DIR}/opt/ckpt/tests.cmake)

@@ -51,11 +51,17 @@ rs_status rs__comm_count_create(rs_comm **out);
 /* Forward to `inner` from now on (the world points it at the comm of the current mesh). */
 void rs__comm_count_wrap(rs_comm *counter, rs_comm *inner);
 void rs__comm_count_reset(rs_comm *counter);
+/* The transport a counter forwards to (c itself when c is no counter). */
+rs_comm *rs__comm_count_inner(rs_comm *c);
 /* The tally: one entry per (from, to) pair that posted anything; *out is malloc'd. */
 rs_status rs__comm_count_pairs(const rs_comm *counter, rs_posted **out, int64_t *n);
 
 /* In-process matcher: every rank lives in this process. device selects CUDA copies. */
 rs_status rs_comm_local_create(int device, rs_comm **out);
+/* When c (or the transport behind its counter) is the host in-process matcher: queue n local copies
+ * (dst[i] <- src[i]) into its next run(), one batch with the transfers, and return 1; else 0. The
+ * views must stay valid until run(), which the caller calls next. */
+int rs__comm_local_defer(rs_comm *c, const rs_view *dst, const rs_view *src, int64_t n);
 
 /* ---- MPI (comm_mpi.c; stubs returning RS_ERR_UNSUPPORTED when built without MPI) ---- */
 int rs_mpi_available(void);

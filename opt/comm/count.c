@@ -105,6 +105,10 @@ static void count_destroy(rs_comm *c) {
 
 static const rs_comm_ops count_ops = {"count", count_send, count_recv, count_run, count_destroy};
 
+rs_comm *rs__comm_count_inner(rs_comm *c) {
+  return c && c->ops == &count_ops ? ((count_comm *)c)->inner : c;
+}
+
 rs_status rs__comm_count_create(rs_comm **out) {
   count_comm *k = calloc(1, sizeof *k);
   if (!k) return rs_fail(RS_ERR_NOMEM, "byte counter: out of memory");

@@ -1,6 +1,8 @@
 /* comm_local.c - the in-process transport: every rank lives in this process, so a matched send and
  * receive become one direct strided copy from the sender's buffer to the receiver's (no staging),
- * batched per run(): on the host, or for device memory as one CUDA launch. */
+ * batched per run(): on the host, or for device memory as one CUDA launch. On the host the round's
+ * local copies join the same batch (rs__comm_local_defer), so that the batch copy reads each source
+ * once in order across every destination, its own included. */
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
@@ -76,6 +78,21 @@ static int post_cmp(const void *a, const void *b) {
   return 0;
 }
 
+/* Posts in (receiver, sender, task) order: a short run (a compiled schedule's usual few dozen
+ * messages) by insertion, which needs no allocation and does a fraction of qsort's work, else qsort. */
+static void sort_posts(post *p, int64_t n) {
+  if (n > 64) {
+    qsort(p, (size_t)n, sizeof(post), post_cmp);
+    return;
+  }
+  for (int64_t i = 1; i < n; ++i) {
+    post x = p[i];
+    int64_t j = i;
+    for (; j > 0 && post_cmp(&p[j - 1], &x) > 0; --j) p[j] = p[j - 1];
+    p[j] = x;
+  }
+}
+
 static int views_same(const rs_view *a, const rs_view *b, int n) {
   for (int i = 0; i < n; ++i) {
     if (a[i].ndim != b[i].ndim || a[i].esize != b[i].esize) return 0;
@@ -114,10 +131,9 @@ static rs_status copy_restaged(const rs_view *dv, int nd, const rs_view *sv, int
 static rs_status local_run(rs_comm *c) {
   local_comm *l = (local_comm *)c;
   rs_status st = RS_OK;
-  if (l->nsend) qsort(l->send, (size_t)l->nsend, sizeof(post), post_cmp);
-  if (l->nrecv) qsort(l->recv, (size_t)l->nrecv, sizeof(post), post_cmp);
-  int64_t i = 0, j = 0;
-  l->nb = 0;
+  sort_posts(l->send, l->nsend);
+  sort_posts(l->recv, l->nrecv);
+  int64_t i = 0, j = 0; /* the batch may already hold local copies (rs__comm_local_defer) */
   while (!st && (i < l->nsend || j < l->nrecv)) {
     int cmp = i >= l->nsend ? 1 : j >= l->nrecv ? -1 : post_cmp(&l->send[i], &l->recv[j]);
     if (cmp != 0) {
@@ -149,7 +165,7 @@ static rs_status local_run(rs_comm *c) {
     }
   }
   if (!st && l->nb) st = c->device ? rs_cuda_copy_views(l->bd, l->bs, l->nb) : rs_views_copy_batch(l->bd, l->bs, l->nb);
-  l->nsend = l->nrecv = l->npool = 0;
+  l->nsend = l->nrecv = l->npool = l->nb = 0;
   return st;
 }
 
@@ -165,6 +181,18 @@ static void local_destroy(rs_comm *c) {
 }
 
 static const rs_comm_ops local_ops = {"local", local_send, local_recv, local_run, local_destroy};
+
+int rs__comm_local_defer(rs_comm *c, const rs_view *dst, const rs_view *src, int64_t n) {
+  c = rs__comm_count_inner(c);
+  if (!c || c->ops != &local_ops || c->device) return 0;
+  local_comm *l = (local_comm *)c;
+  for (int64_t i = 0; i < n; ++i)
+    if (add_batch(l, &dst[i], &src[i])) {
+      l->nb = 0; /* out of memory: none queued, the caller copies them itself */
+      return 0;
+    }
+  return 1;
+}
 
 rs_status rs_comm_local_create(int device, rs_comm **out) {
   local_comm *l = calloc(1, sizeof *l);

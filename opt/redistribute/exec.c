@@ -88,6 +88,8 @@ static rs_status run_round(const rs_sched *s, const rs_exec_bufs *b, const rs_me
     dv[nl] = dv[i];
     nl++;
   }
+  /* on the host in-process transport the local copies join the transfers' batch in run() */
+  if (!st && nl && !b->device && rs__comm_local_defer(comm, dv, sv, nl)) nl = 0;
   if (!st && nl) st = b->device ? rs_cuda_copy_views(dv, sv, nl) : rs_views_copy_batch(dv, sv, nl);
   if (!st) st = comm->ops->run(comm);
 done:

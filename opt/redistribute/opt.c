@@ -25,6 +25,7 @@ struct rs_opt {
   int64_t scratch_cap;
   char *dev;       /* device worlds: pooled device memory (staging and workspace), grow-only */
   int64_t dev_cap;
+  rs_comm *local; /* the in-process transport of world-less calls, kept so its arrays are reused */
 };
 
 rs_status rs_opt_create(rs_opt **out) {
@@ -46,6 +47,7 @@ void rs_opt_destroy(rs_opt *o) {
   cache_clear(o);
   free(o->scratch);
   rs_cuda_free(o->dev);
+  if (o->local) o->local->ops->destroy(o->local);
   free(o);
 }
 
@@ -244,7 +246,8 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
   if (w) {
     if ((st = rs_world_comm(w, m, &comm))) goto done;
   } else {
-    if ((st = rs_comm_local_create(0, &comm))) goto done;
+    if (!o->local && (st = rs_comm_local_create(0, &o->local))) goto done;
+    comm = o->local;
   }
   if (!any) goto done; /* a rank outside the mesh takes part in nothing */
   if (!din && ((st = check_in(s, played, in)) || (st = alloc_out(s, played, out)))) goto done;
@@ -277,7 +280,10 @@ static rs_status run_sched(rs_opt *o, rs_world *w, const rs_mesh *m, const rs_sc
     }
   }
 done:
-  if (!w && comm) comm->ops->destroy(comm);
+  if (st && !w && o->local) { /* a failed run may leave posts behind: start the next one afresh */
+    o->local->ops->destroy(o->local);
+    o->local = NULL;
+  }
   free(played);
   free(ptr);
   return st;
