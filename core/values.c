@@ -375,10 +375,14 @@ rs_status rs_make_source(const rs_case *c, rs_locals *out) {
   if (st) return st;
   int es = rs_dtype_size(c->tensor.dtype);
   int nd = c->tensor.ndim;
-  /* Without a Partial placement an element's value depends only on its global index, so a rank
-   * whose box equals an earlier rank's (a replica) copies that rank's bytes. */
-  int by_index = !rs_sharding_has_partial(&c->src);
-  int64_t(*box)[2][RS_MAX_DIMS] = by_index ? malloc(sizeof *box * (size_t)(c->mesh.nranks ? c->mesh.nranks : 1)) : NULL;
+  /* An element's value depends only on its global index and the rank's coordinates on the src
+   * Partial mesh dims, so a rank whose box and Partial coordinates equal an earlier rank's (a
+   * replica) copies that rank's bytes. */
+  int np = 0, pm[RS_MAX_MESH_DIMS];
+  for (int m = 0; m < c->src.mesh_ndim; ++m)
+    if (c->src.p[m].kind == RS_PARTIAL) pm[np++] = m;
+  typedef struct twin_key { int64_t start[RS_MAX_DIMS], size[RS_MAX_DIMS], pc[RS_MAX_MESH_DIMS]; } twin_key;
+  twin_key *key = calloc((size_t)(c->mesh.nranks ? c->mesh.nranks : 1), sizeof *key);
   for (int pos = 0; pos < c->mesh.nranks; ++pos) {
     int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
     rs_mesh_coord(&c->mesh, pos, coord);
@@ -387,16 +391,16 @@ rs_status rs_make_source(const rs_case *c, rs_locals *out) {
     int64_t numel = l->nbytes / es;
     char *p = l->data;
     int twin = -1;
-    if (box) {
-      memcpy(box[pos][0], start, sizeof start);
-      memcpy(box[pos][1], size, sizeof size);
+    if (key) { /* without memory for the keys every rank is generated */
+      memcpy(key[pos].start, start, sizeof(int64_t) * (size_t)nd);
+      memcpy(key[pos].size, size, sizeof(int64_t) * (size_t)nd);
+      for (int k = 0; k < np; ++k) key[pos].pc[k] = coord[pm[k]];
       for (int q = 0; q < pos && twin < 0 && numel; ++q)
-        if (!memcmp(box[q][0], start, sizeof(int64_t) * (size_t)nd) && !memcmp(box[q][1], size, sizeof(int64_t) * (size_t)nd))
-          twin = q;
+        if (!memcmp(&key[q], &key[pos], sizeof *key)) twin = q;
     }
     if (twin >= 0) memcpy(p, out->r[twin].data, (size_t)l->nbytes);
     else rs_value_pieces(c, coord, start, size, p);
   }
-  free(box);
+  free(key);
   return RS_OK;
 }

@@ -3,11 +3,21 @@
  * rounding by guard/sticky integer bits (core: frexp and floor in double), F32 sums and quotients
  * computed in double and rounded once to F32 (exact by the double-rounding theorem: 53 >= 2*24 + 2),
  * integers sign-extended into 64 bits and masked back (core: casts through the unsigned type),
- * coordinates by strides (core: repeated division from the last dim). */
+ * coordinates by strides (core: repeated division from the last dim). Powers of two are doubles
+ * built from their exponent field (pow2; every power used here is a normal double), which is what
+ * ldexp would give without its call per element. */
 #include <math.h>
 #include <string.h>
 #include "oracle/arith.h"
 #include "core/mutant.h"
+
+/* 2^k for -1022 <= k <= 1023 (a normal double: exponent field k + 1023, zero mantissa). */
+static double pow2(int k) {
+  uint64_t b = (uint64_t)(k + 1023) << 52;
+  double d;
+  memcpy(&d, &b, 8);
+  return d;
+}
 
 uint16_t rs__oracle_f32_to_bf16(float f) {
   if (isnan(f)) return 0x7FC0; /* SPEC 1: as PyTorch */
@@ -15,10 +25,11 @@ uint16_t rs__oracle_f32_to_bf16(float f) {
   double a = fabs((double)f);
   if (isinf(a)) return sign | 0x7F80;
   if (a == 0) return sign;
-  int e;
-  frexp(a, &e); /* a in [2^(e-1), 2^e) */
+  uint64_t ab;
+  memcpy(&ab, &a, 8);
+  int e = (int)(ab >> 52) - 1022; /* a in [2^(e-1), 2^e): a came from a float, a normal double */
   int lead = e - 1 < -126 ? -126 : e - 1;
-  double q = ldexp(1.0, lead - 7); /* BF16 keeps 8 significant bits; subnormals the -126 quantum */
+  double q = pow2(lead - 7); /* BF16 keeps 8 significant bits; subnormals the -126 quantum */
   double r = RS_MUTANT(212) ? floor(a / q + 0.5) * q : rint(a / q) * q;
   if (r >= 0x1p128) return sign | 0x7F80;
   float rf = (float)r; /* exact: r has at most 8 significant bits */
@@ -57,8 +68,8 @@ double rs__oracle_bf16_to_double(uint16_t b) {
   int ex = (b >> 7) & 0xFF, man = b & 0x7F;
   double s = (b & 0x8000) ? -1.0 : 1.0;
   if (ex == 0xFF) return man ? NAN : s * INFINITY;
-  if (ex == 0) return s * ldexp((double)man, -133);
-  return s * ldexp((double)(man + 128), ex - 134);
+  if (ex == 0) return s * (double)man * pow2(-133);
+  return s * (double)(man + 128) * pow2(ex - 134);
 }
 
 double rs__oracle_f16_to_double(uint16_t h) {
@@ -73,8 +84,8 @@ double rs__oracle_f16_to_double(uint16_t h) {
     return d;
   }
   if (ex == 0x1F) return s * INFINITY;
-  if (ex == 0) return s * ldexp((double)man, -24);
-  return s * ldexp((double)(man + 1024), ex - 25);
+  if (ex == 0) return s * (double)man * pow2(-24);
+  return s * (double)(man + 1024) * pow2(ex - 25);
 }
 
 /* ---- integers: 64-bit values, masked back to the dtype's width ---- */

@@ -66,18 +66,21 @@ static rs_status check_events(const rs_case *c, const rs_sharding *dst, const rs
 }
 
 /* Initial state of one block: the source piece each coordinate holds (rs_value_piece reads only the
- * src Partial coordinates, so partition-only dims start as equal copies). */
+ * src Partial coordinates, so partition-only dims start as equal copies: a state with a non-zero
+ * coordinate on such a dim copies the state with that coordinate 0, filled before it). */
 static void fill_block(const sim *s, char *state, int64_t k, int64_t b0, int64_t kb) {
   int64_t coord[RS_MAX_MESH_DIMS] = {0};
   for (int64_t a = 0; a < s->nstate; ++a) {
-    int64_t rest = a;
+    int64_t rest = a, same = a;
     for (int j = s->na - 1; j >= 0; --j) {
       int m = s->adim[j];
       coord[m] = rest % s->c->mesh.size[m];
       rest /= s->c->mesh.size[m];
+      if (s->c->src.p[m].kind != RS_PARTIAL) same -= coord[m] * s->astride[m];
     }
     char *p = state + a * k * s->es;
-    rs_value_range(s->c, coord, b0, kb, p);
+    if (same != a) memcpy(p, state + same * k * s->es, (size_t)(kb * s->es));
+    else rs_value_range(s->c, coord, b0, kb, p);
   }
 }
 
@@ -127,18 +130,18 @@ static int64_t family_index(const sim *s, int64_t f) {
   return a;
 }
 
-/* Copy box [start, start+size) of a row-major global tensor into a contiguous local, element by
- * element with its own index arithmetic. */
+/* Copy box [start, start+size) of a row-major global tensor into a contiguous local, one run of
+ * the last dim at a time, with its own index arithmetic. */
 static void copy_box(const rs_tensor *t, int es, const char *global, const int64_t *start,
                      const int64_t *size, char *out) {
   int nd = t->ndim;
-  int64_t numel = 1, idx[RS_MAX_DIMS] = {0};
+  int64_t numel = 1, idx[RS_MAX_DIMS] = {0}, run = nd ? size[nd - 1] : 1;
   for (int d = 0; d < nd; ++d) numel *= size[d];
-  for (int64_t k = 0; k < numel; ++k) {
+  for (int64_t k = 0; run > 0 && k < numel; k += run) {
     int64_t flat = 0;
     for (int d = 0; d < nd; ++d) flat = flat * t->shape[d] + start[d] + idx[d];
-    memcpy(out + k * es, global + flat * es, (size_t)es);
-    for (int d = nd - 1; d >= 0; --d) {
+    memcpy(out + k * es, global + flat * es, (size_t)(run * es));
+    for (int d = nd - 2; d >= 0; --d) {
       if (++idx[d] < size[d]) break;
       idx[d] = 0;
     }

@@ -794,6 +794,10 @@ static rs_outcome source_matches(const rs_case *c, const rs_locals *in, char *ms
   unsigned char g[8];
   if (in->n != c->mesh.nranks)
     return say(RS_FAIL, msg, cap, "values: %d source locals for %d ranks", in->n, (int)c->mesh.nranks);
+  /* A rank whose box and src Partial coordinates (the only coordinates the generator reads) equal
+   * an earlier, checked rank's must hold that rank's bytes: compared with them, not generated again. */
+  typedef struct seen_box { int64_t start[RS_MAX_DIMS], size[RS_MAX_DIMS], pc[RS_MAX_MESH_DIMS]; } seen_box;
+  seen_box *seen = calloc((size_t)in->n + 1, sizeof *seen);
   for (int pos = 0; pos < in->n; pos++) {
     int64_t coord[RS_MAX_MESH_DIMS] = {0}, start[RS_MAX_DIMS], size[RS_MAX_DIMS], idx[RS_MAX_DIMS] = {0};
     rs__oracle_coord(&c->mesh, pos, coord);
@@ -805,16 +809,34 @@ static rs_outcome source_matches(const rs_case *c, const rs_locals *in, char *ms
       numel *= size[d];
       shape_ok = shape_ok && l->shape[d] == size[d];
     }
-    if (!shape_ok || l->nbytes != numel * es)
+    if (!shape_ok || l->nbytes != numel * es) {
+      free(seen);
       return say(RS_FAIL, msg, cap, "values: rank position %d holds a source of %lld bytes, its src box %lld elements",
                  pos, (long long)l->nbytes, (long long)numel);
+    }
     const unsigned char *p = l->data;
-    /* the whole box from the generator at once; the element walk below only names a difference */
-    unsigned char *want = numel ? malloc((size_t)(numel * es)) : NULL;
-    if (want) rs_value_pieces(c, coord, start, size, want);
-    int same = want && memcmp(want, p, (size_t)(numel * es)) == 0;
-    free(want);
+    int twin = -1;
+    if (seen) {
+      memcpy(seen[pos].start, start, sizeof(int64_t) * (size_t)nd);
+      memcpy(seen[pos].size, size, sizeof(int64_t) * (size_t)nd);
+      for (int m = 0, k = 0; m < c->src.mesh_ndim; m++)
+        if (c->src.p[m].kind == RS_PARTIAL) seen[pos].pc[k++] = coord[m];
+      for (int q = 0; q < pos && twin < 0 && numel; q++)
+        if (!memcmp(&seen[q], &seen[pos], sizeof *seen)) twin = q;
+    }
+    int same;
+    if (twin >= 0) {
+      same = memcmp(in->r[twin].data, p, (size_t)(numel * es)) == 0;
+    } else {
+      /* the whole box from the generator at once; the element walk below only names a difference */
+      unsigned char *want = numel ? malloc((size_t)(numel * es)) : NULL;
+      if (want) rs_value_pieces(c, coord, start, size, want);
+      same = want && memcmp(want, p, (size_t)(numel * es)) == 0;
+      free(want);
+    }
     if (same || !numel) continue;
+    free(seen);
+    seen = NULL;
     for (int64_t k = 0; k < numel; k++) {
       int64_t flat = 0;
       for (int d = 0; d < nd; d++) flat = flat * c->tensor.shape[d] + start[d] + idx[d];
@@ -830,6 +852,7 @@ static rs_outcome source_matches(const rs_case *c, const rs_locals *in, char *ms
       }
     }
   }
+  free(seen);
   return RS_PASS;
 }
 
