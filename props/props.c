@@ -232,6 +232,15 @@ static rs_outcome check_layout_boxes(const rs_case *c, const rs_sharding *s, con
   int64_t numel = 1;
   for (int d = 0; d < t->ndim; d++) numel *= t->shape[d];
   int32_t *cover = numel <= (1 << 22) ? calloc((size_t)numel + 1, sizeof *cover) : NULL;
+  /* Ranks with equal boxes (replicas) are counted once, with their number as the weight: the
+   * counts are what a walk per rank gives, at a cost per distinct box. */
+  typedef struct wbox { int64_t st[RS_MAX_DIMS], sz[RS_MAX_DIMS]; int32_t weight; } wbox;
+  wbox *boxes = cover ? calloc((size_t)c->mesh.nranks + 1, sizeof *boxes) : NULL;
+  int nboxes = 0;
+  if (cover && !boxes) { /* no memory for the coverage count: the per-rank checks still run */
+    free(cover);
+    cover = NULL;
+  }
   rs_outcome o = RS_PASS;
   for (int pos = 0; pos < c->mesh.nranks && o == RS_PASS; pos++) {
     int64_t coord[RS_MAX_MESH_DIMS] = {0}, st[RS_MAX_DIMS], sz[RS_MAX_DIMS], mst[RS_MAX_DIMS],
@@ -273,15 +282,25 @@ static rs_outcome check_layout_boxes(const rs_case *c, const rs_sharding *s, con
       }
     }
     if (!cover) continue;
-    /* Count every element of the box (row-major walk over the box). */
+    wbox b;
+    memset(&b, 0, sizeof b);
+    memcpy(b.st, st, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(b.sz, sz, sizeof(int64_t) * (size_t)t->ndim);
+    int q = 0;
+    while (q < nboxes && (memcmp(boxes[q].st, b.st, sizeof b.st) || memcmp(boxes[q].sz, b.sz, sizeof b.sz))) q++;
+    if (q == nboxes) boxes[nboxes++] = b;
+    boxes[q].weight++;
+  }
+  for (int q = 0; q < nboxes && o == RS_PASS; q++) {
+    /* Count every element of the box (row-major walk, one contiguous run of the last dim at a time). */
+    const int64_t *st = boxes[q].st, *sz = boxes[q].sz;
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= sz[d];
-    /* one contiguous run of the last dim at a time */
     int64_t idx[RS_MAX_DIMS] = {0}, run = t->ndim ? sz[t->ndim - 1] : 1;
     for (int64_t e = 0; run > 0 && e < n; e += run) {
       int64_t flat = 0;
       for (int d = 0; d < t->ndim; d++) flat = flat * t->shape[d] + st[d] + idx[d];
-      for (int64_t k = 0; k < run; k++) cover[flat + k]++;
+      for (int64_t k = 0; k < run; k++) cover[flat + k] += boxes[q].weight;
       for (int d = t->ndim - 2; d >= 0; d--) {
         if (++idx[d] < sz[d]) break;
         idx[d] = 0;
@@ -293,6 +312,7 @@ static rs_outcome check_layout_boxes(const rs_case *c, const rs_sharding *s, con
       o = say(RS_FAIL, msg, cap, "%s: element %lld covered %d times, expected %lld", which,
               (long long)i, cover[i], (long long)mult);
   free(cover);
+  free(boxes);
   return o;
 }
 
@@ -890,17 +910,28 @@ static rs_outcome int_order_fits(const rs_case *c, int64_t numel, char *msg, siz
       nstate *= c->mesh.size[m];
     }
   if (np == 0) return RS_PASS;
+  /* the pieces of every state generated a block of elements at a time */
+  enum { BLOCK = 256 };
+  int es = rs_dtype_size(c->tensor.dtype);
   int64_t *v = malloc(sizeof *v * (size_t)nstate);
-  if (!v) return fail_st(msg, cap, "values", rs_fail(RS_ERR_NOMEM, "values: out of memory"));
-  int bits = rs_dtype_size(c->tensor.dtype) * 8;
+  unsigned char *piece = malloc((size_t)(nstate * BLOCK * es));
+  if (!v || !piece) {
+    free(v);
+    free(piece);
+    return fail_st(msg, cap, "values", rs_fail(RS_ERR_NOMEM, "values: out of memory"));
+  }
+  int bits = es * 8;
   rs_outcome o = RS_PASS;
   for (int64_t idx = 0; idx < numel && o == RS_PASS; idx++) {
+    int64_t i = idx % BLOCK;
+    if (i == 0)
+      for (int64_t a = 0; a < nstate; a++) {
+        int64_t coord[RS_MAX_MESH_DIMS] = {0};
+        for (int j = 0; j < np; j++) coord[pd[j]] = (a / stride[j]) % c->mesh.size[pd[j]];
+        rs_value_range(c, coord, idx, numel - idx < BLOCK ? numel - idx : BLOCK, piece + a * BLOCK * es);
+      }
     for (int64_t a = 0; a < nstate; a++) {
-      int64_t coord[RS_MAX_MESH_DIMS] = {0};
-      for (int j = 0; j < np; j++) coord[pd[j]] = (a / stride[j]) % c->mesh.size[pd[j]];
-      unsigned char b[8] = {0};
-      rs_value_piece(c, coord, idx, b);
-      uint64_t u = rs_elem_bits(c->tensor.dtype, b, 0), top = (uint64_t)1 << (bits - 1);
+      uint64_t u = rs_elem_bits(c->tensor.dtype, piece + a * BLOCK * es, i), top = (uint64_t)1 << (bits - 1);
       v[a] = c->tensor.dtype == RS_U8 ? (int64_t)u : (int64_t)((u ^ top) - top);
     }
     for (int j = 0; j < np && o == RS_PASS; j++) {
@@ -925,6 +956,7 @@ static rs_outcome int_order_fits(const rs_case *c, int64_t numel, char *msg, siz
     }
   }
   free(v);
+  free(piece);
   return o;
 }
 
@@ -969,7 +1001,12 @@ static rs_outcome prop_values(const rs_prop_env *env, const rs_case *c, char *ms
       unsigned char g[8];
       const unsigned char *r0 = s.exp.r[0].data;
       if (c->values == RS_VALUES_ORDER) o = int_order_fits(c, numel, msg, cap);
-      for (int64_t i = 0; i < numel && o == RS_PASS; i++) {
+      /* exact values: the logical tensor generated at once; the walk below only names a difference */
+      unsigned char *want = c->values == RS_VALUES_EXACT ? malloc((size_t)(numel * es)) : NULL;
+      if (want) rs_value_range(c, NULL, 0, numel, want);
+      int same = want && memcmp(want, r0, (size_t)(numel * es)) == 0;
+      free(want);
+      for (int64_t i = 0; i < numel && o == RS_PASS && !same; i++) {
         if (c->values == RS_VALUES_ORDER) {
           if (is_finite_elem(c->tensor.dtype, r0, i)) continue;
           o = say(RS_FAIL, msg, cap, "values: the order-value pieces reduce to 0x%llx (not finite) at flat index "
