@@ -260,26 +260,6 @@ static void value_ctx_init(value_ctx *x, const rs_case *c) {
   }
 }
 
-/* An F16 holding the integer x exactly (|x| < 2048: a normal F16 or zero), built from the bits of
- * the float (float)x; anything wider goes through the rounding conversion. */
-static uint16_t int_to_f16(int64_t x) {
-  if (x <= -2048 || x >= 2048) return rs_f32_to_f16((float)x);
-  float f = (float)x;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if (!x) return 0;
-  return (uint16_t)(((u >> 16) & 0x8000u) | (((u >> 23) & 0xFFu) - 112u) << 10 | ((u >> 13) & 0x3FFu));
-}
-
-static void store_exact(rs_dtype t, int64_t v, void *out) {
-  if (t == RS_F16) {
-    uint16_t h = int_to_f16(v);
-    memcpy(out, &h, 2);
-    return;
-  }
-  store_units(t, v, out);
-}
-
 /* order_value with the per-case bounds of x. */
 static void order_value_x(const value_ctx *x, uint64_t h, int64_t idx, void *out) {
   if (rs_dtype_is_float(x->t)) {
@@ -328,7 +308,7 @@ static void value_run(const value_ctx *x, const int64_t *coord, int64_t flat0, i
         key = rs_hash3(key, (uint64_t)m, (uint64_t)coord[m]);
       }
     }
-    store_exact(x->t, v * e->unit, out + i * es);
+    store_units(x->t, v * e->unit, out + i * es);
   }
 }
 

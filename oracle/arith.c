@@ -99,23 +99,37 @@ static int int_bits(rs_dtype t) {
   }
 }
 
-static int64_t load_int(rs_dtype t, const void *p) {
-  uint64_t raw = 0;
+/* The little-endian bytes of one element (SPEC 1), zero-extended to 64 bits. */
+static inline uint64_t load_raw(int bits, const void *p) {
+  switch (bits) {
+    case 64: { uint64_t w; memcpy(&w, p, 8); return w; }
+    case 32: { uint32_t w; memcpy(&w, p, 4); return w; }
+    case 16: { uint16_t w; memcpy(&w, p, 2); return w; }
+    default: { uint8_t w; memcpy(&w, p, 1); return w; }
+  }
+}
+
+static inline int64_t load_int(rs_dtype t, const void *p) {
   int bits = int_bits(t);
-  memcpy(&raw, p, (size_t)(bits / 8)); /* little-endian, as SPEC 1 says */
+  uint64_t raw = load_raw(bits, p);
   if (t == RS_U8 || bits == 64) return (int64_t)raw;
   uint64_t top = 1ull << (bits - 1);
   return (int64_t)((raw ^ top) - top); /* sign extension */
 }
 
-static void store_int(rs_dtype t, void *p, uint64_t v) {
-  int bits = int_bits(t);
-  memcpy(p, &v, (size_t)(bits / 8));
+/* The low bits of v, as the dtype's little-endian bytes. */
+static inline void store_int(rs_dtype t, void *p, uint64_t v) {
+  switch (int_bits(t)) {
+    case 64: memcpy(p, &v, 8); break;
+    case 32: { uint32_t w = (uint32_t)v; memcpy(p, &w, 4); break; }
+    case 16: { uint16_t w = (uint16_t)v; memcpy(p, &w, 2); break; }
+    default: { uint8_t w = (uint8_t)v; memcpy(p, &w, 1); break; }
+  }
 }
 
 /* ---- floats through double ---- */
 
-static double load_fp(rs_dtype t, const void *p) {
+static inline double load_fp(rs_dtype t, const void *p) {
   switch (t) {
     case RS_F64: { double d; memcpy(&d, p, 8); return d; }
     case RS_F32: { float f; memcpy(&f, p, 4); return f; }
@@ -125,7 +139,7 @@ static double load_fp(rs_dtype t, const void *p) {
 }
 
 /* Store a result computed in double, rounded to F32 once (the SPEC's F32 step), then to the dtype. */
-static void store_fp(rs_dtype t, void *p, double v) {
+static inline void store_fp(rs_dtype t, void *p, double v) {
   if (t == RS_F64) { memcpy(p, &v, 8); return; }
   float f = (float)v;
   uint16_t h;
@@ -136,8 +150,7 @@ static void store_fp(rs_dtype t, void *p, double v) {
   }
 }
 
-void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x) {
-  int es = rs_dtype_size(t);
+static inline void op_one(rs_dtype t, int es, rs_redop op, void *acc, const void *x) {
   if (rs_dtype_is_float(t)) {
     double a = load_fp(t, acc), b = load_fp(t, x);
     if (op == RS_MIN || op == RS_MAX) {
@@ -167,7 +180,7 @@ void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x) {
   store_int(t, acc, (uint64_t)a + (uint64_t)b);
 }
 
-void rs__oracle_div(rs_dtype t, void *x, int64_t d) {
+static inline void div_one(rs_dtype t, void *x, int64_t d) {
   if (rs_dtype_is_float(t)) {
     store_fp(t, x, load_fp(t, x) / (double)d);
     return;
@@ -176,6 +189,20 @@ void rs__oracle_div(rs_dtype t, void *x, int64_t d) {
   uint64_t mag = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
   uint64_t q = mag / (uint64_t)d; /* truncation toward zero */
   store_int(t, x, a < 0 ? 0 - q : q);
+}
+
+void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x) { op_one(t, rs_dtype_size(t), op, acc, x); }
+void rs__oracle_div(rs_dtype t, void *x, int64_t d) { div_one(t, x, d); }
+
+/* The same element by element over n elements (one call per block, not per element). */
+void rs__oracle_op_n(rs_dtype t, rs_redop op, void *acc, const void *x, int64_t n) {
+  const int es = rs_dtype_size(t);
+  for (int64_t i = 0; i < n; ++i) op_one(t, es, op, (char *)acc + i * es, (const char *)x + i * es);
+}
+
+void rs__oracle_div_n(rs_dtype t, void *x, int64_t d, int64_t n) {
+  const int es = rs_dtype_size(t);
+  for (int64_t i = 0; i < n; ++i) div_one(t, (char *)x + i * es, d);
 }
 
 /* ---- mesh and boxes ---- */

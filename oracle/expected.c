@@ -97,15 +97,12 @@ static void reduce_block(const sim *s, char *state, char *acc, int64_t k, int64_
     if (RS_MUTANT(211) && n > 2) {
       /* Mutant 211: the oracle folds right to left (the reverse of SPEC 5's order). */
       memcpy(acc, state + (a + (n - 1) * st) * k * es, (size_t)(kb * es));
-      for (int64_t j = n - 2; j >= 0; --j)
-        for (int64_t i = 0; i < kb; ++i) rs__oracle_op(t, fop, acc + i * es, state + ((a + j * st) * k + i) * es);
+      for (int64_t j = n - 2; j >= 0; --j) rs__oracle_op_n(t, fop, acc, state + (a + j * st) * k * es, kb);
     } else {
       memcpy(acc, state + a * k * es, (size_t)(kb * es));
-      for (int64_t j = 1; j < n; ++j)
-        for (int64_t i = 0; i < kb; ++i) rs__oracle_op(t, fop, acc + i * es, state + ((a + j * st) * k + i) * es);
+      for (int64_t j = 1; j < n; ++j) rs__oracle_op_n(t, fop, acc, state + (a + j * st) * k * es, kb);
     }
-    if (op == RS_AVG)
-      for (int64_t i = 0; i < kb; ++i) rs__oracle_div(t, acc + i * es, n);
+    if (op == RS_AVG) rs__oracle_div_n(t, acc, n, kb);
     for (int64_t j = 0; j < n; ++j) memcpy(state + (a + j * st) * k * es, acc, (size_t)(kb * es));
   }
 }
@@ -114,8 +111,7 @@ static void reduce_block(const sim *s, char *state, char *acc, int64_t k, int64_
 static void partition_block(const sim *s, char *state, int64_t k, int64_t kb, int m, rs_redop op) {
   if (op != RS_SUM) return;
   const int64_t n = s->c->mesh.size[m];
-  for (int64_t a = 0; a < s->nstate; ++a)
-    for (int64_t i = 0; i < kb; ++i) rs__oracle_div(s->c->tensor.dtype, state + (a * k + i) * s->es, n);
+  for (int64_t a = 0; a < s->nstate; ++a) rs__oracle_div_n(s->c->tensor.dtype, state + a * k * s->es, n, kb);
 }
 
 /* Family f (a coordinate over dst's Partial dims) lives at state index with those coordinates and 0
