@@ -145,17 +145,39 @@ static void trace_with_events(const rs_case *c, const rs_plan *p, const rs_event
   }
 }
 
+/* The plan(s) a failure message names: the trace of p (with its events when ev is set) and, for a
+ * round trip, ", back " and the trace of p2 on `back`. Formatted only when a comparison fails. */
+typedef struct trace_src {
+  const rs_case *c;
+  const rs_plan *p;
+  const rs_events *ev;
+  const rs_case *back;
+  const rs_plan *p2;
+} trace_src;
+
+static void trace_format(const trace_src *t, char *buf, size_t cap) {
+  if (t->ev) trace_with_events(t->c, t->p, t->ev, buf, cap);
+  else trace_of(t->c, t->p, buf, cap);
+  if (!t->back) return;
+  char t2[1024];
+  trace_of(t->back, t->p2, t2, sizeof t2);
+  size_t n = strlen(buf);
+  snprintf(buf + n, cap - n, ", back %s", t2);
+}
+
 /* Compare against expected locals; the message carries the trace and the oracle's diff lines. */
 static rs_outcome compare(const rs_prop_env *env, const rs_case *c, const rs_sharding *layout,
-                          const rs_locals *exp, const rs_locals *act, const char *what, const char *trace,
+                          const rs_locals *exp, const rs_locals *act, const char *what, const trace_src *trace,
                           char *msg, size_t cap) {
   rs_diff *d = calloc(1, sizeof *d);
   if (!d) return rs_prop_oom(msg, cap, what);
   int bad = rs_oracle_compare(c, layout, exp, act, d);
   rs_outcome o = RS_PASS;
   if (bad) {
+    char tr[2100] = "";
+    if (trace) trace_format(trace, tr, sizeof tr);
     o = say(RS_FAIL, msg, cap, "%s: %d rank(s), %lld element(s) differ%s%s%s\n%s", what, bad,
-            (long long)d->nbad_elems, trace ? " (plan " : "", trace ? trace : "", trace ? ")" : "",
+            (long long)d->nbad_elems, trace ? " (plan " : "", tr, trace ? ")" : "",
             d->text);
     /* a report that draws the case wants every differing element, not only the first few */
     if (env && env->diff && rs_html_diff_collect(c, layout, exp, act, env->diff) != RS_OK) rs_clear_error();
@@ -360,9 +382,8 @@ rs_outcome rs_prop_plan_oracle(const rs_prop_env *env, const rs_case *c, const r
   else if ((st = rs_events_from_plan(&c->mesh, &p, &ev))) o = fail_st(msg, cap, "rs_events_from_plan", st);
   else if ((st = rs_memo_expected(memo, c, &ev, &s.exp, &exp))) o = fail_st(msg, cap, "rs_oracle_expected", st);
   else {
-    char tr[1024];
-    trace_with_events(c, &p, &ev, tr, sizeof tr);
-    o = compare(env, c, &c->dst, exp, out, "ref vs oracle", tr, msg, cap);
+    trace_src tr = {c, &p, &ev, NULL, NULL};
+    o = compare(env, c, &c->dst, exp, out, "ref vs oracle", &tr, msg, cap);
   }
   scratch_free(&s);
   return o;
@@ -391,10 +412,7 @@ static rs_outcome prop_roundtrip(const rs_prop_env *env, const rs_case *c, rs_pl
   else if ((st = rs_memo_run(env->memo, c, &p1, in, &s.out, &there))) o = fail_st(msg, cap, "rs_ref_execute (there)", st);
   else if ((st = rs_ref_execute(&back, &p2, there, &s.back))) o = fail_st(msg, cap, "rs_ref_execute (back)", st);
   else {
-    char t1[1024], t2[1024], tr[2100];
-    trace_of(c, &p1, t1, sizeof t1);
-    trace_of(&back, &p2, t2, sizeof t2);
-    snprintf(tr, sizeof tr, "%s, back %s", t1, t2);
+    trace_src tr = {c, &p1, NULL, &back, &p2};
     if (c->values == RS_VALUES_ORDER && rs_sharding_has_partial(&c->dst)) {
       /* Partition there and reduction back round order values: the truth is the oracle's run of
        * both plans' events, from the source layout back to it. */
@@ -408,10 +426,10 @@ static rs_outcome prop_roundtrip(const rs_prop_env *env, const rs_case *c, rs_pl
         if ((st = rs_oracle_expected_events(c, &c->src, &ev, &s.exp)))
           o = fail_st(msg, cap, "rs_oracle_expected_events", st);
         else
-          o = compare(env, c, &c->src, &s.exp, &s.back, "round trip vs oracle", tr, msg, cap);
+          o = compare(env, c, &c->src, &s.exp, &s.back, "round trip vs oracle", &tr, msg, cap);
       }
     } else {
-      o = compare(env, c, &c->src, in, &s.back, "round trip vs source", tr, msg, cap);
+      o = compare(env, c, &c->src, in, &s.back, "round trip vs source", &tr, msg, cap);
     }
   }
   scratch_free(&s);
@@ -657,15 +675,14 @@ static rs_outcome compare_own(const rs_prop_env *env, const rs_case *c, const rs
 static rs_outcome check_opt(const rs_prop_env *env, const rs_case *c, const rs_locals *exp,
                             const rs_locals *ref, const rs_locals *act, const rs_plan *p,
                             const char *what, char *msg, size_t cap) {
-  char tr[1024];
-  if (p) trace_of(c, p, tr, sizeof tr);
+  trace_src tr = {c, p, NULL, NULL, NULL};
   if (env->distributed) return compare_own(env, c, exp, act, what, msg, cap);
   char w[128];
   snprintf(w, sizeof w, "%s vs oracle", what);
-  rs_outcome o = compare(env, c, &c->dst, exp, act, w, p ? tr : NULL, msg, cap);
+  rs_outcome o = compare(env, c, &c->dst, exp, act, w, p ? &tr : NULL, msg, cap);
   if (o == RS_PASS && ref) {
     snprintf(w, sizeof w, "%s vs ref", what);
-    o = compare(env, c, &c->dst, ref, act, w, p ? tr : NULL, msg, cap);
+    o = compare(env, c, &c->dst, ref, act, w, p ? &tr : NULL, msg, cap);
   }
   return o;
 }
