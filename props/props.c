@@ -550,12 +550,13 @@ static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *m
   if (!rs_last_error()[0]) return say(RS_FAIL, msg, cap, "rs_plan_check: empty message");
   scratch s = {0};
   rs_outcome o = RS_PASS;
-  rs_status st = rs_make_source(&c, &s.in);
+  const rs_locals *in; /* memoized: the graph run below starts from the same source */
+  rs_status st = rs_memo_source(env->memo, &c, &s.in, &in);
   if (st) {
     o = fail_st(msg, cap, "rs_make_source", st);
   } else {
     rs_clear_error();
-    if (rs_ref_execute(&c, &p, &s.in, &s.out) == RS_OK)
+    if (rs_ref_execute(&c, &p, in, &s.out) == RS_OK)
       o = say(RS_FAIL, msg, cap, "rs_ref_execute ran an illegal greedy plan");
     else
       o = rejected("rs_ref_execute", msg, cap);
@@ -564,7 +565,7 @@ static rs_outcome prop_reject(const rs_prop_env *env, const rs_case *c0, char *m
 #ifdef RS_HAVE_OPT
   if (o == RS_PASS && env->impl == RS_IMPL_OPT && env->opt && !env->distributed) {
     rs_clear_error();
-    if (rs_opt_execute_plan(env->opt, env->world, &c, &p, &s.in, &s.out, NULL) == RS_OK)
+    if (rs_opt_execute_plan(env->opt, env->world, &c, &p, in, &s.out, NULL) == RS_OK)
       o = say(RS_FAIL, msg, cap, "rs_opt_execute_plan ran an illegal greedy plan");
     else
       o = rejected("rs_opt_execute_plan", msg, cap);
