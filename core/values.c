@@ -374,7 +374,9 @@ rs_status rs_make_source(const rs_case *c, rs_locals *out) {
     if (key) { /* without memory for the keys every rank is generated */
       memcpy(key[pos].start, start, sizeof(int64_t) * (size_t)nd);
       memcpy(key[pos].size, size, sizeof(int64_t) * (size_t)nd);
-      for (int k = 0; k < np; ++k) key[pos].pc[k] = coord[pm[k]];
+      /* Mutant 910: the key leaves out the Partial coordinates, so a rank copies the piece of another
+       * Partial coordinate over the same box. */
+      for (int k = 0; k < np && !RS_MUTANT(910); ++k) key[pos].pc[k] = coord[pm[k]];
       for (int q = 0; q < pos && twin < 0 && numel; ++q)
         if (!memcmp(&key[q], &key[pos], sizeof *key)) twin = q;
     }

@@ -76,7 +76,8 @@ static void fill_block(const sim *s, char *state, int64_t k, int64_t b0, int64_t
       int m = s->adim[j];
       coord[m] = rest % s->c->mesh.size[m];
       rest /= s->c->mesh.size[m];
-      if (s->c->src.p[m].kind != RS_PARTIAL) same -= coord[m] * s->astride[m];
+      /* Mutant 911: src Partial dims count as copies too, so every piece starts as coordinate 0's. */
+      if (s->c->src.p[m].kind != RS_PARTIAL || RS_MUTANT(911)) same -= coord[m] * s->astride[m];
     }
     char *p = state + a * k * s->es;
     if (same != a) memcpy(p, state + same * k * s->es, (size_t)(kb * s->es));
