@@ -81,6 +81,20 @@ static rs_status replay_status(rs_status st, const char *err) {
   return st ? rs_fail(st, "%s", err) : RS_OK;
 }
 
+/* A remembered result handed out: its locals and its status again (with its message). */
+static rs_status give(const memo_data *d, const rs_locals **out) {
+  *out = &d->l;
+  return replay_status(d->st, d->err);
+}
+
+/* The next slot of a ring of n, emptied for a new result. */
+static int take_slot(memo_data *d, int n, int *next) {
+  int i = *next;
+  *next = (i + 1) % n;
+  data_reset(&d[i]);
+  return i;
+}
+
 static void remember(memo_data *d, rs_status st) {
   d->done = 1;
   d->st = st;
@@ -94,8 +108,7 @@ rs_status rs_memo_source(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, cons
   }
   rekey(m, c);
   if (!m->in.done) remember(&m->in, rs_make_source(c, &m->in.l));
-  *out = &m->in.l;
-  return replay_status(m->in.st, m->in.err);
+  return give(&m->in, out);
 }
 
 rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, const rs_events *ev, rs_locals *tmp,
@@ -112,17 +125,11 @@ rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, const rs_events *e
   }
   rekey(m, c);
   for (int i = 0; i < MEMO_EXPECTED; i++)
-    if (m->exp[i].done && rs_events_equal(&m->exp_ev[i], ev)) {
-      *out = &m->exp[i].l;
-      return replay_status(m->exp[i].st, m->exp[i].err);
-    }
-  int i = m->next_exp;
-  m->next_exp = (i + 1) % MEMO_EXPECTED;
-  data_reset(&m->exp[i]);
+    if (m->exp[i].done && rs_events_equal(&m->exp_ev[i], ev)) return give(&m->exp[i], out);
+  int i = take_slot(m->exp, MEMO_EXPECTED, &m->next_exp);
   m->exp_ev[i] = *ev;
   remember(&m->exp[i], rs_oracle_expected_events(c, &c->dst, ev, &m->exp[i].l));
-  *out = &m->exp[i].l;
-  return replay_status(m->exp[i].st, m->exp[i].err);
+  return give(&m->exp[i], out);
 }
 
 /* Plans compared field by field (a step's padding bytes are not part of it). */
@@ -145,17 +152,11 @@ rs_status rs_memo_run(rs_prop_memo *m, const rs_case *c, const rs_plan *p, const
   }
   rekey(m, c);
   for (int i = 0; i < MEMO_RUNS; i++)
-    if (m->run[i].done && plan_equal(&m->run_plan[i], p)) {
-      *out = &m->run[i].l;
-      return replay_status(m->run[i].st, m->run[i].err);
-    }
-  int i = m->next_run;
-  m->next_run = (i + 1) % MEMO_RUNS;
-  data_reset(&m->run[i]);
+    if (m->run[i].done && plan_equal(&m->run_plan[i], p)) return give(&m->run[i], out);
+  int i = take_slot(m->run, MEMO_RUNS, &m->next_run);
   m->run_plan[i] = *p;
   remember(&m->run[i], rs_ref_execute(c, p, in, &m->run[i].l));
-  *out = &m->run[i].l;
-  return replay_status(m->run[i].st, m->run[i].err);
+  return give(&m->run[i], out);
 }
 
 static rs_status plan_now(const rs_case *c, rs_planner_kind k, rs_plan *out) {
