@@ -108,11 +108,20 @@ static void reduce_block(const sim *s, char *state, char *acc, int64_t k, int64_
   }
 }
 
-/* Partition on mesh dim m: sum divides every copy by n; avg, min and max keep the value. */
+/* Partition on mesh dim m: sum divides every copy by n; avg, min and max keep the value. m is not
+ * Partial before its partition, so the n coordinates of each group hold equal copies: the copy at
+ * coordinate 0 is divided and the quotient copied to the others. */
 static void partition_block(const sim *s, char *state, int64_t k, int64_t kb, int m, rs_redop op) {
   if (op != RS_SUM) return;
-  const int64_t n = s->c->mesh.size[m];
-  for (int64_t a = 0; a < s->nstate; ++a) rs__oracle_div_n(s->c->tensor.dtype, state + a * k * s->es, n, kb);
+  const int64_t n = s->c->mesh.size[m], st = s->astride[m];
+  const size_t bytes = (size_t)(kb * s->es);
+  for (int64_t a = 0; a < s->nstate; ++a) {
+    /* each group once, from coordinate 0 (a dim of size 1 is in no state: every state is its own group) */
+    if (st && (a / st) % n != 0) continue;
+    char *q = state + a * k * s->es;
+    rs__oracle_div_n(s->c->tensor.dtype, q, n, kb);
+    for (int64_t j = 1; st && j < n; ++j) memcpy(state + (a + j * st) * k * s->es, q, bytes);
+  }
 }
 
 /* Family f (a coordinate over dst's Partial dims) lives at state index with those coordinates and 0
