@@ -222,7 +222,7 @@ enum { MODE_BITS, MODE_EXACT, MODE_ORDER };
 typedef struct value_ctx {
   const rs_case *c;
   rs_dtype t;
-  int es, mode, partial;
+  int es, mode, partial, is_float;
   int np;                      /* src Partial mesh dims, ascending */
   int pm[RS_MAX_MESH_DIMS];
   int64_t pn[RS_MAX_MESH_DIMS];
@@ -238,6 +238,7 @@ static void value_ctx_init(value_ctx *x, const rs_case *c) {
   x->c = c;
   x->t = c->tensor.dtype;
   x->es = rs_dtype_size(x->t);
+  x->is_float = rs_dtype_is_float(x->t);
   x->mode = order_mode(c) ? MODE_ORDER : exact_mode(c) ? MODE_EXACT : MODE_BITS;
   x->partial = rs_sharding_has_partial(&c->src);
   for (int m = 0; m < c->src.mesh_ndim; ++m)
@@ -262,7 +263,7 @@ static void value_ctx_init(value_ctx *x, const rs_case *c) {
 
 /* order_value with the per-case bounds of x. */
 static void order_value_x(const value_ctx *x, uint64_t h, int64_t idx, void *out) {
-  if (rs_dtype_is_float(x->t)) {
+  if (x->is_float) {
     order_value(h, idx, out, x->t, x->f16_elo);
     return;
   }
@@ -324,7 +325,8 @@ void rs_value_range(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int
   value_run(&x, x.partial ? coord : NULL, flat0, n, out);
 }
 
-/* The box walked one run of the last dim at a time (consecutive global indexes). */
+/* The box walked one run of consecutive global indexes at a time: the last dim, merged with the dims
+ * before it while the box spans the whole of every dim after them. */
 void rs_value_pieces(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], const int64_t *start,
                      const int64_t *size, void *out) {
   value_ctx x;
@@ -337,14 +339,22 @@ void rs_value_pieces(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], co
     stride *= c->tensor.shape[d];
     numel *= size[d];
   }
-  int64_t run = nd ? size[nd - 1] : 1;
+  int outer = nd; /* dims outer..nd-1 form one run */
+  int64_t run = 1;
+  while (outer > 0) {
+    run *= size[outer - 1];
+    --outer;
+    if (size[outer] != c->tensor.shape[outer]) break;
+  }
+  int64_t flat = 0;
+  for (int d = 0; d < nd; ++d) flat += start[d] * gstride[d];
   char *p = out;
   for (int64_t k = 0; run > 0 && k < numel; k += run) {
-    int64_t flat = 0;
-    for (int d = 0; d < nd; ++d) flat += (start[d] + idx[d]) * gstride[d];
     value_run(&x, co, flat, run, p + k * es);
-    for (int d = nd - 2; d >= 0; --d) {
+    for (int d = outer - 1; d >= 0; --d) { /* next run: odometer over the outer dims */
+      flat += gstride[d];
       if (++idx[d] < size[d]) break;
+      flat -= size[d] * gstride[d];
       idx[d] = 0;
     }
   }
