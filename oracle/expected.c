@@ -136,18 +136,20 @@ static int64_t family_index(const sim *s, int64_t f) {
   return a;
 }
 
-/* Copy box [start, start+size) of a row-major global tensor into a contiguous local, one run of
- * the last dim at a time, with its own index arithmetic. */
+/* Copy box [start, start+size) of a row-major global tensor into a contiguous local, one run at a
+ * time, with its own index arithmetic: a run is the last dim and every dim before it that the box
+ * spans whole from there on (the box is contiguous in the global tensor over those dims). */
 static void copy_box(const rs_tensor *t, int es, const char *global, const int64_t *start,
                      const int64_t *size, char *out) {
-  int nd = t->ndim;
+  int nd = t->ndim, lead = nd - 1;
   int64_t numel = 1, idx[RS_MAX_DIMS] = {0}, run = nd ? size[nd - 1] : 1;
   for (int d = 0; d < nd; ++d) numel *= size[d];
+  while (lead > 0 && size[lead] == t->shape[lead]) run *= size[--lead];
   for (int64_t k = 0; run > 0 && k < numel; k += run) {
     int64_t flat = 0;
     for (int d = 0; d < nd; ++d) flat = flat * t->shape[d] + start[d] + idx[d];
     memcpy(out + k * es, global + flat * es, (size_t)(run * es));
-    for (int d = nd - 2; d >= 0; --d) {
+    for (int d = lead - 1; d >= 0; --d) {
       if (++idx[d] < size[d]) break;
       idx[d] = 0;
     }
