@@ -314,16 +314,19 @@ static rs_outcome check_layout_boxes(const rs_case *c, const rs_sharding *s, con
     boxes[q].weight++;
   }
   for (int q = 0; q < nboxes && o == RS_PASS; q++) {
-    /* Count every element of the box (row-major walk, one contiguous run of the last dim at a time). */
+    /* Count every element of the box (row-major walk, one contiguous run at a time: the last dim
+     * and the dims before it while the box spans every dim after them whole). */
     const int64_t *st = boxes[q].st, *sz = boxes[q].sz;
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= sz[d];
+    int lead = t->ndim - 1;
     int64_t idx[RS_MAX_DIMS] = {0}, run = t->ndim ? sz[t->ndim - 1] : 1;
+    while (lead > 0 && sz[lead] == t->shape[lead]) run *= sz[--lead];
     for (int64_t e = 0; run > 0 && e < n; e += run) {
       int64_t flat = 0;
       for (int d = 0; d < t->ndim; d++) flat = flat * t->shape[d] + st[d] + idx[d];
       for (int64_t k = 0; k < run; k++) cover[flat + k] += boxes[q].weight;
-      for (int d = t->ndim - 2; d >= 0; d--) {
+      for (int d = lead - 1; d >= 0; d--) {
         if (++idx[d] < sz[d]) break;
         idx[d] = 0;
       }
