@@ -52,22 +52,25 @@ static uint32_t round_to_small(float a, int mbits, int bias, uint32_t maxbits, i
   /* a is finite and >= 0 */
   *overflow = 0;
   if (a == 0.0f) return 0;
-  int e;
-  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5,1) */
-  int exp_unb = e - 1;     /* a = 1.f * 2^exp_unb */
+  /* a = 1.f * 2^exp_unb, read from the exponent field (no frexp/ldexp per element); a subnormal F32
+   * lies below the normals of every small format, where only exp_unb < min_exp matters */
+  uint32_t ef32 = f2u(a) >> 23;
+  int exp_unb = ef32 ? (int)ef32 - 127 : -127;
   int min_exp = 1 - bias;  /* smallest normal exponent */
   /* quantum: 2^(exp - mbits) for normals, 2^(min_exp - mbits) for subnormals */
   int qexp = (exp_unb < min_exp ? min_exp : exp_unb) - mbits;
-  /* scaled = a / 2^qexp is exact in double (a has 24 bits) */
-  double scaled = ldexp((double)a, -qexp);
-  double fl = floor(scaled);
-  double rem = scaled - fl;
-  uint64_t q = (uint64_t)fl;
+  /* scaled = a / 2^qexp is exact in double (a has 24 bits; 2^-qexp is a normal double built from
+   * its exponent field, -qexp in [-125, 24]) */
+  uint64_t p2 = (uint64_t)(1023 - qexp) << 52;
+  double scale;
+  memcpy(&scale, &p2, 8);
+  double scaled = (double)a * scale;
+  uint64_t q = (uint64_t)scaled; /* floor: scaled >= 0 */
+  double rem = scaled - (double)q;
   /* Mutant 210: ties round away from zero (F16/F8) instead of to even. */
   if (rem > 0.5 || (rem == 0.5 && ((q & 1) || RS_MUTANT(210)))) q++;
   /* Mutant 276: F16 values in [1024, 2048) lose their last mantissa bit (odd integers there). */
   if (RS_MUTANT(276) && mbits == 10 && exp_unb == 10) q &= ~1ull;
-  (void)m;
   /* value = q * 2^qexp; encode */
   uint32_t bits;
   if (exp_unb < min_exp) {
@@ -100,7 +103,8 @@ float rs_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
   if (e == 0x1F) return u2f(sign | 0x7F800000u | (m << 13));
-  float v = e ? ldexpf((float)(m | 0x400u), (int)e - 25) : ldexpf((float)m, -24);
+  if (e) return u2f(sign | (e + 112u) << 23 | m << 13); /* a normal F16 is a normal F32: rebias */
+  float v = (float)m * 0x1p-24f;                          /* subnormal: m quanta of 2^-24, exact */
   return sign ? -v : v;
 }
 

@@ -30,12 +30,6 @@ static void store_units(rs_dtype t, int64_t v, void *out) {
   }
 }
 
-static void bits_value(const rs_case *c, int64_t idx, void *out) {
-  uint64_t h = rs_hash3(c->seed, STREAM_BITS, (uint64_t)idx);
-  if (c->tensor.dtype == RS_BOOL) h &= 1;
-  memcpy(out, &h, (size_t)rs_dtype_size(c->tensor.dtype));
-}
-
 static int exact_mode(const rs_case *c) {
   return c->values == RS_VALUES_EXACT && rs_dtype_reducible(c->tensor.dtype);
 }
@@ -134,12 +128,14 @@ static int64_t order_int_bound(const rs_case *c) {
   return order_minmax_only(c) || RS_MUTANT(220) ? mx : mx / c->mesh.nranks;
 }
 
-static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
+/* Order values of the float dtypes from the hash h of the element's piece (F16: exponents from
+ * f16_elo, nine binades). */
+static void order_value(uint64_t h, int64_t idx, void *out, rs_dtype t, int f16_elo) {
   uint64_t h2 = rs_mix64(h ^ 0xD1B54A32D192ED03ull);
   int zero = (h2 & 31) == 0 && idx != 0;
   uint64_t neg = (h2 >> 5) & 1;
   int espan;
-  switch (c->tensor.dtype) {
+  switch (t) {
     case RS_F64: {
       espan = 25; /* 2^-12 .. 2^12 */
       uint64_t e = (uint64_t)((int64_t)((h2 >> 8) % (uint64_t)espan) - 12 + 1023);
@@ -162,22 +158,12 @@ static void order_value(const rs_case *c, uint64_t h, int64_t idx, void *out) {
       break;
     }
     case RS_F16: {
-      /* nranks * 2^(ehi+1) <= 2^14; mutant 218 adds the rank count's log instead of taking it off
-       * (on 4+ ranks sums overflow, on 8+ the top binade is Inf) */
-      int ehi = RS_MUTANT(218) ? 13 + ceil_log2(c->mesh.nranks) : 13 - ceil_log2(c->mesh.nranks), elo = ehi - 8;
-      uint32_t e = (uint32_t)(elo + (int)((h2 >> 8) % (uint64_t)(ehi - elo + 1)) + 15);
+      uint32_t e = (uint32_t)(f16_elo + (int)((h2 >> 8) % 9u) + 15);
       uint16_t b = (uint16_t)(zero ? neg << 15 : neg << 15 | e << 10 | (h & 0x3FFu));
       memcpy(out, &b, 2);
       break;
     }
-    default: {
-      int64_t bound = order_int_bound(c);
-      int64_t lo = c->tensor.dtype == RS_U8 ? 0 : order_minmax_only(c) ? -bound - 1 : -bound;
-      int64_t v = lo + (int64_t)(h % (uint64_t)(bound - lo + 1));
-      if (v == 0 && idx == 0) v = bound;
-      store_units_int(c->tensor.dtype, v, out);
-      break;
-    }
+    default: break; /* the integers: order_value_x, with the per-case bounds */
   }
 }
 
@@ -197,26 +183,7 @@ rs_status rs_case_check_values(const rs_case *c) {
   return RS_OK;
 }
 
-/* Order mode: the value of the piece at the src Partial coordinates `coord` (NULL: no Partial). */
-static void order_piece(const rs_case *c, const int64_t *coord, int64_t idx, void *out) {
-  uint64_t key = rs_hash3(c->seed, STREAM_ORDER, (uint64_t)idx);
-  for (int m = 0; coord && m < c->src.mesh_ndim; ++m)
-    if (c->src.p[m].kind == RS_PARTIAL) key = rs_hash3(key, (uint64_t)m, (uint64_t)coord[m]);
-  order_value(c, key, idx, out);
-}
-
-void rs_value_global(const rs_case *c, int64_t idx, void *out) {
-  if (order_mode(c)) {
-    order_piece(c, NULL, idx, out);
-    return;
-  }
-  if (!exact_mode(c)) {
-    bits_value(c, idx, out);
-    return;
-  }
-  exact_params e = exact_range(c);
-  store_units(c->tensor.dtype, exact_units(c, &e, idx) * e.unit, out);
-}
+void rs_value_global(const rs_case *c, int64_t idx, void *out) { rs_value_range(c, NULL, idx, 1, out); }
 
 /* Piece number `coord` of value v (in units) over a Partial mesh dim of size n with op.
  * `key` identifies the element and the path of coordinates above this level. */
@@ -247,77 +214,147 @@ static int64_t piece_of(int64_t v, rs_redop op, int64_t n, int64_t coord, uint64
   return 0;
 }
 
-/* What rs_value_piece decides per case, decided once for a loop over many elements. */
+/* What rs_value_piece decides per case, decided once for a loop over many elements: the mode, the
+ * src Partial mesh dims, the exact range and the order-value bounds. The per-element work that is
+ * left is the hashes (and, for exact pieces, the splits). */
+enum { MODE_BITS, MODE_EXACT, MODE_ORDER };
+
 typedef struct value_ctx {
   const rs_case *c;
-  int order, exact, partial;
+  rs_dtype t;
+  int es, mode, partial, is_float;
+  int np;                      /* src Partial mesh dims, ascending */
+  int pm[RS_MAX_MESH_DIMS];
+  int64_t pn[RS_MAX_MESH_DIMS];
+  rs_redop pop[RS_MAX_MESH_DIMS];
   exact_params e;
+  int64_t olo, ospan;          /* order values of integer dtypes: lo + h % ospan */
+  int64_t obound;
+  int f16_elo;                 /* order values of F16: exponents f16_elo .. f16_elo + 8 */
 } value_ctx;
 
 static void value_ctx_init(value_ctx *x, const rs_case *c) {
+  memset(x, 0, sizeof *x);
   x->c = c;
-  x->order = order_mode(c);
-  x->exact = exact_mode(c);
+  x->t = c->tensor.dtype;
+  x->es = rs_dtype_size(x->t);
+  x->is_float = rs_dtype_is_float(x->t);
+  x->mode = order_mode(c) ? MODE_ORDER : exact_mode(c) ? MODE_EXACT : MODE_BITS;
   x->partial = rs_sharding_has_partial(&c->src);
-  if (x->exact) x->e = exact_range(c);
+  for (int m = 0; m < c->src.mesh_ndim; ++m)
+    if (c->src.p[m].kind == RS_PARTIAL) {
+      x->pm[x->np] = m;
+      x->pn[x->np] = c->mesh.size[m];
+      x->pop[x->np++] = (rs_redop)c->src.p[m].op;
+    }
+  if (x->mode == MODE_EXACT) x->e = exact_range(c);
+  if (x->mode == MODE_ORDER && !rs_dtype_is_float(x->t)) {
+    x->obound = order_int_bound(c);
+    x->olo = x->t == RS_U8 ? 0 : order_minmax_only(c) ? -x->obound - 1 : -x->obound;
+    x->ospan = x->obound - x->olo + 1;
+  }
+  if (x->mode == MODE_ORDER && x->t == RS_F16) {
+    /* nranks * 2^(ehi+1) <= 2^14; mutant 218 adds the rank count's log instead of taking it off
+     * (on 4+ ranks sums overflow, on 8+ the top binade is Inf) */
+    int ehi = RS_MUTANT(218) ? 13 + ceil_log2(c->mesh.nranks) : 13 - ceil_log2(c->mesh.nranks);
+    x->f16_elo = ehi - 8;
+  }
 }
 
-static void value_piece(const value_ctx *x, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx, void *out) {
+/* order_value with the per-case bounds of x. */
+static void order_value_x(const value_ctx *x, uint64_t h, int64_t idx, void *out) {
+  if (x->is_float) {
+    order_value(h, idx, out, x->t, x->f16_elo);
+    return;
+  }
+  int64_t v = x->olo + (int64_t)(h % (uint64_t)x->ospan);
+  if (v == 0 && idx == 0) v = x->obound;
+  store_units_int(x->t, v, out);
+}
+
+/* Elements flat0 .. flat0 + n - 1 of the piece at `coord` into out. */
+static void value_run(const value_ctx *x, const int64_t *coord, int64_t flat0, int64_t n, char *out) {
   const rs_case *c = x->c;
-  if (x->order) {
-    order_piece(c, x->partial ? coord : NULL, idx, out);
+  const int es = x->es;
+  if (x->mode == MODE_BITS) {
+    const uint64_t mask = x->t == RS_BOOL ? 1 : ~0ull;
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t h = rs_hash3(c->seed, STREAM_BITS, (uint64_t)(flat0 + i)) & mask;
+      switch (es) {
+        case 8: memcpy(out + i * 8, &h, 8); break;
+        case 4: { uint32_t w = (uint32_t)h; memcpy(out + i * 4, &w, 4); break; }
+        case 2: { uint16_t w = (uint16_t)h; memcpy(out + i * 2, &w, 2); break; }
+        default: out[i] = (char)(unsigned char)h; break;
+      }
+    }
     return;
   }
-  if (!x->exact) {
-    bits_value(c, idx, out);
+  if (x->mode == MODE_ORDER) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t idx = flat0 + i;
+      uint64_t key = rs_hash3(c->seed, STREAM_ORDER, (uint64_t)idx);
+      for (int k = 0; coord && k < x->np; ++k) key = rs_hash3(key, (uint64_t)x->pm[k], (uint64_t)coord[x->pm[k]]);
+      order_value_x(x, key, idx, out + i * es);
+    }
     return;
   }
-  const exact_params e = x->e;
-  int64_t v = exact_units(c, &e, idx);
-  if (!x->partial) {
-    store_units(c->tensor.dtype, v * e.unit, out);
-    return;
+  const exact_params *e = &x->e;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t idx = flat0 + i, v = exact_units(c, e, idx);
+    if (coord && x->np) {
+      uint64_t key = rs_hash3(c->seed, STREAM_PIECE, (uint64_t)idx);
+      for (int k = 0; k < x->np; ++k) {
+        int m = x->pm[k];
+        v = piece_of(v, x->pop[k], x->pn[k], coord[m], key, e->is_unsigned);
+        key = rs_hash3(key, (uint64_t)m, (uint64_t)coord[m]);
+      }
+    }
+    store_units(x->t, v * e->unit, out + i * es);
   }
-  uint64_t key = rs_hash3(c->seed, STREAM_PIECE, (uint64_t)idx);
-  for (int m = 0; m < c->src.mesh_ndim; ++m) {
-    if (c->src.p[m].kind != RS_PARTIAL) continue;
-    v = piece_of(v, (rs_redop)c->src.p[m].op, c->mesh.size[m], coord[m], key, e.is_unsigned);
-    key = rs_hash3(key, (uint64_t)m, (uint64_t)coord[m]);
-  }
-  store_units(c->tensor.dtype, v * e.unit, out);
 }
 
 void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx, void *out) {
   value_ctx x;
   value_ctx_init(&x, c);
-  value_piece(&x, coord, idx, out);
+  value_run(&x, x.partial ? coord : NULL, idx, 1, out);
 }
 
 void rs_value_range(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t flat0, int64_t n, void *out) {
   value_ctx x;
   value_ctx_init(&x, c);
-  int es = rs_dtype_size(c->tensor.dtype);
-  for (int64_t i = 0; i < n; ++i) value_piece(&x, coord, flat0 + i, (char *)out + i * es);
+  value_run(&x, x.partial ? coord : NULL, flat0, n, out);
 }
 
+/* The box walked one run of consecutive global indexes at a time: the last dim, merged with the dims
+ * before it while the box spans the whole of every dim after them. */
 void rs_value_pieces(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], const int64_t *start,
                      const int64_t *size, void *out) {
   value_ctx x;
   value_ctx_init(&x, c);
-  int nd = c->tensor.ndim, es = rs_dtype_size(c->tensor.dtype);
+  const int64_t *co = x.partial ? coord : NULL;
+  int nd = c->tensor.ndim, es = x.es;
   int64_t gstride[RS_MAX_DIMS], stride = 1, numel = 1, idx[RS_MAX_DIMS] = {0};
   for (int d = nd - 1; d >= 0; --d) {
     gstride[d] = stride;
     stride *= c->tensor.shape[d];
     numel *= size[d];
   }
+  int outer = nd; /* dims outer..nd-1 form one run */
+  int64_t run = 1;
+  while (outer > 0) {
+    run *= size[outer - 1];
+    --outer;
+    if (size[outer] != c->tensor.shape[outer]) break;
+  }
+  int64_t flat = 0;
+  for (int d = 0; d < nd; ++d) flat += start[d] * gstride[d];
   char *p = out;
-  for (int64_t k = 0; k < numel; ++k) {
-    int64_t flat = 0;
-    for (int d = 0; d < nd; ++d) flat += (start[d] + idx[d]) * gstride[d];
-    value_piece(&x, coord, flat, p + k * es);
-    for (int d = nd - 1; d >= 0; --d) {
+  for (int64_t k = 0; run > 0 && k < numel; k += run) {
+    value_run(&x, co, flat, run, p + k * es);
+    for (int d = outer - 1; d >= 0; --d) { /* next run: odometer over the outer dims */
+      flat += gstride[d];
       if (++idx[d] < size[d]) break;
+      flat -= size[d] * gstride[d];
       idx[d] = 0;
     }
   }
@@ -328,10 +365,14 @@ rs_status rs_make_source(const rs_case *c, rs_locals *out) {
   if (st) return st;
   int es = rs_dtype_size(c->tensor.dtype);
   int nd = c->tensor.ndim;
-  /* Without a Partial placement an element's value depends only on its global index, so a rank
-   * whose box equals an earlier rank's (a replica) copies that rank's bytes. */
-  int by_index = !rs_sharding_has_partial(&c->src);
-  int64_t(*box)[2][RS_MAX_DIMS] = by_index ? malloc(sizeof *box * (size_t)(c->mesh.nranks ? c->mesh.nranks : 1)) : NULL;
+  /* An element's value depends only on its global index and the rank's coordinates on the src
+   * Partial mesh dims, so a rank whose box and Partial coordinates equal an earlier rank's (a
+   * replica) copies that rank's bytes. */
+  int np = 0, pm[RS_MAX_MESH_DIMS];
+  for (int m = 0; m < c->src.mesh_ndim; ++m)
+    if (c->src.p[m].kind == RS_PARTIAL) pm[np++] = m;
+  typedef struct twin_key { int64_t start[RS_MAX_DIMS], size[RS_MAX_DIMS], pc[RS_MAX_MESH_DIMS]; } twin_key;
+  twin_key *key = calloc((size_t)(c->mesh.nranks ? c->mesh.nranks : 1), sizeof *key);
   for (int pos = 0; pos < c->mesh.nranks; ++pos) {
     int64_t coord[RS_MAX_MESH_DIMS], start[RS_MAX_DIMS], size[RS_MAX_DIMS];
     rs_mesh_coord(&c->mesh, pos, coord);
@@ -340,16 +381,18 @@ rs_status rs_make_source(const rs_case *c, rs_locals *out) {
     int64_t numel = l->nbytes / es;
     char *p = l->data;
     int twin = -1;
-    if (box) {
-      memcpy(box[pos][0], start, sizeof start);
-      memcpy(box[pos][1], size, sizeof size);
+    if (key) { /* without memory for the keys every rank is generated */
+      memcpy(key[pos].start, start, sizeof(int64_t) * (size_t)nd);
+      memcpy(key[pos].size, size, sizeof(int64_t) * (size_t)nd);
+      /* Mutant 910: the key leaves out the Partial coordinates, so a rank copies the piece of another
+       * Partial coordinate over the same box. */
+      for (int k = 0; k < np && !RS_MUTANT(910); ++k) key[pos].pc[k] = coord[pm[k]];
       for (int q = 0; q < pos && twin < 0 && numel; ++q)
-        if (!memcmp(box[q][0], start, sizeof(int64_t) * (size_t)nd) && !memcmp(box[q][1], size, sizeof(int64_t) * (size_t)nd))
-          twin = q;
+        if (!memcmp(&key[q], &key[pos], sizeof *key)) twin = q;
     }
     if (twin >= 0) memcpy(p, out->r[twin].data, (size_t)l->nbytes);
     else rs_value_pieces(c, coord, start, size, p);
   }
-  free(box);
+  free(key);
   return RS_OK;
 }

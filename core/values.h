@@ -36,10 +36,11 @@ void rs_value_global(const rs_case *c, int64_t idx, void *out);
  * Partial mesh dims are read) at flat index idx. Equals rs_value_global when src has no Partial. */
 void rs_value_piece(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t idx,
                     void *out);
-/* The same for every element of the box start/size (row-major), into out: what a rank at `coord`
- * holds. The per-case choices are made once, not per element. */
-/* ... and for the n consecutive flat indexes flat0.. into out. */
+/* The same for the n consecutive flat indexes flat0.. into out (coord NULL: the logical global
+ * tensor, as rs_value_global). The per-case choices are made once, not per element. */
 void rs_value_range(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], int64_t flat0, int64_t n, void *out);
+/* ... and for every element of the box start/size (row-major), into out: what a rank at `coord`
+ * holds. */
 void rs_value_pieces(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS], const int64_t *start,
                      const int64_t *size, void *out);
 

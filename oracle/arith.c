@@ -3,11 +3,21 @@
  * rounding by guard/sticky integer bits (core: frexp and floor in double), F32 sums and quotients
  * computed in double and rounded once to F32 (exact by the double-rounding theorem: 53 >= 2*24 + 2),
  * integers sign-extended into 64 bits and masked back (core: casts through the unsigned type),
- * coordinates by strides (core: repeated division from the last dim). */
+ * coordinates by strides (core: repeated division from the last dim). Powers of two are doubles
+ * built from their exponent field (pow2; every power used here is a normal double), which is what
+ * ldexp would give without its call per element. */
 #include <math.h>
 #include <string.h>
 #include "oracle/arith.h"
 #include "core/mutant.h"
+
+/* 2^k for -1022 <= k <= 1023 (a normal double: exponent field k + 1023, zero mantissa). */
+static double pow2(int k) {
+  uint64_t b = (uint64_t)(k + 1023) << 52;
+  double d;
+  memcpy(&d, &b, 8);
+  return d;
+}
 
 uint16_t rs__oracle_f32_to_bf16(float f) {
   if (isnan(f)) return 0x7FC0; /* SPEC 1: as PyTorch */
@@ -15,10 +25,11 @@ uint16_t rs__oracle_f32_to_bf16(float f) {
   double a = fabs((double)f);
   if (isinf(a)) return sign | 0x7F80;
   if (a == 0) return sign;
-  int e;
-  frexp(a, &e); /* a in [2^(e-1), 2^e) */
+  uint64_t ab;
+  memcpy(&ab, &a, 8);
+  int e = (int)(ab >> 52) - 1022; /* a in [2^(e-1), 2^e): a came from a float, a normal double */
   int lead = e - 1 < -126 ? -126 : e - 1;
-  double q = ldexp(1.0, lead - 7); /* BF16 keeps 8 significant bits; subnormals the -126 quantum */
+  double q = pow2(lead - 7); /* BF16 keeps 8 significant bits; subnormals the -126 quantum */
   double r = RS_MUTANT(212) ? floor(a / q + 0.5) * q : rint(a / q) * q;
   if (r >= 0x1p128) return sign | 0x7F80;
   float rf = (float)r; /* exact: r has at most 8 significant bits */
@@ -57,8 +68,8 @@ double rs__oracle_bf16_to_double(uint16_t b) {
   int ex = (b >> 7) & 0xFF, man = b & 0x7F;
   double s = (b & 0x8000) ? -1.0 : 1.0;
   if (ex == 0xFF) return man ? NAN : s * INFINITY;
-  if (ex == 0) return s * ldexp((double)man, -133);
-  return s * ldexp((double)(man + 128), ex - 134);
+  if (ex == 0) return s * (double)man * pow2(-133);
+  return s * (double)(man + 128) * pow2(ex - 134);
 }
 
 double rs__oracle_f16_to_double(uint16_t h) {
@@ -73,8 +84,8 @@ double rs__oracle_f16_to_double(uint16_t h) {
     return d;
   }
   if (ex == 0x1F) return s * INFINITY;
-  if (ex == 0) return s * ldexp((double)man, -24);
-  return s * ldexp((double)(man + 1024), ex - 25);
+  if (ex == 0) return s * (double)man * pow2(-24);
+  return s * (double)(man + 1024) * pow2(ex - 25);
 }
 
 /* ---- integers: 64-bit values, masked back to the dtype's width ---- */
@@ -88,23 +99,37 @@ static int int_bits(rs_dtype t) {
   }
 }
 
-static int64_t load_int(rs_dtype t, const void *p) {
-  uint64_t raw = 0;
+/* The little-endian bytes of one element (SPEC 1), zero-extended to 64 bits. */
+static inline uint64_t load_raw(int bits, const void *p) {
+  switch (bits) {
+    case 64: { uint64_t w; memcpy(&w, p, 8); return w; }
+    case 32: { uint32_t w; memcpy(&w, p, 4); return w; }
+    case 16: { uint16_t w; memcpy(&w, p, 2); return w; }
+    default: { uint8_t w; memcpy(&w, p, 1); return w; }
+  }
+}
+
+static inline int64_t load_int(rs_dtype t, const void *p) {
   int bits = int_bits(t);
-  memcpy(&raw, p, (size_t)(bits / 8)); /* little-endian, as SPEC 1 says */
+  uint64_t raw = load_raw(bits, p);
   if (t == RS_U8 || bits == 64) return (int64_t)raw;
   uint64_t top = 1ull << (bits - 1);
   return (int64_t)((raw ^ top) - top); /* sign extension */
 }
 
-static void store_int(rs_dtype t, void *p, uint64_t v) {
-  int bits = int_bits(t);
-  memcpy(p, &v, (size_t)(bits / 8));
+/* The low bits of v, as the dtype's little-endian bytes. */
+static inline void store_int(rs_dtype t, void *p, uint64_t v) {
+  switch (int_bits(t)) {
+    case 64: memcpy(p, &v, 8); break;
+    case 32: { uint32_t w = (uint32_t)v; memcpy(p, &w, 4); break; }
+    case 16: { uint16_t w = (uint16_t)v; memcpy(p, &w, 2); break; }
+    default: { uint8_t w = (uint8_t)v; memcpy(p, &w, 1); break; }
+  }
 }
 
 /* ---- floats through double ---- */
 
-static double load_fp(rs_dtype t, const void *p) {
+static inline double load_fp(rs_dtype t, const void *p) {
   switch (t) {
     case RS_F64: { double d; memcpy(&d, p, 8); return d; }
     case RS_F32: { float f; memcpy(&f, p, 4); return f; }
@@ -114,7 +139,7 @@ static double load_fp(rs_dtype t, const void *p) {
 }
 
 /* Store a result computed in double, rounded to F32 once (the SPEC's F32 step), then to the dtype. */
-static void store_fp(rs_dtype t, void *p, double v) {
+static inline void store_fp(rs_dtype t, void *p, double v) {
   if (t == RS_F64) { memcpy(p, &v, 8); return; }
   float f = (float)v;
   uint16_t h;
@@ -125,8 +150,7 @@ static void store_fp(rs_dtype t, void *p, double v) {
   }
 }
 
-void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x) {
-  int es = rs_dtype_size(t);
+static inline void op_one(rs_dtype t, int es, rs_redop op, void *acc, const void *x) {
   if (rs_dtype_is_float(t)) {
     double a = load_fp(t, acc), b = load_fp(t, x);
     if (op == RS_MIN || op == RS_MAX) {
@@ -156,7 +180,7 @@ void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x) {
   store_int(t, acc, (uint64_t)a + (uint64_t)b);
 }
 
-void rs__oracle_div(rs_dtype t, void *x, int64_t d) {
+static inline void div_one(rs_dtype t, void *x, int64_t d) {
   if (rs_dtype_is_float(t)) {
     store_fp(t, x, load_fp(t, x) / (double)d);
     return;
@@ -165,6 +189,20 @@ void rs__oracle_div(rs_dtype t, void *x, int64_t d) {
   uint64_t mag = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
   uint64_t q = mag / (uint64_t)d; /* truncation toward zero */
   store_int(t, x, a < 0 ? 0 - q : q);
+}
+
+void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x) { op_one(t, rs_dtype_size(t), op, acc, x); }
+void rs__oracle_div(rs_dtype t, void *x, int64_t d) { div_one(t, x, d); }
+
+/* The same element by element over n elements (one call per block, not per element). */
+void rs__oracle_op_n(rs_dtype t, rs_redop op, void *acc, const void *x, int64_t n) {
+  const int es = rs_dtype_size(t);
+  for (int64_t i = 0; i < n; ++i) op_one(t, es, op, (char *)acc + i * es, (const char *)x + i * es);
+}
+
+void rs__oracle_div_n(rs_dtype t, void *x, int64_t d, int64_t n) {
+  const int es = rs_dtype_size(t);
+  for (int64_t i = 0; i < n; ++i) div_one(t, (char *)x + i * es, d);
 }
 
 /* ---- mesh and boxes ---- */

@@ -20,6 +20,9 @@ double rs__oracle_f16_to_double(uint16_t h);
 void rs__oracle_op(rs_dtype t, rs_redop op, void *acc, const void *x);
 /* One element: x = x / d (SPEC 1: floats through F32 for F16/BF16, integers truncate). */
 void rs__oracle_div(rs_dtype t, void *x, int64_t d);
+/* The same, element by element, over n consecutive elements. */
+void rs__oracle_op_n(rs_dtype t, rs_redop op, void *acc, const void *x, int64_t n);
+void rs__oracle_div_n(rs_dtype t, void *x, int64_t d, int64_t n);
 
 /* SPEC 2: the coordinate of mesh position pos, by explicit row-major strides. */
 void rs__oracle_coord(const rs_mesh *m, int64_t pos, int64_t coord[RS_MAX_MESH_DIMS]);

@@ -66,18 +66,22 @@ static rs_status check_events(const rs_case *c, const rs_sharding *dst, const rs
 }
 
 /* Initial state of one block: the source piece each coordinate holds (rs_value_piece reads only the
- * src Partial coordinates, so partition-only dims start as equal copies). */
+ * src Partial coordinates, so partition-only dims start as equal copies: a state with a non-zero
+ * coordinate on such a dim copies the state with that coordinate 0, filled before it). */
 static void fill_block(const sim *s, char *state, int64_t k, int64_t b0, int64_t kb) {
   int64_t coord[RS_MAX_MESH_DIMS] = {0};
   for (int64_t a = 0; a < s->nstate; ++a) {
-    int64_t rest = a;
+    int64_t rest = a, same = a;
     for (int j = s->na - 1; j >= 0; --j) {
       int m = s->adim[j];
       coord[m] = rest % s->c->mesh.size[m];
       rest /= s->c->mesh.size[m];
+      /* Mutant 911: src Partial dims count as copies too, so every piece starts as coordinate 0's. */
+      if (s->c->src.p[m].kind != RS_PARTIAL || RS_MUTANT(911)) same -= coord[m] * s->astride[m];
     }
     char *p = state + a * k * s->es;
-    rs_value_range(s->c, coord, b0, kb, p);
+    if (same != a) memcpy(p, state + same * k * s->es, (size_t)(kb * s->es));
+    else rs_value_range(s->c, coord, b0, kb, p);
   }
 }
 
@@ -94,25 +98,30 @@ static void reduce_block(const sim *s, char *state, char *acc, int64_t k, int64_
     if (RS_MUTANT(211) && n > 2) {
       /* Mutant 211: the oracle folds right to left (the reverse of SPEC 5's order). */
       memcpy(acc, state + (a + (n - 1) * st) * k * es, (size_t)(kb * es));
-      for (int64_t j = n - 2; j >= 0; --j)
-        for (int64_t i = 0; i < kb; ++i) rs__oracle_op(t, fop, acc + i * es, state + ((a + j * st) * k + i) * es);
+      for (int64_t j = n - 2; j >= 0; --j) rs__oracle_op_n(t, fop, acc, state + (a + j * st) * k * es, kb);
     } else {
       memcpy(acc, state + a * k * es, (size_t)(kb * es));
-      for (int64_t j = 1; j < n; ++j)
-        for (int64_t i = 0; i < kb; ++i) rs__oracle_op(t, fop, acc + i * es, state + ((a + j * st) * k + i) * es);
+      for (int64_t j = 1; j < n; ++j) rs__oracle_op_n(t, fop, acc, state + (a + j * st) * k * es, kb);
     }
-    if (op == RS_AVG)
-      for (int64_t i = 0; i < kb; ++i) rs__oracle_div(t, acc + i * es, n);
+    if (op == RS_AVG) rs__oracle_div_n(t, acc, n, kb);
     for (int64_t j = 0; j < n; ++j) memcpy(state + (a + j * st) * k * es, acc, (size_t)(kb * es));
   }
 }
 
-/* Partition on mesh dim m: sum divides every copy by n; avg, min and max keep the value. */
+/* Partition on mesh dim m: sum divides every copy by n; avg, min and max keep the value. m is not
+ * Partial before its partition, so the n coordinates of each group hold equal copies: the copy at
+ * coordinate 0 is divided and the quotient copied to the others. */
 static void partition_block(const sim *s, char *state, int64_t k, int64_t kb, int m, rs_redop op) {
   if (op != RS_SUM) return;
-  const int64_t n = s->c->mesh.size[m];
-  for (int64_t a = 0; a < s->nstate; ++a)
-    for (int64_t i = 0; i < kb; ++i) rs__oracle_div(s->c->tensor.dtype, state + (a * k + i) * s->es, n);
+  const int64_t n = s->c->mesh.size[m], st = s->astride[m];
+  const size_t bytes = (size_t)(kb * s->es);
+  for (int64_t a = 0; a < s->nstate; ++a) {
+    /* each group once, from coordinate 0 (a dim of size 1 is in no state: every state is its own group) */
+    if (st && (a / st) % n != 0) continue;
+    char *q = state + a * k * s->es;
+    rs__oracle_div_n(s->c->tensor.dtype, q, n, kb);
+    for (int64_t j = 1; st && j < n; ++j) memcpy(state + (a + j * st) * k * s->es, q, bytes);
+  }
 }
 
 /* Family f (a coordinate over dst's Partial dims) lives at state index with those coordinates and 0
@@ -127,18 +136,20 @@ static int64_t family_index(const sim *s, int64_t f) {
   return a;
 }
 
-/* Copy box [start, start+size) of a row-major global tensor into a contiguous local, element by
- * element with its own index arithmetic. */
+/* Copy box [start, start+size) of a row-major global tensor into a contiguous local, one run at a
+ * time, with its own index arithmetic: a run is the last dim and every dim before it that the box
+ * spans whole from there on (the box is contiguous in the global tensor over those dims). */
 static void copy_box(const rs_tensor *t, int es, const char *global, const int64_t *start,
                      const int64_t *size, char *out) {
-  int nd = t->ndim;
-  int64_t numel = 1, idx[RS_MAX_DIMS] = {0};
+  int nd = t->ndim, lead = nd - 1;
+  int64_t numel = 1, idx[RS_MAX_DIMS] = {0}, run = nd ? size[nd - 1] : 1;
   for (int d = 0; d < nd; ++d) numel *= size[d];
-  for (int64_t k = 0; k < numel; ++k) {
+  while (lead > 0 && size[lead] == t->shape[lead]) run *= size[--lead];
+  for (int64_t k = 0; run > 0 && k < numel; k += run) {
     int64_t flat = 0;
     for (int d = 0; d < nd; ++d) flat = flat * t->shape[d] + start[d] + idx[d];
-    memcpy(out + k * es, global + flat * es, (size_t)es);
-    for (int d = nd - 1; d >= 0; --d) {
+    memcpy(out + k * es, global + flat * es, (size_t)(run * es));
+    for (int d = lead - 1; d >= 0; --d) {
       if (++idx[d] < size[d]) break;
       idx[d] = 0;
     }

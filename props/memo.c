@@ -1,5 +1,5 @@
 /* memo.c - per-case results shared by the properties: the source locals, the oracle's expected
- * locals and ref's plans. Several properties need the same ones, and the graph planner and the
+ * locals, ref's plans and ref's runs of those plans on the source. Several properties need the same ones, and the graph planner and the
  * value generator are most of a campaign's time, so each is computed once per case. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #define MEMO_PLANS 8
 #define MEMO_EXPECTED 3 /* event sequences per case: canonical, a greedy plan's, a graph plan's */
+#define MEMO_RUNS 3     /* ref runs per case: the greedy plan's, the graph plan's, one more */
 
 /* What a plan depends on (not the rank list, not the data). */
 typedef struct plan_key {
@@ -33,6 +34,9 @@ struct rs_prop_memo {
   memo_data in, exp[MEMO_EXPECTED];
   rs_events exp_ev[MEMO_EXPECTED];
   int next_exp;
+  memo_data run[MEMO_RUNS];
+  rs_plan run_plan[MEMO_RUNS];
+  int next_run;
   struct {
     int used;
     plan_key k;
@@ -57,6 +61,7 @@ void rs_prop_memo_free(rs_prop_memo *m) {
   if (!m) return;
   data_reset(&m->in);
   for (int i = 0; i < MEMO_EXPECTED; i++) data_reset(&m->exp[i]);
+  for (int i = 0; i < MEMO_RUNS; i++) data_reset(&m->run[i]);
   free(m);
 }
 
@@ -65,13 +70,29 @@ static void rekey(rs_prop_memo *m, const rs_case *c) {
   if (m->have_key && memcmp(&m->key, c, sizeof *c) == 0) return;
   data_reset(&m->in);
   for (int i = 0; i < MEMO_EXPECTED; i++) data_reset(&m->exp[i]);
+  for (int i = 0; i < MEMO_RUNS; i++) data_reset(&m->run[i]);
   m->next_exp = 0;
+  m->next_run = 0;
   memcpy(&m->key, c, sizeof *c);
   m->have_key = 1;
 }
 
 static rs_status replay_status(rs_status st, const char *err) {
   return st ? rs_fail(st, "%s", err) : RS_OK;
+}
+
+/* A remembered result handed out: its locals and its status again (with its message). */
+static rs_status give(const memo_data *d, const rs_locals **out) {
+  *out = &d->l;
+  return replay_status(d->st, d->err);
+}
+
+/* The next slot of a ring of n, emptied for a new result. */
+static int take_slot(memo_data *d, int n, int *next) {
+  int i = *next;
+  *next = (i + 1) % n;
+  data_reset(&d[i]);
+  return i;
 }
 
 static void remember(memo_data *d, rs_status st) {
@@ -87,8 +108,7 @@ rs_status rs_memo_source(rs_prop_memo *m, const rs_case *c, rs_locals *tmp, cons
   }
   rekey(m, c);
   if (!m->in.done) remember(&m->in, rs_make_source(c, &m->in.l));
-  *out = &m->in.l;
-  return replay_status(m->in.st, m->in.err);
+  return give(&m->in, out);
 }
 
 rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, const rs_events *ev, rs_locals *tmp,
@@ -105,17 +125,38 @@ rs_status rs_memo_expected(rs_prop_memo *m, const rs_case *c, const rs_events *e
   }
   rekey(m, c);
   for (int i = 0; i < MEMO_EXPECTED; i++)
-    if (m->exp[i].done && rs_events_equal(&m->exp_ev[i], ev)) {
-      *out = &m->exp[i].l;
-      return replay_status(m->exp[i].st, m->exp[i].err);
-    }
-  int i = m->next_exp;
-  m->next_exp = (i + 1) % MEMO_EXPECTED;
-  data_reset(&m->exp[i]);
+    if (m->exp[i].done && rs_events_equal(&m->exp_ev[i], ev)) return give(&m->exp[i], out);
+  int i = take_slot(m->exp, MEMO_EXPECTED, &m->next_exp);
   m->exp_ev[i] = *ev;
   remember(&m->exp[i], rs_oracle_expected_events(c, &c->dst, ev, &m->exp[i].l));
-  *out = &m->exp[i].l;
-  return replay_status(m->exp[i].st, m->exp[i].err);
+  return give(&m->exp[i], out);
+}
+
+/* Plans compared field by field (a step's padding bytes are not part of it). */
+static int plan_equal(const rs_plan *a, const rs_plan *b) {
+  if (a->nsteps != b->nsteps || a->enumeration != b->enumeration) return 0;
+  for (int i = 0; i < a->nsteps; i++) {
+    const rs_step *x = &a->step[i], *y = &b->step[i];
+    if (x->mesh_dim != y->mesh_dim || x->from.kind != y->from.kind || x->from.dim != y->from.dim ||
+        x->from.op != y->from.op || x->to.kind != y->to.kind || x->to.dim != y->to.dim || x->to.op != y->to.op)
+      return 0;
+  }
+  return 1;
+}
+
+rs_status rs_memo_run(rs_prop_memo *m, const rs_case *c, const rs_plan *p, const rs_locals *in, rs_locals *tmp,
+                      const rs_locals **out) {
+  if (!m || p->nsteps < 0 || p->nsteps > RS_MAX_STEPS) { /* a plan out of range: ref refuses it, unshared */
+    *out = tmp;
+    return rs_ref_execute(c, p, in, tmp);
+  }
+  rekey(m, c);
+  for (int i = 0; i < MEMO_RUNS; i++)
+    if (m->run[i].done && plan_equal(&m->run_plan[i], p)) return give(&m->run[i], out);
+  int i = take_slot(m->run, MEMO_RUNS, &m->next_run);
+  m->run_plan[i] = *p;
+  remember(&m->run[i], rs_ref_execute(c, p, in, &m->run[i].l));
+  return give(&m->run[i], out);
 }
 
 static rs_status plan_now(const rs_case *c, rs_planner_kind k, rs_plan *out) {
