@@ -17,7 +17,8 @@ static const char *BENCH_HELP =
     "  mpi      opt on the mpi transport vs MPI_Alltoallv (run under mpirun)\n"
     "  pytorch  our planners' time vs PyTorch's recorded time on fixtures/pytorch\n"
     "  ckpt     checkpoint save/load throughput vs sequential I/O of the same bytes:\n"
-    "           reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--dir DIR] [--threads T] [--direct] [--json F]\n"
+    "           reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--reps 5] [--dir DIR] [--threads T] [--direct]\n"
+    "                              [--dcp 'PYTHON tools/pytorch/bench_dcp.py'] [--json F]\n"
     "  p2p [plan|move|all] [--max-ranks N] [--layers L]  cross-config resharding: planning time of a\n"
     "           Megatron template against rank count (64 .. 32768), traffic ratio, max/mean sender load;\n"
     "           move: TP2 PP2 DPn/4 -> TP4 PP1 DPn/4 over MPI vs MPI_Alltoallv (mpirun -np 4, 8, 16)\n";
