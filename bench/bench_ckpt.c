@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -29,7 +30,7 @@ static double mono(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-#define BENCH_MAX_REPS 15
+#define BENCH_MAX_REPS 31
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -119,7 +120,8 @@ static int64_t world_bytes(const rs_ckpt_world *w, uint64_t *digest, int zero) {
 }
 
 /* plain sequential write (+fsync) and read of the main replicas' bytes, one thread, one file */
-static rs_status sequential(const rs_ckpt_world *w, const char *path, int direct, int64_t seg, double *tw, double *tr) {
+static rs_status sequential(const rs_ckpt_world *w, const char *path, int direct, int64_t seg, double *tw, double *tsync,
+                            double *tr) {
   uint8_t *buf = NULL;
   if (posix_memalign((void **)&buf, 4096, (size_t)seg)) return rs_fail(RS_ERR_NOMEM, "out of memory");
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | (direct ? O_DIRECT : 0), 0644);
@@ -153,8 +155,10 @@ static rs_status sequential(const rs_ckpt_world *w, const char *path, int direct
     total += fill;
   }
   if (!st && direct && ftruncate(fd, total) != 0) st = rs_fail(RS_ERR_IO, "%s: truncate failed", path);
+  double ts = mono();
   if (!st && fsync(fd) != 0) st = rs_fail(RS_ERR_IO, "%s: fsync failed", path);
   *tw = mono() - t0;
+  *tsync = mono() - ts;
   close(fd);
   if (!st) {
     drop_file(path);
@@ -211,10 +215,57 @@ static int usage_fail(void) {
   return 2;
 }
 
+/* what the directory's file system is: the figures on tmpfs (/dev/shm) are memory copies */
+static const char *fs_name(const char *dir) {
+  struct statfs sf;
+  if (statfs(dir, &sf) != 0) return "unknown file system";
+  switch ((unsigned long)sf.f_type) {
+  case 0xEF53UL: return "ext4";
+  case 0x01021994UL: return "tmpfs (memory)";
+  case 0x58465342UL: return "xfs";
+  case 0x9123683EUL: return "btrfs";
+  case 0x794c7630UL: return "overlayfs";
+  default: return "other file system";
+  }
+}
+
+/* one DCP run of the same state dict (tools/pytorch/bench_dcp.py --once): its save (raw: data
+ * files and .metadata fsynced, no directory fsync; durable: plus the directory fsync a power-loss
+ * safe commit needs) and load times */
+static rs_status run_dcp(const char *cmd, int64_t bytes, int ranks, int threads, const char *dir, double *save_raw,
+                         double *save_dur, double *load) {
+  char line[9000], out[4096] = "";
+  snprintf(line, sizeof line, "%s --once --bytes %lld --ranks %d --threads %d --dir '%s/dcp'", cmd, (long long)bytes, ranks,
+           threads, dir);
+  FILE *f = popen(line, "r");
+  if (!f) return rs_fail(RS_ERR_IO, "--dcp: cannot run '%s' (%s)", line, strerror(errno));
+  char buf[4096];
+  while (fgets(buf, sizeof buf, f))
+    if (buf[0] == '{') snprintf(out, sizeof out, "%s", buf);
+  int rc = pclose(f);
+  const char *a = strstr(out, "\"save_s\":"), *b = strstr(out, "\"save_durable_s\":"), *c = strstr(out, "\"load_s\":");
+  if (rc != 0 || !a || !b || !c || !strstr(out, "\"equal\": true"))
+    return rs_fail(RS_ERR_IO, "--dcp: '%s' failed (exit %d) or printed no equal result", line, rc);
+  *save_raw = strtod(a + 9, NULL);
+  *save_dur = strtod(b + 17, NULL);
+  *load = strtod(c + 9, NULL);
+  return RS_OK;
+}
+
+enum { T_SEQW, T_SEQSYNC, T_SAVE, T_SAVESYNC, T_SEQR, T_SEQT, T_LOAD, T_RO, T_DCPS, T_DCPSD, T_DCPL, T_N };
+
+/* ratio = num / den of times (a throughput ratio): median [min, max] over the reps */
+static void print_ratio(const char *name, double t[][T_N], int reps, int num, int den, const char *what) {
+  double v[BENCH_MAX_REPS];
+  for (int i = 0; i < reps; ++i) v[i] = t[i][num] / t[i][den];
+  double med = median(v, reps);
+  printf("      %-22s %6.2fx [%.2f, %.2f]  %s\n", name, med, v[0], v[reps - 1], what);
+}
+
 int rs_bench_ckpt_main(int argc, char **argv) {
   int64_t bytes = (int64_t)2 << 30;
-  const char *dir = NULL, *json = NULL, *transport = "local";
-  int reps = 3, direct = 0, threads = 0, ranks[8] = {1, 2, 4}, nr = 3;
+  const char *dir = NULL, *json = NULL, *transport = "local", *dcp = NULL;
+  int reps = 5, direct = 0, threads = 0, ranks[8] = {1, 2, 4}, nr = 3;
   int64_t seg = (int64_t)8 << 20;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -238,19 +289,24 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     } else if (!strcmp(a, "--json") && v) {
       json = v;
       i++;
+    } else if (!strcmp(a, "--dcp") && v) {
+      dcp = v;
+      i++;
     } else if (!strcmp(a, "--ranks") && v) {
       if (rs_bench_int_list(B, "--ranks", v, 1, 64, ranks, 8, &nr)) return usage_fail();
       i++;
     } else {
       fprintf(stderr,
-              "usage: reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--reps 3] [--dir DIR] [--threads T] [--direct]\n"
-              "                         [--transport local|local-device] [--json FILE]\n");
+              "usage: reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--reps 5] [--dir DIR] [--threads T] [--direct]\n"
+              "                         [--transport local|local-device] [--dcp 'PYTHON tools/pytorch/bench_dcp.py']\n"
+              "                         [--json FILE]\n");
       return 2;
     }
   }
   char dbuf[4200];
   if (!dir) {
-    snprintf(dbuf, sizeof dbuf, "reshard-bench-ckpt-%d", (int)getpid());
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dbuf, sizeof dbuf, "%s/reshard-bench-ckpt-%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     dir = dbuf;
   }
   mkdir(dir, 0777);
@@ -271,14 +327,18 @@ int rs_bench_ckpt_main(int argc, char **argv) {
   if (jf)
     fprintf(jf, "{\"bytes\":%lld,\"direct\":%d,\"threads\":%d,\"reps\":%d,\"transport\":\"%s\",\"runs\":[", (long long)bytes,
             direct, threads, reps, transport);
-  printf("reshard bench ckpt: %.2f GiB state dict, dir %s, %s, %d I/O threads, %s%s, median of %d rep%s\n",
-         bytes / 1073741824.0, dir, direct ? "O_DIRECT" : "page cache dropped per file (fsync + posix_fadvise DONTNEED)",
-         threads, transport, sim ? " (simulated device memory)" : "", reps, reps > 1 ? "s" : "");
-  printf("  seq: one thread, one file, 8 MiB write()s + fsync / read()s into one buffer; seq_t: read()s into the tensors\n");
-  printf("%5s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %7s\n", "ranks", "seq_w", "save", "seq_r", "seq_t", "load",
-         "ro_load", "save/", "load/", "load/", "ro/", "ro/", "check");
-  printf("%5s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s %7s\n", "", "MB/s", "MB/s", "MB/s", "MB/s", "MB/s", "MB/s",
-         "seq_w", "seq_r", "seq_t", "seq_r", "seq_t", "");
+  printf("reshard bench ckpt: %.2f GiB state dict, dir %s (%s), %s, %d I/O threads, %s%s, %d interleaved rep%s\n",
+         bytes / 1073741824.0, dir, fs_name(dir),
+         direct ? "O_DIRECT" : "page cache dropped per file (fsync + posix_fadvise DONTNEED)", threads, transport,
+         sim ? " (simulated device memory)" : "", reps, reps > 1 ? "s" : "");
+  printf("  seq_w: one thread, one file, 8 MiB write()s from one buffer + fsync; seq_r: read()s into one buffer;\n"
+         "  seq_t: read()s straight into the tensors; save: files + digests + fsyncs + commit (durable);\n"
+         "  load: every byte verified (xxh3); ratios are throughput ratios: median [min, max] of the reps\n");
+  if (dcp)
+    printf("  DCP: torch.distributed.checkpoint FileSystemWriter(sync_files=True): fsyncs its files and .metadata but\n"
+           "  not the directory (raw); durable: plus that directory fsync, as reshard's commit does\n");
+  printf("%5s %8s %8s %8s %8s %8s %8s %8s %8s %7s %7s %7s\n", "ranks", "seq_w", "save", "seq_r", "seq_t", "load",
+         "ro_load", "dcp_save", "dcp_load", "sync%w", "sync%s", "check");
   int rc = 0;
   for (int k = 0; k < nr && !rc; ++k) {
     char *spec = bench_spec(ranks[k], bytes);
@@ -302,7 +362,8 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/sequential.bin", dir);
     snprintf(root, sizeof root, "%s/ckpt_%d", dir, ranks[k]);
     snprintf(sd, sizeof sd, "%s/step_1", root);
-    double t[BENCH_MAX_REPS][6]; /* seq_w, save, seq_r, seq_t, load, ro_load */
+    double t[BENCH_MAX_REPS][T_N];
+    memset(t, 0, sizeof t);
     rs_ckpt_opt_opts o;
     memset(&o, 0, sizeof o);
     o.io_threads = threads;
@@ -314,9 +375,9 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     for (int rep = 0; rep < reps && !st; ++rep) {
       double *x = t[rep];
       uint64_t dt = 0;
-      /* the disk's plain sequential figures and opt's, back to back, so they share the conditions */
-      st = sequential(&w, path, direct, seg, &x[0], &x[2]);
-      if (!st) st = sequential_into(&w, path, direct, seg, &x[3]);
+      /* the disk's plain sequential figures, opt's and DCP's, back to back, so they share the conditions */
+      st = sequential(&w, path, direct, seg, &x[T_SEQW], &x[T_SEQSYNC], &x[T_SEQR]);
+      if (!st) st = sequential_into(&w, path, direct, seg, &x[T_SEQT]);
       unlink(path);
       if (!st) {
         world_bytes(&w, &dt, 0);
@@ -327,7 +388,8 @@ int rs_bench_ckpt_main(int argc, char **argv) {
       if (!st) {
         double t0 = mono();
         st = rs_opt_ckpt_save(world, &w, root, 1, &o, &stats);
-        x[1] = mono() - t0;
+        x[T_SAVE] = mono() - t0;
+        x[T_SAVESYNC] = stats.sync_ns * 1e-9;
         rs_status back = rs_opt_ckpt_to_host(world, &w);
         if (!st) st = back;
       }
@@ -338,7 +400,7 @@ int rs_bench_ckpt_main(int argc, char **argv) {
         o.read_once = ro;
         double t0 = mono();
         st = rs_opt_ckpt_load(world, &w, root, -1, RS_STRICT_ASSUME_OK_UNEXPECTED, &o, NULL, &stats);
-        x[4 + ro] = mono() - t0;
+        x[ro ? T_RO : T_LOAD] = mono() - t0;
         rs_status back = rs_opt_ckpt_to_host(world, &w);
         if (!st) st = back;
         uint64_t dl = 0;
@@ -346,25 +408,39 @@ int rs_bench_ckpt_main(int argc, char **argv) {
         ok &= dl == d0;
       }
       rm_dir(root);
+      if (!st && dcp) st = run_dcp(dcp, bytes, ranks[k], threads, dir, &x[T_DCPS], &x[T_DCPSD], &x[T_DCPL]);
       if (jf && !st)
-        fprintf(jf, "%s{\"ranks\":%d,\"rep\":%d,\"bytes\":%lld,\"seq_write_s\":%.4f,\"save_s\":%.4f,\"seq_read_s\":%.4f,"
-                    "\"seq_read_into_s\":%.4f,\"load_s\":%.4f,\"load_read_once_s\":%.4f}",
-                k || rep ? "," : "", ranks[k], rep, (long long)b, x[0], x[1], x[2], x[3], x[4], x[5]);
+        fprintf(jf, "%s{\"ranks\":%d,\"rep\":%d,\"bytes\":%lld,\"seq_write_s\":%.4f,\"seq_fsync_s\":%.4f,\"save_s\":%.4f,"
+                    "\"save_fsync_s\":%.4f,\"seq_read_s\":%.4f,\"seq_read_into_s\":%.4f,\"load_s\":%.4f,"
+                    "\"load_read_once_s\":%.4f,\"dcp_save_s\":%.4f,\"dcp_save_durable_s\":%.4f,\"dcp_load_s\":%.4f}",
+                k || rep ? "," : "", ranks[k], rep, (long long)b, x[T_SEQW], x[T_SEQSYNC], x[T_SAVE], x[T_SAVESYNC],
+                x[T_SEQR], x[T_SEQT], x[T_LOAD], x[T_RO], x[T_DCPS], x[T_DCPSD], x[T_DCPL]);
     }
     if (st) {
       rc = fail_rc(NULL, st);
     } else {
-      /* per rep: MB/s of the six, then the ratios; each column's median over the reps */
-      double mb = (double)b / 1e6, col[11][BENCH_MAX_REPS], med[11];
-      for (int i = 0; i < reps; ++i) {
-        const double *x = t[i];
-        double c[11] = {mb / x[0],   mb / x[1],   mb / x[2],   mb / x[3],   mb / x[4],  mb / x[5],
-                        x[0] / x[1], x[2] / x[4], x[3] / x[4], x[2] / x[5], x[3] / x[5]};
-        for (int j = 0; j < 11; ++j) col[j][i] = c[j];
+      double mb = (double)b / 1e6, v[BENCH_MAX_REPS], med[T_N];
+      for (int j = 0; j < T_N; ++j) {
+        for (int i = 0; i < reps; ++i) v[i] = t[i][j] > 0 ? mb / t[i][j] : 0;
+        med[j] = median(v, reps);
       }
-      for (int j = 0; j < 11; ++j) med[j] = median(col[j], reps);
-      printf("%5d %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %8.2fx %7.2fx %7.2fx %7.2fx %7.2fx %7s\n", ranks[k], med[0], med[1],
-             med[2], med[3], med[4], med[5], med[6], med[7], med[8], med[9], med[10], ok ? "equal" : "DIFFERS");
+      double fw[BENCH_MAX_REPS], fs[BENCH_MAX_REPS];
+      for (int i = 0; i < reps; ++i) {
+        fw[i] = 100 * t[i][T_SEQSYNC] / t[i][T_SEQW];
+        fs[i] = 100 * t[i][T_SAVESYNC] / t[i][T_SAVE];
+      }
+      printf("%5d %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %6.0f%% %6.0f%% %7s\n", ranks[k], med[T_SEQW],
+             med[T_SAVE], med[T_SEQR], med[T_SEQT], med[T_LOAD], med[T_RO], med[T_DCPS], med[T_DCPL], median(fw, reps),
+             median(fs, reps), ok ? "equal" : "DIFFERS");
+      print_ratio("save / seq_w", t, reps, T_SEQW, T_SAVE, "durable save against one writer + fsync");
+      if (dcp) {
+        print_ratio("save / DCP durable", t, reps, T_DCPSD, T_SAVE, "DCP's save + its directory fsync");
+        print_ratio("save / DCP raw", t, reps, T_DCPS, T_SAVE, "DCP as shipped (no directory fsync)");
+      }
+      print_ratio("load / seq_r", t, reps, T_SEQR, T_LOAD, "verified load against a plain read");
+      print_ratio("load / seq_t", t, reps, T_SEQT, T_LOAD, "... against a plain read into the tensors");
+      print_ratio("ro_load / seq_t", t, reps, T_SEQT, T_RO, "read-once load");
+      if (dcp) print_ratio("load / DCP", t, reps, T_DCPL, T_LOAD, "DCP's load into DTensors");
       if (!ok) rc = 1;
     }
     fflush(stdout);
@@ -376,6 +452,6 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     fclose(jf);
   }
   rs_world_finalize(world);
-  if (!strncmp(dir, "reshard-bench-ckpt-", 19)) rm_dir(dir);
+  if (dir == dbuf) rm_dir(dir);
   return rc;
 }

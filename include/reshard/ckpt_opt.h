@@ -2,7 +2,8 @@
  * protocol as the reference (reshard/ckpt.h), made parallel the way Megatron-Core's fully-parallel
  * strategies are. Save: the writer of every replicated chunk is chosen among its replicas so that
  * bytes are balanced across ranks; each rank writes its own file with large aligned pwrites from a
- * pool of I/O threads, xxh3 block digests computed on the staged bytes as they are written. Load:
+ * pool of I/O threads, straight from the tensors' host memory (pwritev; staged only for device
+ * memory or unaligned O_DIRECT pieces), each xxh3 block digest taken once as it is written. Load:
  * each rank preads only the digest blocks its requests touch (direct), or every stored chunk is
  * read once by one rank and sent over the transport to every rank that needs it (read-once).
  * Worlds: "local" (every rank in this process), "local-device" (tensor data in CUDA memory, staged
@@ -38,6 +39,8 @@ typedef struct rs_ckpt_opt_stats {
   int64_t max_rank_bytes; /* save: the largest byte count one rank wrote (balance) */
   int files;              /* data files written (save) */
   int64_t io_ops;         /* save: counted I/O operations of this process (see crash_at) */
+  int64_t sync_ns;        /* save: wall nanoseconds of this process's data-file fsyncs (the part of
+                           * a save spent waiting for the disk after the last write) */
 } rs_ckpt_opt_stats;
 
 /* Saves under root/step_<step>/ and commits `latest` (data fsynced, metadata.json by rename and

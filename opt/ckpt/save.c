@@ -3,7 +3,8 @@
  * chosen greedily (largest first, to the least loaded holder) so that bytes balance across ranks
  * as Megatron-Core's fully-parallel save does. A rank's file is its header (padded to 4096 bytes,
  * so data segments are page aligned) and its entries; it is written in `segment`-byte pieces by a
- * pool of threads that stage the bytes, digest their blocks and pwrite them (O_DIRECT on request).
+ * pool of threads that digest their blocks and pwritev them straight from the tensors (host memory;
+ * device memory and O_DIRECT pieces off a 4096 boundary are staged first), O_DIRECT on request.
  * The commit is the reference's: all data fsynced, then rank 0 writes metadata.json (temp file,
  * fsync, rename, directory fsync) and `latest` the same way. */
 #define _GNU_SOURCE
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include "core/ckpt/io.h"
@@ -69,10 +72,12 @@ typedef struct plan {
   int64_t *task_file, *task_seg;
   int64_t ntask;
   uint8_t **buf; /* per thread */
+  XXH3_state_t **xs; /* per thread: streaming digests of blocks written from several pieces */
   /* every file operation is counted (core/ckpt/io.h) so that tests can kill the save or cut
    * its power at any of them; the I/O threads take the lock around each rs__io call */
   rs__io io;
   pthread_mutex_t mu;
+  int64_t sync_ns;
 } plan;
 
 static rs_status io_tick(plan *p) {
@@ -277,6 +282,71 @@ static rs_status make_files(plan *p) {
   return st;
 }
 
+/* the pieces of [s, e) as iovecs straight onto their bytes (no staging): only when every piece is
+ * host memory and, under O_DIRECT, every address and length is 4096-aligned; 0 otherwise (or when
+ * more than RS__SAVE_IOV pieces meet the segment) and the caller stages */
+#define RS__SAVE_IOV 64
+static int direct_iov(const plan *p, const rfile *f, int lo, int64_t s, int64_t e, struct iovec *iov) {
+  int n = 0;
+  for (int k = lo; k < f->npc && f->pc[k].off < e; ++k) {
+    const piece *pc = &f->pc[k];
+    int64_t a = pc->off > s ? pc->off : s, b = pc->off + pc->len < e ? pc->off + pc->len : e;
+    if (b <= a) continue;
+    if (!pc->host || n == RS__SAVE_IOV) return 0;
+    const uint8_t *src = pc->src + (a - pc->off);
+    if (p->direct && (((uintptr_t)src | (uintptr_t)(b - a)) & 4095)) return 0;
+    iov[n].iov_base = (void *)src;
+    iov[n++].iov_len = (size_t)(b - a);
+  }
+  return n;
+}
+
+/* digests of the blocks of [s, e) over the iovecs that hold it, streaming across piece borders
+ * (the same value XXH3_64bits gives over the contiguous bytes) */
+static void digest_iov(const plan *p, rfile *f, int64_t s, int64_t e, const struct iovec *iov, int n,
+                       XXH3_state_t *xs) {
+  int k = 0;
+  size_t in = 0; /* bytes of iov[k] already hashed */
+  for (int64_t o = s; o < e; o += p->block) {
+    int64_t l = e - o < p->block ? e - o : p->block;
+    XXH3_64bits_reset(xs);
+    for (int parts = 0; l > 0 && k < n; ++parts) {
+      size_t take = iov[k].iov_len - in < (size_t)l ? iov[k].iov_len - in : (size_t)l;
+      /* RS_MUTANT 925: a block that spans two pieces is digested without its part in the second */
+      if (!(RS_MUTANT(925) && parts > 0)) XXH3_64bits_update(xs, (const uint8_t *)iov[k].iov_base + in, take);
+      l -= (int64_t)take;
+      in += take;
+      if (in == iov[k].iov_len) {
+        k++;
+        in = 0;
+      }
+    }
+    f->digest[o / p->block] = XXH3_64bits_digest(xs);
+  }
+}
+
+/* pwritev of every iovec at off, resuming after a short write */
+static rs_status write_iov(rfile *f, struct iovec *iov, int n, int64_t off) {
+  while (n > 0) {
+    ssize_t w = pwritev(f->fd, iov, n, off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      return rs_fail(RS_ERR_IO, "file rank_%d.safetensors: write at %lld failed (%s)", f->rank, (long long)off,
+                     w ? strerror(errno) : "no progress");
+    off += w;
+    while (n > 0 && (size_t)w >= iov->iov_len) {
+      w -= (ssize_t)iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (uint8_t *)iov->iov_base + w;
+      iov->iov_len -= (size_t)w;
+    }
+  }
+  return RS_OK;
+}
+
 static rs_status write_task(void *ctx, int64_t task, int tid) {
   plan *p = ctx;
   rfile *f = &p->f[p->task_file[task]];
@@ -289,6 +359,17 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
     int mid = (lo + hi) / 2;
     if (f->pc[mid].off + f->pc[mid].len <= s) lo = mid + 1;
     else hi = mid;
+  }
+  struct iovec iov[RS__SAVE_IOV + 1];
+  int64_t wl = e - s;
+  int niov = direct_iov(p, f, lo, s, e, iov);
+  if (niov && p->direct && (wl & 4095)) niov = 0; /* the file's unaligned tail: staged and padded */
+  if (niov) {
+    /* straight from the tensors: each block hashed once, then the kernel copies it (or the
+     * device reads it, O_DIRECT) from where it lies */
+    digest_iov(p, f, s, e, iov, niov, p->xs[tid]);
+    if ((st = io_tick(p))) return st;
+    return write_iov(f, iov, niov, s);
   }
   for (int k = lo; k < f->npc && f->pc[k].off < e; ++k) {
     const piece *pc = &f->pc[k];
@@ -304,7 +385,6 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
     if (RS_MUTANT(351) && l > 1) d = XXH3_64bits(buf + (o - s), (size_t)l - 1);
     f->digest[o / p->block] = d;
   }
-  int64_t wl = e - s;
   if (p->direct && (wl & 4095)) {
     int64_t pad = (wl + 4095) / 4096 * 4096;
     memset(buf + wl, 0, (size_t)(pad - wl));
@@ -312,16 +392,9 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
   }
   st = io_tick(p);
   if (st) return st;
-  int64_t done = 0;
-  while (done < wl) {
-    ssize_t n = pwrite(f->fd, buf + done, (size_t)(wl - done), s + done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return rs_fail(RS_ERR_IO, "file rank_%d.safetensors: write of %lld bytes at %lld failed (%s)", f->rank,
-                     (long long)(wl - done), (long long)(s + done), strerror(errno));
-    done += n;
-  }
-  return RS_OK;
+  iov[0].iov_base = buf;
+  iov[0].iov_len = (size_t)wl;
+  return write_iov(f, iov, 1, s);
 }
 
 static rs_status sync_task(void *ctx, int64_t task, int tid) {
@@ -390,17 +463,23 @@ static rs_status write_mine(plan *p) {
   }
   int nt = c->nthreads;
   p->buf = calloc((size_t)nt, sizeof *p->buf);
-  if (!p->buf) return rs_fail(RS_ERR_NOMEM, "out of memory");
+  p->xs = calloc((size_t)nt, sizeof *p->xs);
+  if (!p->buf || !p->xs) return rs_fail(RS_ERR_NOMEM, "out of memory");
   for (int t = 0; t < nt; ++t) {
     void *b = NULL;
     if (posix_memalign(&b, 4096, (size_t)p->seg)) return rs_fail(RS_ERR_NOMEM, "out of memory");
     p->buf[t] = b;
     rs__ock_pin(c, b, p->seg);
+    if (!(p->xs[t] = XXH3_createState())) return rs_fail(RS_ERR_NOMEM, "out of memory");
   }
   st = rs__pool_run(nt, p->ntask, write_task, p);
   /* RS_MUTANT 600: the data files are fsynced after the commit (metadata.json and latest), not
    * before it */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (!st && !RS_MUTANT(600)) st = rs__pool_run(nt, c->n, sync_task, p);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  p->sync_ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
   return st;
 }
 
@@ -530,6 +609,8 @@ static void plan_free(plan *p) {
     free(p->buf[t]);
   }
   free(p->buf);
+  for (int t = 0; p->xs && t < p->c->nthreads; ++t) XXH3_freeState(p->xs[t]);
+  free(p->xs);
   rs__io_free(&p->io);
   pthread_mutex_destroy(&p->mu);
 }
@@ -620,6 +701,7 @@ rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, 
     }
     stats->max_rank_bytes = mx;
     stats->io_ops = p.io.ops;
+    stats->sync_ns = p.sync_ns;
   }
   plan_free(&p);
   drop_built(&c, w);

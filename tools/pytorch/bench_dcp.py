@@ -10,8 +10,17 @@ barrier; before the load every file of the checkpoint is fdatasync'ed and evicte
 cache with posix_fadvise(DONTNEED) (what bench_ckpt.c does for reshard's files), and the load into
 zeroed DTensors of the same layout is timed the same way and checked with torch.equal.
 
-  /work/venv/bin/python tools/pytorch/bench_dcp.py --bytes 2G --ranks 1,2,4 --dir DIR \\
-      [--threads 4] [--reps 3] [--reshard BIN | --reshard-json reshard.json] [--json dcp.json]
+Durability: sync_files=True fsyncs every data file and the .metadata temp file before renaming it,
+but not the directory, so DCP's commit (the rename) can be lost to a power failure; reshard's
+save also fsyncs the directory. Each run reports both: save_s (DCP as shipped) and save_durable_s
+(plus one directory fsync, timed inside the same barriers).
+
+  reshard bench ckpt --dcp '/work/torch-venv/bin/python tools/pytorch/bench_dcp.py' ...
+runs this script with --once (one DCP run of one rank count, its JSON on stdout) after each of its
+own repetitions, so every reshard/DCP ratio comes from runs made back to back.
+
+  /work/torch-venv/bin/python tools/pytorch/bench_dcp.py --bytes 2G --ranks 1,2,4 --dir DIR \\
+      [--threads 4] [--reps 5] [--reshard BIN | --reshard-json reshard.json] [--json dcp.json]
 
 With --reshard BIN, `BIN bench ckpt --reps 1` runs right before each DCP run (same bytes, same
 directory, interleaved in one run): the ratio reshard/DCP of save and load throughput is printed
@@ -35,6 +44,11 @@ def median(v):
     v = sorted(v)
     n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def spread(v):
+    """median [min, max], as reshard bench ckpt prints a ratio"""
+    return f"{median(v):.2f}x [{min(v):.2f}, {max(v):.2f}]"
 
 
 def drop_cache(path):
@@ -89,6 +103,17 @@ def worker(rank, world, args, port, out):
     dcp.save(sd, storage_writer=dcp.FileSystemWriter(path, sync_files=True, thread_count=args.threads))
     dist.barrier()
     ts = time.perf_counter() - t0
+    # sync_files=True fsyncs every data file and .metadata.tmp before its rename, but never the
+    # directory: the rename (the commit) may not survive a power loss. The durable figure adds
+    # that one directory fsync, which reshard's commit does.
+    if rank == 0:
+        dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    dist.barrier()
+    tsd = time.perf_counter() - t0
     if rank == 0:
         drop_cache(path)
     dist.barrier()
@@ -105,7 +130,7 @@ def worker(rank, world, args, port, out):
         total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
         payload = nw * rows * 4096 * 4 + 8 * 4096 * 4
         with open(out, "w") as f:
-            json.dump({"ranks": world, "bytes": payload, "files_bytes": total, "save_s": ts, "load_s": tl,
+            json.dump({"ranks": world, "bytes": payload, "files_bytes": total, "save_s": ts, "save_durable_s": tsd, "load_s": tl,
                        "equal": bool(okt.item())}, f)
         shutil.rmtree(path, ignore_errors=True)
     dist.destroy_process_group()
@@ -120,13 +145,27 @@ def main():
                     help="I/O threads of both (reshard --threads, DCP thread_count); default: cores in [2, 8]")
     ap.add_argument("--reshard-json")
     ap.add_argument("--reshard", help="reshard binary: run `bench ckpt` for each rank count, interleaved")
-    ap.add_argument("--reps", type=int, default=3, help="pairs (reshard, DCP) per rank count; medians printed")
+    ap.add_argument("--reps", type=int, default=5, help="pairs (reshard, DCP) per rank count; medians printed")
     ap.add_argument("--json")
+    ap.add_argument("--once", action="store_true",
+                    help="one DCP run of the one rank count in --ranks; its JSON on stdout (what "
+                         "`reshard bench ckpt --dcp` runs between its own, interleaved)")
     args = ap.parse_args()
     args.bytes = parse_bytes(args.bytes)
     os.makedirs(args.dir, exist_ok=True)
     import torch
     import torch.multiprocessing as mp
+
+    if args.once:
+        world = int(args.ranks)
+        out = os.path.join(args.dir, f"dcp_{world}.json")
+        port = 20000 + (os.getpid() * 7) % 20000
+        mp.start_processes(worker, args=(world, args, port, out), nprocs=world, start_method="fork", join=True)
+        with open(out) as f:
+            r = json.load(f)
+        os.remove(out)
+        print(json.dumps(r), flush=True)
+        return 0 if r["equal"] else 1
 
     reshard = {}
     if args.reshard_json:
@@ -174,8 +213,8 @@ def main():
                 line += f" {ratios[-1][0]:16.2f}x {ratios[-1][1]:16.2f}x"
             print(line, flush=True)
         if ratios:
-            print(f"{world:5d} {'med':>4} {'':>10} {'':>10} {'':>6} {median([x for x, _ in ratios]):16.2f}x "
-                  f"{median([y for _, y in ratios]):16.2f}x", flush=True)
+            print(f"{world:5d} {'med':>4} reshard/DCP save {spread([x for x, _ in ratios])}, "
+                  f"load {spread([y for _, y in ratios])}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": runs}, f)
