@@ -8,8 +8,8 @@
 #endif
 
 static const char *BENCH_HELP =
-    "usage: reshard bench [traffic|plan|local|mpi|pytorch|all] [--cases N] [--max-mib M] [--reps R]\n"
-    "                     [--csv DIR] [--fixtures DIR]\n"
+    "usage: reshard bench [traffic|plan|local|mpi|pytorch|p2p|ckpt|gpu|all] [--cases N] [--max-mib M]\n"
+    "                     [--reps R] [--csv DIR] [--fixtures DIR]\n"
     "Prints a table per benchmark and writes bench_<name>.csv into DIR (default .).\n"
     "  traffic  bytes sent / SPEC 7 lower bound of ref-greedy, ref-graph and opt (copy-only corpus)\n"
     "  plan     planning time per case (median ns) of greedy, graph and opt\n"
