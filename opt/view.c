@@ -356,13 +356,13 @@ int64_t rs_views_unpack(const rs_view *v, int n, const char *in) {
 }
 
 /* ---- batched host copies ----
- * In a batch of g_thr.group_min bytes (64 KiB) or more the pairs that read interleaved pieces of one source
- * (an all-to-all sends a column block of the same rows to every destination) are copied in lockstep:
- * a slab of rows (about g_thr.slab bytes, 32 KiB, over the group) of every pair in turn, in source
- * order. The source is then read once front to back, as a contiguous copy reads it, not once per
- * destination with a stride: one source stream and a few sequential destination streams instead of
- * strided passes over the same rows, which measured 12-45% faster from 1 to 256 MiB, in cache or not
- * (docs/opt-datapath.md). A batch of g_thr.stream_batch bytes (8 MiB) streams every copy. */
+ * In a batch of g_thr.group_min bytes (64 KiB) or more the pairs that read interleaved pieces of one
+ * source (an all-to-all sends a column block of the same rows to every destination) are copied as a
+ * group: row by row across the pairs when each pair is one level of rows (group_rows: the source is
+ * read once as one sequential stream), else in lockstep, a slab of rows (about g_thr.slab bytes,
+ * 32 KiB, over the group) of every pair in turn, in source order. Either way each source is read once
+ * front to back, not once per destination with a stride (docs/opt-datapath.md has the figures).
+ * A batch of g_thr.stream_batch bytes (8 MiB) streams every copy. */
 
 typedef struct pair_ref {
   const rs_view *d, *s;
@@ -392,9 +392,11 @@ static void copy_rows(const pair_ref *p, int64_t r, int64_t e, int stream) {
   view_copy(&d, &s, stream);
 }
 
-/* A group of in-cache pairs whose copies are one level of rows each (the 2-d all-to-all) is copied
- * row by row across its pairs: every source row is read once, front to back, and split into its
- * pieces, each destination is written in order. Returns 0 (nothing copied) for other shapes. */
+/* A group of pairs whose copies are one level of rows each (the 2-d all-to-all) is copied row by
+ * row across its pairs: every source row is read once, front to back, and split into its pieces,
+ * each destination is written in order. In cache (no streaming) the runs go through run_avx2 where
+ * the CPU has it; streamed, through copy_stream. Returns 0 (nothing copied) for other shapes, which
+ * take the lockstep slabs below. */
 #define GROUP_ROWS_BODY(RUN)                                                                      \
   for (int64_t r = 0; r < rows; ++r)                                                              \
     for (int64_t j = 0; j < np; ++j) {                                                            \
@@ -411,7 +413,9 @@ static void group_rows_avx2(const pair_ref *p, int64_t np, int64_t rows) { GROUP
 #endif
 static void group_rows_plain(const pair_ref *p, int64_t np, int64_t rows) { GROUP_ROWS_BODY(copy_run) }
 
-static int group_rows(pair_ref *p, int64_t np, int64_t rows) {
+static void group_rows_stream(const pair_ref *p, int64_t np, int64_t rows) { GROUP_ROWS_BODY(copy_stream) }
+
+static int group_rows(pair_ref *p, int64_t np, int64_t rows, int stream) {
   int64_t minrun = INT64_MAX;
   for (int64_t j = 0; j < np; ++j) {
     nest o;
@@ -421,7 +425,8 @@ static int group_rows(pair_ref *p, int64_t np, int64_t rows) {
     p[j].ss = o.ss[0];
     if (o.run < minrun) minrun = o.run;
   }
-  if (minrun >= 32 && g_thr.avx2) group_rows_avx2(p, np, rows);
+  if (stream) group_rows_stream(p, np, rows);
+  else if (minrun >= 32 && g_thr.avx2) group_rows_avx2(p, np, rows);
   else group_rows_plain(p, np, rows);
   return 1;
 }
@@ -456,7 +461,7 @@ rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n)
       continue;
     }
     int64_t rows = p[i].s->size[p[i].dim];
-    if (!stream && group_rows(p + i, k - i, rows)) continue;
+    if (group_rows(p + i, k - i, rows, stream)) continue;
     row /= rows;
     int64_t step = row ? g_thr.slab / row : 1;
     if (step < 1) step = 1;
