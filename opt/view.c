@@ -425,7 +425,8 @@ static int group_rows(pair_ref *p, int64_t np, int64_t rows, int stream) {
     p[j].ss = o.ss[0];
     if (o.run < minrun) minrun = o.run;
   }
-  if (stream) group_rows_stream(p, np, rows);
+  /* streamed only when every run is long enough, as view_copy decides for one copy */
+  if (stream && minrun >= g_thr.stream_run) group_rows_stream(p, np, rows);
   else if (minrun >= 32 && g_thr.avx2) group_rows_avx2(p, np, rows);
   else group_rows_plain(p, np, rows);
   return 1;
