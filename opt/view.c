@@ -1,6 +1,7 @@
 /* view.c - boxes and strided views on the host: the CPU pack/unpack kernels. A view is copied as
- * nested loops over its outer dims with one memcpy per contiguous run; dims that are contiguous on
- * both sides are merged first so that runs are as long as the layouts allow. */
+ * nested loops over its outer dims with one copy per contiguous run (memcpy, an inline AVX2 loop, or
+ * streaming stores); dims that are contiguous on both sides are merged first so that runs are as
+ * long as the layouts allow. */
 #include <string.h>
 #include "opt_internal.h"
 #include "core/mutant.h"
@@ -129,10 +130,10 @@ static inline void copy_run(char *d, const char *s, int64_t run) {
 static struct {
   int64_t stream_view;  /* a view copied alone streams from this many bytes */
   int64_t stream_run;   /* ... when its contiguous runs have at least this many */
-  int64_t group_min;    /* a batch of this many bytes copies its interleaved pairs in lockstep */
+  int64_t group_min;    /* a batch of this many bytes copies its interleaved pairs as groups */
   int64_t stream_batch; /* a batch of this many bytes streams every copy */
   int64_t slab;         /* bytes of one lockstep slab over a group */
-  int avx2;             /* runs of 32 bytes and more are copied by runs_avx2 (set by thr_init) */
+  int avx2;             /* in-cache runs of 32 bytes and more are copied by run_avx2 (set by thr_init) */
 } g_thr = {(int64_t)2 << 20, 1024, (int64_t)64 << 10, (int64_t)8 << 20, (int64_t)32 << 10, 0};
 static pthread_once_t g_thr_once = PTHREAD_ONCE_INIT;
 
