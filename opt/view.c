@@ -1,6 +1,7 @@
 /* view.c - boxes and strided views on the host: the CPU pack/unpack kernels. A view is copied as
- * nested loops over its outer dims with one memcpy per contiguous run; dims that are contiguous on
- * both sides are merged first so that runs are as long as the layouts allow. */
+ * nested loops over its outer dims with one copy per contiguous run (memcpy, an inline AVX2 loop, or
+ * streaming stores); dims that are contiguous on both sides are merged first so that runs are as
+ * long as the layouts allow. */
 #include <string.h>
 #include "opt_internal.h"
 #include "core/mutant.h"
@@ -129,13 +130,17 @@ static inline void copy_run(char *d, const char *s, int64_t run) {
 static struct {
   int64_t stream_view;  /* a view copied alone streams from this many bytes */
   int64_t stream_run;   /* ... when its contiguous runs have at least this many */
-  int64_t group_min;    /* a batch of this many bytes copies its interleaved pairs in lockstep */
+  int64_t group_min;    /* a batch of this many bytes copies its interleaved pairs as groups */
   int64_t stream_batch; /* a batch of this many bytes streams every copy */
   int64_t slab;         /* bytes of one lockstep slab over a group */
-} g_thr = {(int64_t)2 << 20, 1024, (int64_t)64 << 10, (int64_t)8 << 20, (int64_t)32 << 10};
+  int avx2;             /* in-cache runs of 32 bytes and more are copied by run_avx2 (set by thr_init) */
+} g_thr = {(int64_t)2 << 20, 1024, (int64_t)64 << 10, (int64_t)8 << 20, (int64_t)32 << 10, 0};
 static pthread_once_t g_thr_once = PTHREAD_ONCE_INIT;
 
+static int have_avx2(void);
+
 static void thr_init(void) {
+  g_thr.avx2 = have_avx2();
   const char *e = getenv("RS_OPT_COPY_PATHS");
   if (e && !strcmp(e, "small")) { /* generated cases of a few KiB take every path */
     g_thr.stream_view = 512;
@@ -173,6 +178,42 @@ static void copy_stream(char *d, const char *s, int64_t n) { memcpy(d, s, (size_
 static void stream_fence(void) {}
 #endif
 
+/* Runs of 32 bytes and more outside the streaming path: glibc's memcpy is a call through the PLT
+ * and a size dispatch per run, which an all-to-all pays once per 512 B - 1 KiB column block of every
+ * row (2048 calls per MiB). With AVX2 (runtime-dispatched: x86-64's baseline is SSE2) a run is
+ * copied inline by unaligned 32-byte loads and stores, the last vector overlapping the one before
+ * it when the run is not a multiple of 32. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx2"), always_inline)) static inline void run_avx2(char *d, const char *s, int64_t run) {
+  /* Mutant 283 (as in copy_run): a run longer than 256 bytes, not a multiple of 16, loses its last byte. */
+  if (RS_MUTANT(283) && run > 256 && run % 16) run--;
+  int64_t i = 0;
+  for (; i + 128 <= run; i += 128) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)(s + i)), b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
+    __m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64)), e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
+    _mm256_storeu_si256((__m256i *)(d + i), a);
+    _mm256_storeu_si256((__m256i *)(d + i + 32), b);
+    _mm256_storeu_si256((__m256i *)(d + i + 64), c);
+    _mm256_storeu_si256((__m256i *)(d + i + 96), e);
+  }
+  for (; i + 32 <= run; i += 32) _mm256_storeu_si256((__m256i *)(d + i), _mm256_loadu_si256((const __m256i *)(s + i)));
+  /* Mutant 945: a run that is not a multiple of 32 bytes loses its last partial vector. */
+  if (i < run && !RS_MUTANT(945))
+    _mm256_storeu_si256((__m256i *)(d + run - 32), _mm256_loadu_si256((const __m256i *)(s + run - 32)));
+}
+__attribute__((target("avx2"))) static void runs_avx2(char *d, const char *s, int64_t run, int64_t n, int64_t sd,
+                                                      int64_t ss) {
+  for (int64_t i = 0; i < n; ++i, d += sd, s += ss) run_avx2(d, s, run);
+}
+static int have_avx2(void) { return __builtin_cpu_supports("avx2"); }
+#else
+static void runs_avx2(char *d, const char *s, int64_t run, int64_t n, int64_t sd, int64_t ss) {
+  for (int64_t i = 0; i < n; ++i, d += sd, s += ss) memcpy(d, s, (size_t)run);
+}
+static int have_avx2(void) { return 0; }
+#endif
+
 static void copy_nest(char *dst, const char *src, const nest *o, int stream) {
   if (o->n == 0) {
     if (stream) copy_stream(dst, src, o->run);
@@ -187,6 +228,8 @@ static void copy_nest(char *dst, const char *src, const nest *o, int stream) {
     const char *s = src;
     if (stream)
       for (int64_t i = 0; i < inner; ++i, d += isd, s += iss) copy_stream(d, s, o->run);
+    else if (o->run >= 32 && g_thr.avx2)
+      runs_avx2(d, s, o->run, inner, isd, iss);
     else
       for (int64_t i = 0; i < inner; ++i, d += isd, s += iss) copy_run(d, s, o->run);
     int k = last - 1;
@@ -314,17 +357,18 @@ int64_t rs_views_unpack(const rs_view *v, int n, const char *in) {
 }
 
 /* ---- batched host copies ----
- * In a batch of g_thr.group_min bytes (64 KiB) or more the pairs that read interleaved pieces of one source
- * (an all-to-all sends a column block of the same rows to every destination) are copied in lockstep:
- * a slab of rows (about g_thr.slab bytes, 32 KiB, over the group) of every pair in turn, in source
- * order. The source is then read once front to back, as a contiguous copy reads it, not once per
- * destination with a stride: one source stream and a few sequential destination streams instead of
- * strided passes over the same rows, which measured 12-45% faster from 1 to 256 MiB, in cache or not
- * (docs/opt-datapath.md). A batch of g_thr.stream_batch bytes (8 MiB) streams every copy. */
+ * In a batch of g_thr.group_min bytes (64 KiB) or more the pairs that read interleaved pieces of one
+ * source (an all-to-all sends a column block of the same rows to every destination) are copied as a
+ * group: row by row across the pairs when each pair is one level of rows (group_rows: the source is
+ * read once as one sequential stream), else in lockstep, a slab of rows (about g_thr.slab bytes,
+ * 32 KiB, over the group) of every pair in turn, in source order. Either way each source is read once
+ * front to back, not once per destination with a stride (docs/opt-datapath.md has the figures).
+ * A batch of g_thr.stream_batch bytes (8 MiB) streams every copy. */
 
 typedef struct pair_ref {
   const rs_view *d, *s;
   int dim; /* outermost dim of size > 1, -1 when none */
+  int64_t run, sd, ss; /* group_rows: run bytes and row strides of the pair's one-level copy */
 } pair_ref;
 
 static int src_cmp(const void *a, const void *b) {
@@ -347,6 +391,46 @@ static void copy_rows(const pair_ref *p, int64_t r, int64_t e, int stream) {
   d.base += r * d.stride[p->dim];
   s.base += r * s.stride[p->dim];
   view_copy(&d, &s, stream);
+}
+
+/* A group of pairs whose copies are one level of rows each (the 2-d all-to-all) is copied row by
+ * row across its pairs: every source row is read once, front to back, and split into its pieces,
+ * each destination is written in order. In cache (no streaming) the runs go through run_avx2 where
+ * the CPU has it; streamed, through copy_stream. Returns 0 (nothing copied) for other shapes, which
+ * take the lockstep slabs below. */
+#define GROUP_ROWS_BODY(RUN)                                                                      \
+  for (int64_t r = 0; r < rows; ++r)                                                              \
+    for (int64_t j = 0; j < np; ++j) {                                                            \
+      /* Mutant 946: the last pair of a row-wise group never gets its last row. */                \
+      if (RS_MUTANT(946) && j == np - 1 && r == rows - 1) continue;                               \
+      RUN(p[j].d->base + r * p[j].sd, p[j].s->base + r * p[j].ss, p[j].run);                      \
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void group_rows_avx2(const pair_ref *p, int64_t np, int64_t rows) {
+  GROUP_ROWS_BODY(run_avx2)
+}
+#else
+static void group_rows_avx2(const pair_ref *p, int64_t np, int64_t rows) { GROUP_ROWS_BODY(copy_run) }
+#endif
+static void group_rows_plain(const pair_ref *p, int64_t np, int64_t rows) { GROUP_ROWS_BODY(copy_run) }
+
+static void group_rows_stream(const pair_ref *p, int64_t np, int64_t rows) { GROUP_ROWS_BODY(copy_stream) }
+
+static int group_rows(pair_ref *p, int64_t np, int64_t rows, int stream) {
+  int64_t minrun = INT64_MAX;
+  for (int64_t j = 0; j < np; ++j) {
+    nest o;
+    if (!make_nest(p[j].d, p[j].s, &o) || o.n != 1 || o.size[0] != rows) return 0;
+    p[j].run = o.run;
+    p[j].sd = o.sd[0];
+    p[j].ss = o.ss[0];
+    if (o.run < minrun) minrun = o.run;
+  }
+  /* streamed only when every run is long enough, as view_copy decides for one copy */
+  if (stream && minrun >= g_thr.stream_run) group_rows_stream(p, np, rows);
+  else if (minrun >= 32 && g_thr.avx2) group_rows_avx2(p, np, rows);
+  else group_rows_plain(p, np, rows);
+  return 1;
 }
 
 rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n) {
@@ -379,6 +463,7 @@ rs_status rs_views_copy_batch(const rs_view *dst, const rs_view *src, int64_t n)
       continue;
     }
     int64_t rows = p[i].s->size[p[i].dim];
+    if (group_rows(p + i, k - i, rows, stream)) continue;
     row /= rows;
     int64_t step = row ? g_thr.slab / row : 1;
     if (step < 1) step = 1;
