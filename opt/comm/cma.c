@@ -1,4 +1,4 @@
-/* cma.c - process_vm_readv over two lists of strided views. Each view is walked as its contiguous
+/* cma.c - process_vm_readv/writev over two lists of strided views. Each view is walked as its contiguous
  * runs (the innermost dims that are dense collapse into one run); the local and remote run streams
  * are cut where either run ends, so that local iovec k and remote iovec k have the same length, and
  * are handed to the kernel IOV_MAX pairs at a time. The kernel copies page by page from the other
@@ -73,7 +73,18 @@ static void runs_next(runs *r) {
   runs_view(r);
 }
 
-int rs__cma_read(pid_t pid, const rs_view *lv, int64_t nl, const rs_view *rv, int64_t nr) {
+int64_t rs__cma_runs(const rs_view *v, int64_t nv) {
+  runs r;
+  int64_t n = 0;
+  for (runs_init(&r, v, nv); !r.done; ++r.i, runs_view(&r)) {
+    int64_t k = 1;
+    for (int d = 0; d < r.outer; ++d) k *= r.v[r.i].size[d];
+    n += k;
+  }
+  return n;
+}
+
+int rs__cma_copy(pid_t pid, int write, const rs_view *lv, int64_t nl, const rs_view *rv, int64_t nr) {
   struct iovec li[IOV_MAX], ri[IOV_MAX];
   runs l, r;
   runs_init(&l, lv, nl);
@@ -98,7 +109,8 @@ int rs__cma_read(pid_t pid, const rs_view *lv, int64_t nl, const rs_view *rv, in
       if ((r.left -= len) == 0) runs_next(&r);
     }
     if (cnt == 0) break;
-    ssize_t got = process_vm_readv(pid, li, (unsigned long)cnt, ri, (unsigned long)cnt, 0);
+    ssize_t got = write ? process_vm_writev(pid, li, (unsigned long)cnt, ri, (unsigned long)cnt, 0)
+                        : process_vm_readv(pid, li, (unsigned long)cnt, ri, (unsigned long)cnt, 0);
     if (got < 0) {
       if (errno == EINTR) continue;
       return errno;
