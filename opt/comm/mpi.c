@@ -62,7 +62,11 @@ typedef struct cma_head {
   int64_t nv;
   rs_view v[CMA_K];
 } cma_head;
-enum { CMA_MYHEAD, CMA_MYTAIL, CMA_PEERHEAD, CMA_PEERTAIL, CMA_ACK, CMA_NREQ };
+enum { CMA_MYHEAD, CMA_MYTAIL, CMA_PEERHEAD, CMA_PEERTAIL, CMA_PACKED, CMA_ACK, CMA_NREQ };
+/* Runs shorter than this on average make a list "fine": a remote list must not be fine (one
+ * page-pinning walk per iovec); when both are, the sender packs and the receiver reads the packed
+ * copy (the pack path's two copies, without MPI's fragments). */
+#define CMA_FINE 8192
 
 typedef struct mpi_comm {
   rs_comm base;
@@ -88,6 +92,8 @@ typedef struct mpi_comm {
 } mpi_comm;
 
 static int64_t g_cma_reads, g_cma_writes, g_cma_bytes; /* copies by receivers, by senders */
+static int64_t g_cma_packed;                           /* sends packed for a read (both lists fine) */
+static double g_cma_secs;                              /* inside the kernel copies */
 static char g_cma_state[160] = "off (the MPI transport is not started)";
 
 static MPI_Comm g_agree = MPI_COMM_NULL; /* the agreement's own communicator */
@@ -457,7 +463,8 @@ static int run_is_recv(void *self, int i) { return post_of_req(self, i)->is_recv
  * descriptor of more than CMA_K views) or decide; when the tail arrives, decide. The side with more
  * runs copies straight between its views and the peer's, then acks; the other waits for the ack. */
 static rs_status cma_step(mpi_comm *m, mpi_post *p, int slot) {
-  if (slot != CMA_PEERHEAD && slot != CMA_PEERTAIL) return RS_OK; /* own descriptor sent, or the ack */
+  if (slot == CMA_MYHEAD || slot == CMA_MYTAIL || slot == CMA_ACK || (slot == CMA_PACKED && !p->is_recv))
+    return RS_OK; /* own descriptor sent, or the ack */
   MPI_Comm out = p->is_recv ? m->back : m->comm, in = p->is_recv ? m->comm : m->back;
   cma_head *h = (cma_head *)p->pdesc;
   if (slot == CMA_PEERHEAD && h->nv > CMA_K) {
@@ -473,22 +480,54 @@ static rs_status cma_step(mpi_comm *m, mpi_post *p, int slot) {
     if (rc != MPI_SUCCESS) return rs__comm_fail("mpi: rank %d: posting tag %d from rank %d failed", g_rank, p->tag, p->peer);
     return RS_OK;
   }
-  const rs_view *pv = slot == CMA_PEERHEAD ? h->v : (const rs_view *)p->pdesc;
-  int64_t np = slot == CMA_PEERHEAD ? h->nv : p->pnv, pb = 0;
+  /* the peer's head (or the packed copy's), or with a tail every view */
+  const rs_view *pv = slot == CMA_PEERTAIL ? (const rs_view *)p->pdesc : h->v;
+  int64_t np = slot == CMA_PEERTAIL ? p->pnv : h->nv, pb = 0;
   for (int64_t k = 0; k < np; ++k) pb += rs_view_bytes(&pv[k]);
   if (np < 0 || pb != p->bytes)
     return rs__comm_fail("mpi: rank %d: rank %d describes %lld bytes for tag %d, this side holds %lld",
                          g_rank, p->peer, (long long)pb, p->tag, (long long)p->bytes);
   const rs_view *mine = &m->pool[p->first];
-  int64_t rm = rs__cma_runs(mine, p->nv), rp = rs__cma_runs(pv, np);
-  int copier = p->is_recv ? rm >= rp : rm > rp;
   MPI_Request *ack = &m->req[p->req0 + CMA_ACK];
+  /* the copier: the receiver when the sender's list is coarse (or sent packed), else the sender */
+  int copier = 1;
+  if (slot != CMA_PACKED) { /* else the receiver of a packed copy: read it */
+    int64_t rm = rs__cma_runs(mine, p->nv), rp = rs__cma_runs(pv, np);
+    int64_t rs_ = p->is_recv ? rp : rm, rr = p->is_recv ? rm : rp;
+    int fine_s = rs_ * CMA_FINE > p->bytes, fine_r = rr * CMA_FINE > p->bytes;
+    copier = p->is_recv ? !fine_s : fine_s;
+    if (fine_s && fine_r) {
+      MPI_Request *pk = &m->req[p->req0 + CMA_PACKED];
+      char *d = take_stage(m, (int64_t)sizeof(cma_head));
+      if (!d) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+      p->pdesc = d;
+      int rc;
+      if (p->is_recv) {
+        rc = MPI_Irecv(d, (int)sizeof(cma_head), MPI_BYTE, p->peer, p->tag, in, pk);
+      } else {
+        char *buf = take_stage(m, p->bytes);
+        if (!buf) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+        rs_views_pack(buf, mine, p->nv);
+        cma_head *ph = (cma_head *)d;
+        memset(ph, 0, sizeof *ph);
+        ph->nv = 1;
+        rs_view_packed(&ph->v[0], buf, 1, 1, &p->bytes);
+        rc = MPI_Isend(d, (int)sizeof(cma_head), MPI_BYTE, p->peer, p->tag, out, pk);
+        if (rc == MPI_SUCCESS) rc = MPI_Irecv(NULL, 0, MPI_BYTE, p->peer, p->tag, in, ack);
+        ++g_cma_packed;
+      }
+      if (rc != MPI_SUCCESS) return rs__comm_fail("mpi: rank %d: posting tag %d with rank %d failed", g_rank, p->tag, p->peer);
+      return RS_OK;
+    }
+  }
   if (!copier) {
     if (MPI_Irecv(NULL, 0, MPI_BYTE, p->peer, p->tag, in, ack) != MPI_SUCCESS)
       return rs__comm_fail("mpi: rank %d: posting an ack from rank %d failed", g_rank, p->peer);
     return RS_OK;
   }
+  double t0 = rs__comm_clock();
   int e = rs__cma_copy((pid_t)m->pid[p->peer], !p->is_recv, mine, p->nv, pv, np);
+  g_cma_secs += rs__comm_clock() - t0;
   if (e)
     return rs__comm_fail("mpi: rank %d: %s rank %d's memory (process_vm_%s, pid %d) failed: %s", g_rank,
                          p->is_recv ? "reading" : "writing", p->peer, p->is_recv ? "readv" : "writev",
@@ -533,8 +572,9 @@ static void mpi_destroy(rs_comm *c) {
   }
   const char *v = getenv("RS_MPI_CMA_VERBOSE");
   if (v && *v && strcmp(v, "0"))
-    fprintf(stderr, "mpi: rank %d: single-copy path %s: %lld reads, %lld writes, %lld bytes\n", m->rank,
-            g_cma_state, (long long)g_cma_reads, (long long)g_cma_writes, (long long)g_cma_bytes);
+    fprintf(stderr, "mpi: rank %d: single-copy path %s: %lld reads, %lld writes, %lld bytes in %.3f s; "
+            "%lld sends packed for the receiver's read\n", m->rank, g_cma_state, (long long)g_cma_reads,
+            (long long)g_cma_writes, (long long)g_cma_bytes, g_cma_secs, (long long)g_cma_packed);
   free(m->pid);
   for (int64_t i = 0; i < m->nstage; ++i) free(m->stage[i]);
   free(m->stage);
