@@ -10,6 +10,8 @@
  * non-overtaking order keeps matched. (MPI derived datatypes instead of packing measured 3-10x
  * slower at 16-64 MiB with Open MPI 4.1's shared memory: a strided message loses the single-copy
  * CMA path and goes through 32 KiB fragments; `reshard bench mpi` shows it as its a2aw column.)
+ * Between processes of one node a message of RS_MPI_CMA_MIN bytes or more instead travels by
+ * cross-memory attach (cma.c, the `cma` posts below; RS_MPI_CMA=0|1|auto, agreed at start).
  * Nothing here blocks in MPI: run() and the agreement poll their requests against the progress
  * timeout (timeout.c) and, when no request completes for that long, fail naming the peer they
  * waited for. The agreement is a dissemination OR over point-to-point messages on a communicator
@@ -48,12 +50,12 @@ typedef struct mpi_post {
 } mpi_post;
 
 /* The single-copy path (cma.c): between processes on this node, sender and receiver each send the
- * other a descriptor of their views (addresses in their own process) instead of the bytes. The
- * side whose views break into more contiguous runs then copies with one process_vm_readv (the
- * receiver) or process_vm_writev (the sender), so that the remote list, whose every iovec costs the
- * kernel a page-pinning walk, is the shorter one (a strided source read remotely row by row
- * measured 2-4x slower than the same rows as the local list); ties go to the receiver. The copier
- * then sends an empty ack, and the other side's post completes on it: its views stay untouched
+ * other a descriptor of their views (addresses in their own process) instead of the bytes. Then
+ * the receiver reads with process_vm_readv when the sender's list is coarse (runs of CMA_FINE bytes
+ * or more on average), else the sender writes with process_vm_writev when the receiver's is, else
+ * the sender packs and the receiver reads the packed copy: the remote list, whose every iovec costs
+ * the kernel a page-pinning walk, is never a fine one (a strided source read remotely row by row
+ * measured 2-4x slower than the same rows as the local list). The copier then sends an empty ack, and the other side's post completes on it: its views stay untouched
  * until then. CMA_K views travel in the head message; more follow in a tail message of the same
  * tag. Sender-to-receiver messages travel on comm, receiver-to-sender ones on back, so that
  * (a -> b, task) and (b -> a, task) never match each other's. */
