@@ -4,7 +4,7 @@
 #define RS_OPT_COMM_CMA_H
 
 #include <sys/types.h>
-#include "opt_internal.h"
+#include "../opt_internal.h"
 
 /* Copy between the local views lv[0..nl) and the remote views rv[0..nr) of process pid (their bases
  * are addresses in that process): remote -> local (process_vm_readv), or local -> remote when write
