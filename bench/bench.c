@@ -496,6 +496,7 @@ static rs_status bench_mpi(const bopts *o, int *argc, char ***argv) {
            "contiguous buffers (no packing), a2aw = MPI_Alltoallw from the same strided locals with subarray\n"
            "datatypes. GB/s of the slowest rank; ratio = MPI time / opt time, median of %d interleaved\n"
            "repetitions [min, max]\n", n, o->reps < MAX_REPS ? o->reps : MAX_REPS);
+    printf("single-copy intra-node path (RS_MPI_CMA): %s\n", rs_opt_mpi_cma(NULL, NULL));
     printf("%-20s %11s %12s %8s %8s %8s   %-20s   %-20s\n", "layout", "tensor", "moved", "opt", "a2av", "a2aw",
            "opt/a2av", "opt/a2aw");
   }

@@ -280,6 +280,7 @@ static rs_status bench_move(int reps, const char *csv, int *argc, char ***argv) 
     printf("bytes sent %lld (lower bound %lld, ratio %.3f), copied locally %lld; %lld messages for %lld transfers between ranks\n",
            (long long)p.bytes_sent, (long long)lb, lb ? (double)p.bytes_sent / (double)lb : 1.0, (long long)p.bytes_local,
            (long long)all_msgs, (long long)all_sends);
+    printf("single-copy intra-node path (RS_MPI_CMA): %s\n", rs_opt_mpi_cma(NULL, NULL));
     printf("median of %d interleaved repetitions [min, max]; phases are the slowest rank's\n", reps);
     printf("  opt move            %8.2f ms [%.2f, %.2f]   (first call, allocating: %.2f ms; plan of rank 0: %.2f ms)\n",
            1e3 * mo[0], 1e3 * mo[1], 1e3 * mo[2], 1e3 * cold, 1e3 * plan_s);

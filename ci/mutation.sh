@@ -10,7 +10,8 @@
 #     failing (harness code that no campaign can see fail on its own, like the shrinker);
 #   - or, when it names a tests/*.sh script (e.g. cli_hostile.sh), by that script failing when given
 #     the reshard binary and the source tree (bugs only the CLI shows: exit codes, replay's impl);
-#   - or, when it says mpi4, by `reshard check --transport mpi` under mpirun -np 4 (MPI transport);
+#   - or, when it says mpi4, by `reshard check --transport mpi` under mpirun -np 4 (MPI transport;
+#     mpi4cma: the same with RS_MPI_CMA_MIN=0, every node-peer message on the single-copy path);
 #   - or, when it says features, by the feature-coverage check of a campaign that runs only the
 #     cheap `boxes` property (a generator bug: no property can fail, only the coverage count).
 # Every run is bounded by RS_MUTANT_TIMEOUT seconds (default 120; a run that times out survives).
@@ -53,9 +54,11 @@ for f in "$top"/*/MUTANTS.md; do
     if skip_id "$id"; then continue; fi
     log="$tmp/m$id.log"
     m0=$(date +%s)
-    if [ "$runner" = mpi4 ]; then
-      # the MPI transport: 4 processes, one per rank (bugs only a real transport has)
-      RS_MUTANT=$id timeout "$limit" mpirun --oversubscribe --allow-run-as-root -np 4 "$bin" check --impl opt --transport mpi "${extra[@]}" \
+    if [ "$runner" = mpi4 ] || [ "$runner" = mpi4cma ]; then
+      # the MPI transport: 4 processes, one per rank (bugs only a real transport has); mpi4cma: every
+      # message between node peers takes the single-copy path (RS_MPI_CMA_MIN=0)
+      cma_min=${RS_MPI_CMA_MIN:-}; [ "$runner" = mpi4cma ] && cma_min=0
+      RS_MPI_CMA_MIN=$cma_min RS_MUTANT=$id timeout "$limit" mpirun --oversubscribe --allow-run-as-root -np 4 "$bin" check --impl opt --transport mpi "${extra[@]}" \
         --seed 11 --cases "$max" --max-failures 1 --quiet --regress-dir "$tmp/reg$id" --json "$tmp/m$id.json" >"$log" 2>&1 </dev/null
       rc=$?
       n=$(grep -oE '"first_failure_case":[[:space:]]*[0-9]+' "$tmp/m$id.json" 2>/dev/null | grep -oE '[0-9]+$')

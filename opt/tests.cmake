@@ -8,6 +8,15 @@ if(TARGET test_opt_mpi AND RS_OPT_MPIEXEC)
   set_tests_properties(test_opt_mpi_np4 PROPERTIES TIMEOUT 300
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endif()
+# the MPI transport's single-copy path (RS_MPI_CMA_MIN=0: every message between node peers takes it;
+# where process_vm_readv is not permitted the transport falls back and this runs the pack path)
+if(TARGET reshard AND RS_OPT_MPIEXEC)
+  add_test(NAME opt_mpi_cma_np4
+           COMMAND ${RS_OPT_MPIEXEC} --oversubscribe --allow-run-as-root -np 4 $<TARGET_FILE:reshard> check
+                   --impl opt --transport mpi --cases 300 --quiet)
+  set_tests_properties(opt_mpi_cma_np4 PROPERTIES TIMEOUT 300
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;RS_MPI_CMA_MIN=0")
+endif()
 # no hang on a stalled or dead peer: a plug-in that never returns, a rank stopped and a rank killed
 # under mpirun; every survivor exits 4 within --timeout (tests/peer_timeout.sh)
 add_library(stall_copy_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/stall_copy_plugin.c)

@@ -31,6 +31,9 @@ void rs_world_finalize(rs_world *w);
 void rs_opt_set_timeout(double seconds);
 /* The message of the peer failure that broke this process's transports; NULL while healthy. */
 const char *rs_opt_transport_failure(void);
+/* The MPI transport's single-copy intra-node path (process_vm_readv): "on (...)" or "off (why)", and
+ * the copies it did (reads and writes) and their bytes in this process so far (NULL pointers: not wanted). */
+const char *rs_opt_mpi_cma(int64_t *reads, int64_t *bytes);
 /* Transports: "local", "local-device" (every rank in this process on CUDA device memory), "mpi",
  * "nccl". The name the world was made with, and whether its buffers live on a device. A NULL world
  * means a local one. */

@@ -10,6 +10,8 @@
  * non-overtaking order keeps matched. (MPI derived datatypes instead of packing measured 3-10x
  * slower at 16-64 MiB with Open MPI 4.1's shared memory: a strided message loses the single-copy
  * CMA path and goes through 32 KiB fragments; `reshard bench mpi` shows it as its a2aw column.)
+ * Between processes of one node a message of RS_MPI_CMA_MIN bytes or more instead travels by
+ * cross-memory attach (cma.c, the `cma` posts below; RS_MPI_CMA=0|1|auto, agreed at start).
  * Nothing here blocks in MPI: run() and the agreement poll their requests against the progress
  * timeout (timeout.c) and, when no request completes for that long, fail naming the peer they
  * waited for. The agreement is a dissemination OR over point-to-point messages on a communicator
@@ -19,9 +21,14 @@
 #include <string.h>
 #include "comm/comm.h"
 #include "core/mutant.h"
+#include "reshard/opt.h"
 
 #ifdef RS_OPT_MPI
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
 #include <mpi.h>
+#include "comm/cma.h"
 
 #define PIECE ((int64_t)1 << 30)
 
@@ -36,7 +43,32 @@ typedef struct mpi_post {
   int32_t open;  /* requests not yet completed (a staged receive is unpacked when it reaches 0) */
   int tag;
   int started;   /* its requests are posted */
+  int cma;       /* the single-copy path: descriptors, one process_vm_readv/writev, an ack */
+  char *desc;    /* cma: this side's descriptor (cma_head, then the views past the head's) */
+  char *pdesc;   /* cma: the peer's descriptor (its head; once a tail is due, every view) */
+  int64_t pnv;   /* cma: the peer's view count (-1 until its descriptor is complete) */
 } mpi_post;
+
+/* The single-copy path (cma.c): between processes on this node, sender and receiver each send the
+ * other a descriptor of their views (addresses in their own process) instead of the bytes. Then
+ * the receiver reads with process_vm_readv when the sender's list is coarse (runs of CMA_FINE bytes
+ * or more on average), else the sender writes with process_vm_writev when the receiver's is, else
+ * the sender packs and the receiver reads the packed copy: the remote list, whose every iovec costs
+ * the kernel a page-pinning walk, is never a fine one (a strided source read remotely row by row
+ * measured 2-4x slower than the same rows as the local list). The copier then sends an empty ack, and the other side's post completes on it: its views stay untouched
+ * until then. CMA_K views travel in the head message; more follow in a tail message of the same
+ * tag. Sender-to-receiver messages travel on comm, receiver-to-sender ones on back, so that
+ * (a -> b, task) and (b -> a, task) never match each other's. */
+#define CMA_K 8
+typedef struct cma_head {
+  int64_t nv;
+  rs_view v[CMA_K];
+} cma_head;
+enum { CMA_MYHEAD, CMA_MYTAIL, CMA_PEERHEAD, CMA_PEERTAIL, CMA_PACKED, CMA_ACK, CMA_NREQ };
+/* Runs shorter than this on average make a list "fine": a remote list must not be fine (one
+ * page-pinning walk per iovec); when both are, the sender packs and the receiver reads the packed
+ * copy (the pack path's two copies, without MPI's fragments). */
+#define CMA_FINE 8192
 
 typedef struct mpi_comm {
   rs_comm base;
@@ -55,7 +87,16 @@ typedef struct mpi_comm {
   int64_t sends_from;    /* posts before this index are started (or receives) */
   int64_t *stage_cap;
   int64_t nstage, capstage, used_stage;
+  MPI_Comm back;         /* the single-copy path's receiver-to-sender messages */
+  int cma_on;            /* every rank agreed that process_vm_readv works between node peers */
+  int64_t cma_min;       /* messages of fewer bytes travel as data */
+  int32_t *pid;          /* pid[q]: world rank q's process id when it shares this node, else 0 */
 } mpi_comm;
+
+static int64_t g_cma_reads, g_cma_writes, g_cma_bytes; /* copies by receivers, by senders */
+static int64_t g_cma_packed;                           /* sends packed for a read (both lists fine) */
+static double g_cma_secs;                              /* inside the kernel copies */
+static char g_cma_state[160] = "off (the MPI transport is not started)";
 
 static MPI_Comm g_agree = MPI_COMM_NULL; /* the agreement's own communicator */
 static int g_rank, g_size;
@@ -75,7 +116,8 @@ typedef struct wait_ctx {
   int32_t (*peer_of)(void *, int);
   int (*is_recv_of)(void *, int);
   void *self;
-  void (*done)(void *, int); /* request i completed (NULL: nothing to do) */
+  rs_status (*done)(void *, int); /* request i completed (NULL: nothing to do); may post requests
+                                   * into slots of req that were MPI_REQUEST_NULL */
 } wait_ctx;
 
 static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
@@ -107,7 +149,8 @@ static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
     if (done == MPI_UNDEFINED) break;
     double now = rs__comm_clock();
     if (done > 0) {
-      for (int k = 0; w->done && k < done; ++k) w->done(w->self, idx[k]);
+      for (int k = 0; w->done && k < done && !st; ++k) st = w->done(w->self, idx[k]);
+      if (st) break;
       left -= done;
       last = now;
       continue;
@@ -286,6 +329,18 @@ static int single_contig(const rs_view *v, int nv) {
 /* Post p's MPI requests: its bytes in pieces of at most PIECE. */
 static rs_status start(mpi_comm *m, mpi_post *p) {
   p->started = 1;
+  if (p->cma) {
+    MPI_Request *r = &m->req[p->req0];
+    MPI_Comm out = p->is_recv ? m->back : m->comm, in = p->is_recv ? m->comm : m->back;
+    int rc = MPI_Irecv(p->pdesc, (int)sizeof(cma_head), MPI_BYTE, p->peer, p->tag, in, &r[CMA_PEERHEAD]);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Isend(p->desc, (int)sizeof(cma_head), MPI_BYTE, p->peer, p->tag, out, &r[CMA_MYHEAD]);
+    if (rc == MPI_SUCCESS && p->nv > CMA_K)
+      rc = MPI_Isend(p->desc + sizeof(cma_head), (int)(sizeof(rs_view) * (size_t)(p->nv - CMA_K)), MPI_BYTE,
+                     p->peer, p->tag, out, &r[CMA_MYTAIL]);
+    if (rc != MPI_SUCCESS) return rs_fail(RS_ERR_TRANSPORT, "mpi: posting tag %d to rank %d failed", p->tag, p->peer);
+    return RS_OK;
+  }
   for (int32_t k = 0; k < p->nreq; ++k) {
     int64_t off = k * PIECE, len = p->bytes - off < PIECE ? p->bytes - off : PIECE;
     MPI_Request *r = &m->req[p->req0 + k];
@@ -301,7 +356,7 @@ static rs_status start(mpi_comm *m, mpi_post *p) {
 static rs_status flush_sends(mpi_comm *m) {
   int64_t n = 0;
   for (int64_t i = m->sends_from; i < m->npost; ++i)
-    if (!m->post[i].is_recv && m->post[i].staged) n += m->post[i].nv;
+    if (!m->post[i].is_recv && m->post[i].staged && !m->post[i].cma) n += m->post[i].nv;
   rs_status st = RS_OK;
   if (n && ((st = grow((void **)&m->pk_d, &m->cappk_d, n, sizeof(rs_view))) ||
             (st = grow((void **)&m->pk_s, &m->cappk_s, n, sizeof(rs_view)))))
@@ -309,7 +364,7 @@ static rs_status flush_sends(mpi_comm *m) {
   int64_t k = 0;
   for (int64_t i = m->sends_from; i < m->npost; ++i) {
     const mpi_post *p = &m->post[i];
-    if (p->is_recv || !p->staged) continue;
+    if (p->is_recv || !p->staged || p->cma) continue;
     int64_t off = 0;
     for (int32_t j = 0; j < p->nv; ++j, ++k) {
       const rs_view *v = &m->pool[p->first + j];
@@ -342,14 +397,29 @@ static rs_status post(mpi_comm *m, int is_recv, int32_t peer, int64_t task, cons
     m->pool[m->npool++] = v[i];
     p->bytes += rs_view_bytes(&v[i]);
   }
-  p->staged = !single_contig(v, nv);
-  if (p->staged) {
+  p->cma = m->cma_on && m->pid[peer] && p->bytes >= m->cma_min && p->bytes > 0;
+  p->staged = !p->cma && !single_contig(v, nv);
+  p->desc = NULL;
+  if (p->cma) {
+    /* this side's descriptor: its views (addresses in this process); room for the peer's head */
+    size_t dbytes = sizeof(cma_head) + (nv <= CMA_K ? 0 : sizeof(rs_view) * (size_t)(nv - CMA_K));
+    p->desc = take_stage(m, (int64_t)dbytes);
+    p->pdesc = take_stage(m, (int64_t)sizeof(cma_head));
+    if (!p->desc || !p->pdesc) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+    p->buf = NULL;
+    p->pnv = -1;
+    cma_head *h = (cma_head *)p->desc;
+    memset(h, 0, sizeof *h);
+    h->nv = nv;
+    memcpy(h->v, v, sizeof(rs_view) * (size_t)(nv < CMA_K ? nv : CMA_K));
+    if (nv > CMA_K) memcpy(p->desc + sizeof(cma_head), v + CMA_K, sizeof(rs_view) * (size_t)(nv - CMA_K));
+  } else if (p->staged) {
     p->buf = take_stage(m, p->bytes);
     if (!p->buf) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
   } else {
     p->buf = v->base;
   }
-  int64_t pieces = p->bytes ? (p->bytes + PIECE - 1) / PIECE : 1;
+  int64_t pieces = p->cma ? CMA_NREQ : p->bytes ? (p->bytes + PIECE - 1) / PIECE : 1;
   if ((st = grow((void **)&m->req, &m->capreq, m->nreq + pieces, sizeof(MPI_Request)))) return st;
   p->req0 = (int32_t)m->nreq;
   p->nreq = p->open = (int32_t)pieces;
@@ -391,14 +461,96 @@ static const mpi_post *post_of_req(const mpi_comm *m, int i) {
 static int32_t run_peer(void *self, int i) { return post_of_req(self, i)->peer; }
 static int run_is_recv(void *self, int i) { return post_of_req(self, i)->is_recv; }
 
+/* A single-copy post's step: when the peer's head arrives, post the receive of its tail (a
+ * descriptor of more than CMA_K views) or decide; when the tail arrives, decide. The side with more
+ * runs copies straight between its views and the peer's, then acks; the other waits for the ack. */
+static rs_status cma_step(mpi_comm *m, mpi_post *p, int slot) {
+  if (slot == CMA_MYHEAD || slot == CMA_MYTAIL || slot == CMA_ACK || (slot == CMA_PACKED && !p->is_recv))
+    return RS_OK; /* own descriptor sent, or the ack */
+  MPI_Comm out = p->is_recv ? m->back : m->comm, in = p->is_recv ? m->comm : m->back;
+  cma_head *h = (cma_head *)p->pdesc;
+  if (slot == CMA_PEERHEAD && h->nv > CMA_K) {
+    if (h->nv > INT32_MAX / (int64_t)sizeof(rs_view))
+      return rs__comm_fail("mpi: rank %d: a descriptor of %lld views from rank %d", g_rank, (long long)h->nv, p->peer);
+    char *all = take_stage(m, (int64_t)sizeof(rs_view) * h->nv);
+    if (!all) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+    memcpy(all, h->v, sizeof h->v);
+    p->pnv = h->nv;
+    p->pdesc = all; /* from now on every view, the head's first */
+    int rc = MPI_Irecv(all + sizeof h->v, (int)(sizeof(rs_view) * (size_t)(h->nv - CMA_K)), MPI_BYTE, p->peer,
+                       p->tag, in, &m->req[p->req0 + CMA_PEERTAIL]);
+    if (rc != MPI_SUCCESS) return rs__comm_fail("mpi: rank %d: posting tag %d from rank %d failed", g_rank, p->tag, p->peer);
+    return RS_OK;
+  }
+  /* the peer's head (or the packed copy's), or with a tail every view */
+  const rs_view *pv = slot == CMA_PEERTAIL ? (const rs_view *)p->pdesc : h->v;
+  int64_t np = slot == CMA_PEERTAIL ? p->pnv : h->nv, pb = 0;
+  for (int64_t k = 0; k < np; ++k) pb += rs_view_bytes(&pv[k]);
+  if (np < 0 || pb != p->bytes)
+    return rs__comm_fail("mpi: rank %d: rank %d describes %lld bytes for tag %d, this side holds %lld",
+                         g_rank, p->peer, (long long)pb, p->tag, (long long)p->bytes);
+  const rs_view *mine = &m->pool[p->first];
+  MPI_Request *ack = &m->req[p->req0 + CMA_ACK];
+  /* the copier: the receiver when the sender's list is coarse (or sent packed), else the sender */
+  int copier = 1;
+  if (slot != CMA_PACKED) { /* else the receiver of a packed copy: read it */
+    int64_t rm = rs__cma_runs(mine, p->nv), rp = rs__cma_runs(pv, np);
+    int64_t rs_ = p->is_recv ? rp : rm, rr = p->is_recv ? rm : rp;
+    int fine_s = rs_ * CMA_FINE > p->bytes, fine_r = rr * CMA_FINE > p->bytes;
+    copier = p->is_recv ? !fine_s : fine_s;
+    if (fine_s && fine_r) {
+      MPI_Request *pk = &m->req[p->req0 + CMA_PACKED];
+      char *d = take_stage(m, (int64_t)sizeof(cma_head));
+      if (!d) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+      p->pdesc = d;
+      int rc;
+      if (p->is_recv) {
+        rc = MPI_Irecv(d, (int)sizeof(cma_head), MPI_BYTE, p->peer, p->tag, in, pk);
+      } else {
+        char *buf = take_stage(m, p->bytes);
+        if (!buf) return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+        rs_views_pack(buf, mine, p->nv);
+        cma_head *ph = (cma_head *)d;
+        memset(ph, 0, sizeof *ph);
+        ph->nv = 1;
+        rs_view_packed(&ph->v[0], buf, 1, 1, &p->bytes);
+        rc = MPI_Isend(d, (int)sizeof(cma_head), MPI_BYTE, p->peer, p->tag, out, pk);
+        if (rc == MPI_SUCCESS) rc = MPI_Irecv(NULL, 0, MPI_BYTE, p->peer, p->tag, in, ack);
+        ++g_cma_packed;
+      }
+      if (rc != MPI_SUCCESS) return rs__comm_fail("mpi: rank %d: posting tag %d with rank %d failed", g_rank, p->tag, p->peer);
+      return RS_OK;
+    }
+  }
+  if (!copier) {
+    if (MPI_Irecv(NULL, 0, MPI_BYTE, p->peer, p->tag, in, ack) != MPI_SUCCESS)
+      return rs__comm_fail("mpi: rank %d: posting an ack from rank %d failed", g_rank, p->peer);
+    return RS_OK;
+  }
+  double t0 = rs__comm_clock();
+  int e = rs__cma_copy((pid_t)m->pid[p->peer], !p->is_recv, mine, p->nv, pv, np);
+  g_cma_secs += rs__comm_clock() - t0;
+  if (e)
+    return rs__comm_fail("mpi: rank %d: %s rank %d's memory (process_vm_%s, pid %d) failed: %s", g_rank,
+                         p->is_recv ? "reading" : "writing", p->peer, p->is_recv ? "readv" : "writev",
+                         (int)m->pid[p->peer], strerror(e));
+  ++*(p->is_recv ? &g_cma_reads : &g_cma_writes);
+  g_cma_bytes += p->bytes;
+  if (MPI_Isend(NULL, 0, MPI_BYTE, p->peer, p->tag, out, ack) != MPI_SUCCESS)
+    return rs__comm_fail("mpi: rank %d: posting an ack to rank %d failed", g_rank, p->peer);
+  return RS_OK;
+}
+
 /* A staged receive is unpacked as soon as its last request completes, while the others are still
  * in flight, not after all of them. */
-static void run_done(void *self, int i) {
+static rs_status run_done(void *self, int i) {
   mpi_post *p = (mpi_post *)post_of_req(self, i);
-  if (--p->open > 0 || !p->is_recv || !p->staged) return;
+  if (p->cma) return cma_step((mpi_comm *)self, p, i - p->req0);
+  if (--p->open > 0 || !p->is_recv || !p->staged) return RS_OK;
   /* Mutant 267: a staged receive of several views never unpacks its last view. */
   int nv = RS_MUTANT(267) && p->nv > 1 ? p->nv - 1 : p->nv;
   rs_views_unpack(&((mpi_comm *)self)->pool[p->first], nv, p->buf);
+  return RS_OK;
 }
 
 static rs_status mpi_run(rs_comm *c) {
@@ -416,7 +568,16 @@ static void mpi_destroy(rs_comm *c) {
   if (!m) return;
   int fin = 0;
   MPI_Finalized(&fin);
-  if (!fin && !rs__comm_failure()) MPI_Comm_free(&m->comm);
+  if (!fin && !rs__comm_failure()) {
+    MPI_Comm_free(&m->comm);
+    if (m->back != MPI_COMM_NULL) MPI_Comm_free(&m->back);
+  }
+  const char *v = getenv("RS_MPI_CMA_VERBOSE");
+  if (v && *v && strcmp(v, "0"))
+    fprintf(stderr, "mpi: rank %d: single-copy path %s: %lld reads, %lld writes, %lld bytes in %.3f s; "
+            "%lld sends packed for the receiver's read\n", m->rank, g_cma_state, (long long)g_cma_reads,
+            (long long)g_cma_writes, (long long)g_cma_bytes, g_cma_secs, (long long)g_cma_packed);
+  free(m->pid);
   for (int64_t i = 0; i < m->nstage; ++i) free(m->stage[i]);
   free(m->stage);
   free(m->stage_cap);
@@ -429,6 +590,113 @@ static void mpi_destroy(rs_comm *c) {
 }
 
 static const rs_comm_ops mpi_ops = {"mpi", mpi_send, mpi_recv, mpi_run, mpi_destroy};
+
+/* What every rank tells every other at start: where to find it for the single-copy path. */
+typedef struct cma_card {
+  uint64_t token, addr; /* a word at addr of process pid holds token (the probe reads it back) */
+  int32_t pid, pad;
+  char node[96];        /* boot id and host name: equal on ranks that share a kernel */
+} cma_card;
+static volatile uint64_t g_cma_token;
+
+static void node_key(char *out, size_t n) {
+  char boot[48] = "", host[48] = "";
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(boot, sizeof boot, f)) boot[0] = 0;
+    fclose(f);
+  }
+  boot[strcspn(boot, "\n")] = 0;
+  if (gethostname(host, sizeof host - 1)) host[0] = 0;
+  snprintf(out, n, "%s/%s", boot, host);
+}
+
+/* The single-copy path's start (collective): RS_MPI_CMA (0, 1, auto) and RS_MPI_CMA_MIN (bytes),
+ * the cards swapped point to point under the progress timeout, every node peer probed, and the
+ * world agrees: the path is on only where every rank's probes passed (else the pack path runs
+ * everywhere, g_cma_state saying why). */
+static rs_status cma_start(mpi_comm *m) {
+  const char *mode = getenv("RS_MPI_CMA"), *mins = getenv("RS_MPI_CMA_MIN");
+  int want = 2; /* 0 off, 1 required, 2 auto */
+  if (mode && *mode) {
+    if (!strcmp(mode, "0")) want = 0;
+    else if (!strcmp(mode, "1")) want = 1;
+    else if (strcmp(mode, "auto"))
+      return rs_fail(RS_ERR_INVALID, "RS_MPI_CMA: '%s', expected 0, 1 or auto", mode);
+  }
+  m->cma_min = (int64_t)8 << 20; /* measured: smaller messages were faster packed (docs/opt-datapath.md) */
+  if (mins && *mins) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(mins, &end, 10);
+    if (errno || end == mins || *end || v < 0)
+      return rs_fail(RS_ERR_INVALID, "RS_MPI_CMA_MIN: '%s', expected a byte count >= 0", mins);
+    m->cma_min = v;
+  }
+  int n = g_size;
+  cma_card *cards = calloc((size_t)n, sizeof *cards);
+  MPI_Request *r = malloc(sizeof(MPI_Request) * (size_t)(2 * n));
+  int32_t *peer = malloc(sizeof(int32_t) * (size_t)(2 * n));
+  m->pid = calloc((size_t)n, sizeof(int32_t));
+  if (!cards || !r || !peer || !m->pid) {
+    free(cards);
+    free(r);
+    free(peer);
+    return rs_fail(RS_ERR_NOMEM, "mpi transport: out of memory");
+  }
+  g_cma_token = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ull;
+  cma_card *me = &cards[g_rank];
+  me->token = g_cma_token;
+  me->addr = (uint64_t)(uintptr_t)&g_cma_token;
+  me->pid = (int32_t)getpid();
+  node_key(me->node, sizeof me->node);
+  int k = 0, rc = MPI_SUCCESS;
+  for (int q = 0; q < n && rc == MPI_SUCCESS; ++q) {
+    if (q == g_rank) continue;
+    peer[k] = q;
+    rc = MPI_Irecv(&cards[q], (int)sizeof *cards, MPI_BYTE, q, (1 << 14) + 1, g_agree, &r[k++]);
+  }
+  for (int q = 0; q < n && rc == MPI_SUCCESS; ++q) {
+    if (q == g_rank) continue;
+    peer[k] = q;
+    rc = MPI_Isend(me, (int)sizeof *me, MPI_BYTE, q, (1 << 14) + 1, g_agree, &r[k++]);
+  }
+  bcast_ctx x = {peer, 1};
+  wait_ctx w = {"start-up exchange", bcast_peer, bcast_is_recv, &x, NULL};
+  rs_status st = rc != MPI_SUCCESS ? rs__comm_fail("mpi: rank %d: posting the start-up exchange failed", g_rank)
+                                   : wait_requests(r, k, &w);
+  int fail = want == 0, peers = 0;
+  char why[128] = "";
+  if (want == 0) snprintf(why, sizeof why, "RS_MPI_CMA=0");
+  for (int q = 0; q < n && !st && !fail; ++q) {
+    if (q == g_rank || strcmp(cards[q].node, me->node)) continue;
+    uint64_t got = 0;
+    int e = rs__cma_probe((pid_t)cards[q].pid, &got, (const void *)(uintptr_t)cards[q].addr, sizeof got);
+    if (!e && got != cards[q].token) e = EFAULT;
+    if (e) {
+      fail = 1;
+      snprintf(why, sizeof why, "rank %d cannot read rank %d (pid %d): %s", g_rank, q, (int)cards[q].pid, strerror(e));
+    } else {
+      m->pid[q] = cards[q].pid;
+      ++peers;
+    }
+  }
+  int mine = fail;
+  if (!st) st = agree_or(&fail);
+  free(cards);
+  free(r);
+  free(peer);
+  if (st) return st;
+  m->cma_on = !fail;
+  if (!fail) snprintf(g_cma_state, sizeof g_cma_state, "on (%d node peers, messages >= %lld bytes)", peers,
+                      (long long)m->cma_min);
+  else if (mine) snprintf(g_cma_state, sizeof g_cma_state, "off (%s)", why);
+  else snprintf(g_cma_state, sizeof g_cma_state, "off (another rank set RS_MPI_CMA=0 or failed its probe)");
+  if (fail) memset(m->pid, 0, sizeof(int32_t) * (size_t)n);
+  if (fail && want == 1)
+    return rs_fail(RS_ERR_TRANSPORT, "RS_MPI_CMA=1: the single-copy path is %s", g_cma_state);
+  return RS_OK;
+}
 
 rs_status rs_comm_mpi_create(rs_comm **out) {
   mpi_comm *m = calloc(1, sizeof *m);
@@ -445,8 +713,23 @@ rs_status rs_comm_mpi_create(rs_comm **out) {
   int flag = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   m->tag_ub = flag && ub ? *(int *)ub : 32767;
+  m->back = MPI_COMM_NULL;
+  rs_status st = MPI_Comm_dup(MPI_COMM_WORLD, &m->back) != MPI_SUCCESS
+                     ? rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Comm_dup failed")
+                     : cma_start(m);
+  if (st) {
+    mpi_destroy(&m->base);
+    return st;
+  }
+  MPI_Comm_set_errhandler(m->back, MPI_ERRORS_RETURN);
   *out = &m->base;
   return RS_OK;
+}
+
+const char *rs_opt_mpi_cma(int64_t *reads, int64_t *bytes) {
+  if (reads) *reads = g_cma_reads + g_cma_writes;
+  if (bytes) *bytes = g_cma_bytes;
+  return g_cma_state;
 }
 
 #else /* built without MPI */
@@ -470,5 +753,10 @@ rs_status rs_mpi_bcast(void *buf, int bytes, int root) {
   return no_mpi();
 }
 rs_status rs_comm_mpi_create(rs_comm **out) { *out = NULL; return no_mpi(); }
+const char *rs_opt_mpi_cma(int64_t *reads, int64_t *bytes) {
+  if (reads) *reads = 0;
+  if (bytes) *bytes = 0;
+  return "off (this build has no MPI)";
+}
 
 #endif
