@@ -357,7 +357,7 @@ static rs_status report(bench *b, int p, const live *lv, FILE *csv) {
   if (!n) {
     printf("%-7s %6d cases\n", PLANNER_NAME[p], 0);
   } else {
-    double lo, hi, rlo, rhi, mo = median(o, n, NULL, NULL), mt = median(t, n, NULL, NULL);
+    double lo = 0, hi = 0, rlo = 0, rhi = 0, mo = median(o, n, NULL, NULL), mt = median(t, n, NULL, NULL);
     double mr = median(ratio, n, &lo, &hi), rr = median(per_rep, reps, &rlo, &rhi);
     printf("%-7s %6d %10.0f %12.0f   %.5f [%.5f, %.5f]   %.5f [%.5f, %.5f]  %7.0fx\n", PLANNER_NAME[p], n, mo,
            mt, mr, lo, hi, rr, rlo, rhi, 1 / mr);
