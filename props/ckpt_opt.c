@@ -115,15 +115,40 @@ struct ctx {
   rs_world *world;
   int P, me, mpi;
   rs_ckpt_opt_opts oo;
+  int nstage;                /* staging requests of this case's earlier device operations */
+  int stage_bufs[32];
+  int64_t stage_bytes[32];
 };
+
+/* Device worlds pool their staging across operations (opt/ckpt/stage.c): an operation whose
+ * buffers fit inside what one earlier operation of this case asked for allocates none. */
+static rs_status stage_check(ctx *x, const char *op, const rs_ckpt_opt_stats *s) {
+  if (!rs_world_uses_device(x->world) && !(rs_world_is_local(x->world) && rs_opt_ckpt_sim_device())) return RS_OK;
+  if (s->stage_bufs <= 0) return RS_OK;
+  for (int i = 0; i < x->nstage; ++i)
+    if (x->stage_bufs[i] >= s->stage_bufs && x->stage_bytes[i] >= s->stage_bytes && s->stage_allocs)
+      return rs_fail(RS_ERR_MISMATCH,
+                     "staging pool: opt %s allocated %lld of its %d staging buffers of %lld bytes on a device world "
+                     "whose pool already held them (an earlier operation asked for %d of %lld bytes)",
+                     op, (long long)s->stage_allocs, s->stage_bufs, (long long)s->stage_bytes, x->stage_bufs[i],
+                     (long long)x->stage_bytes[i]);
+  if (x->nstage < 32) {
+    x->stage_bufs[x->nstage] = s->stage_bufs;
+    x->stage_bytes[x->nstage++] = s->stage_bytes;
+  }
+  return RS_OK;
+}
 
 /* opt's save and load with the world's tensor data in its device memory when it has one (a
  * local-device world, or RS_SIM_DEVICE=1): moved there before, back to the host after */
 static rs_status dev_save(ctx *x, rs_ckpt_world *w, const char *root, int64_t step, const rs_ckpt_opt_opts *o,
                           rs_ckpt_opt_stats *stats) {
+  rs_ckpt_opt_stats own;
+  if (!stats) stats = &own;
   rs_status st = rs_opt_ckpt_to_device(x->world, w);
   if (st) return st;
   st = rs_opt_ckpt_save(x->world, w, root, step, o, stats);
+  if (!st) st = stage_check(x, "save", stats);
   char keep[1024] = "";
   if (st) snprintf(keep, sizeof keep, "%s", rs_last_error());
   rs_status back = rs_opt_ckpt_to_host(x->world, w);
@@ -149,7 +174,9 @@ static rs_status dev_load(ctx *x, rs_ckpt_world *w, const char *root, rs_strict 
                           rs_ckpt_report *rep) {
   rs_status st = rs_opt_ckpt_to_device(x->world, w);
   if (st) return st;
-  st = rs_opt_ckpt_load(x->world, w, root, -1, strict, o, rep, NULL);
+  rs_ckpt_opt_stats stats;
+  st = rs_opt_ckpt_load(x->world, w, root, -1, strict, o, rep, &stats);
+  if (!st) st = stage_check(x, "load", &stats);
   char keep[1024] = "";
   if (st) snprintf(keep, sizeof keep, "%s", rs_last_error());
   rs_status back = rs_opt_ckpt_to_host(x->world, w);

@@ -41,6 +41,11 @@ typedef struct rs_ckpt_opt_stats {
   int64_t io_ops;         /* save: counted I/O operations of this process (see crash_at) */
   int64_t sync_ns;        /* save: wall nanoseconds of this process's data-file fsyncs (the part of
                            * a save spent waiting for the disk after the last write) */
+  int stage_bufs;         /* host staging buffers the operation used (one per I/O thread) ... */
+  int64_t stage_bytes;    /* ... of at least this many bytes each */
+  int64_t stage_allocs;   /* staging buffers it allocated: on a device world (CUDA or simulated)
+                           * they are pooled across operations, so 0 once the world's pool holds
+                           * stage_bufs buffers of stage_bytes */
 } rs_ckpt_opt_stats;
 
 /* Saves under root/step_<step>/ and commits `latest` (data fsynced, metadata.json by rename and

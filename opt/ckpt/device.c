@@ -1,5 +1,5 @@
 /* device.c - opt checkpoints on device memory. On a local-device world the tensor data of every
- * rank lives in CUDA memory: save stages it into host buffers (pinned while the operation runs)
+ * rank lives in CUDA memory: save stages it into host buffers (stage.c: pooled, page-locked)
  * before hashing and writing, load reads and verifies in host buffers and copies the verified rows
  * out, so no host code ever dereferences tensor data. rs_opt_ckpt_to_device/to_host move a world's
  * data between host and device for the callers that build worlds on the host (CLI, properties).
@@ -103,15 +103,6 @@ rs_status rs__ock_rows_flush(rs__ock_rows *b) {
     if (!st) st = s2;
   }
   return st;
-}
-
-void rs__ock_pin(const rs__ock *c, void *buf, int64_t n) {
-  /* pinning only speeds the copies up: a refusal leaves pageable (still correct) staging */
-  if (c->device && !c->sim && buf && n > 0 && rs_cuda_host_register(buf, n) != RS_OK) rs_clear_error();
-}
-
-void rs__ock_unpin(const rs__ock *c, void *buf) {
-  if (c->device && !c->sim && buf) rs_cuda_host_unregister(buf);
 }
 
 /* 0: host world, 1: CUDA, 2: simulated */

@@ -26,6 +26,11 @@ typedef struct rs__ock {
   rs_state_dict *shadow; /* owned, MPI: the others' metadata */
   int nthreads;
   int64_t segment;
+  struct rs__ock_stage *stage; /* stage.c: the staging pool this operation holds */
+  int own_stage;               /* ... made for this operation alone */
+  int stage_bufs;              /* what it asked for: buffers, bytes each */
+  int64_t stage_bytes;
+  int64_t stage_allocs;        /* buffers it had to allocate (0 once a device world's pool is warm) */
 } rs__ock;
 
 rs_status rs__ock_init(rs__ock *c, rs_world *world, rs_ckpt_world *w, const rs_ckpt_opt_opts *o);
@@ -63,9 +68,15 @@ typedef struct rs__ock_rows {
 void rs__ock_rows_init(rs__ock_rows *b, const rs__ock *c, int dev);
 rs_status rs__ock_rows_add(rs__ock_rows *b, void *dst, const void *host, int64_t n);
 rs_status rs__ock_rows_flush(rs__ock_rows *b);
-/* staging buffers page-locked while an operation on a CUDA world runs (no-op otherwise) */
-void rs__ock_pin(const rs__ock *c, void *buf, int64_t n);
-void rs__ock_unpin(const rs__ock *c, void *buf);
+/* ---- stage.c: nbuf host staging buffers of at least `bytes` each, 4096-aligned. A device world
+ * (CUDA or simulated) keeps them across operations in a grow-only pool (page-locked on CUDA) freed
+ * with the world; otherwise they are the operation's own. *bufs stays valid until put(), which
+ * every operation calls once at its end (also after a failed get). */
+typedef struct rs__ock_stage rs__ock_stage;
+rs_status rs__ock_stage_get(rs__ock *c, int nbuf, int64_t bytes, uint8_t ***bufs);
+void rs__ock_stage_put(rs__ock *c);
+/* the operation's stage_bufs, stage_bytes and stage_allocs into stats */
+void rs__ock_stage_stats(const rs__ock *c, rs_ckpt_opt_stats *stats);
 /* RS_SIM_DEVICE=1: local worlds simulate device memory */
 int rs__ock_sim_requested(void);
 

@@ -727,13 +727,7 @@ static rs_status run_reads(ldr *L, rs_ckpt_opt_stats *stats) {
   for (int f = 0; hdrs && f < L->md.nf; ++f) rs__st_free(&hdrs[f]);
   free(hdrs);
   free(hok);
-  if (!st) {
-    L->buf = calloc((size_t)c->nthreads, sizeof *L->buf);
-    if (!L->buf) st = rs_fail(RS_ERR_NOMEM, "out of memory");
-    for (int t = 0; !st && t < c->nthreads; ++t)
-      if (posix_memalign((void **)&L->buf[t], 4096, (size_t)L->bufsize)) st = rs_fail(RS_ERR_NOMEM, "out of memory");
-      else rs__ock_pin(c, L->buf[t], L->bufsize);
-  }
+  if (!st) st = rs__ock_stage_get(c, c->nthreads, L->bufsize, &L->buf);
   if (tfirst) tfirst[L->nn] = L->nt;
   /* rounds (read-once): at most round_bytes of shared chunks in flight, then exchanged, scattered
    * and freed; every process cuts the same rounds from the same list. Direct: one round. */
@@ -882,11 +876,8 @@ static void ldr_free(ldr *L) {
   free(L->tn);
   free(L->ta);
   free(L->tb);
-  for (int t = 0; L->buf && t < L->c->nthreads; ++t) {
-    rs__ock_unpin(L->c, L->buf[t]);
-    free(L->buf[t]);
-  }
-  free(L->buf);
+  rs__ock_stage_put(L->c);
+  L->buf = NULL;
   rs__md_free(&L->md);
 }
 
@@ -993,7 +984,10 @@ rs_status rs_opt_ckpt_load(rs_world *world, rs_ckpt_world *w, const char *root, 
   for (int r = 0; r < w->n; ++r)
     if (rs__ock_mine(&c, r)) rs_sd_apply_factory_merges(&w->sd[r]);
   rep->bytes_read = L.bytes_read;
-  if (stats) stats->bytes_read = L.bytes_read;
+  if (stats) {
+    stats->bytes_read = L.bytes_read;
+    rs__ock_stage_stats(&c, stats);
+  }
   for (int i = 0; i < nun; ++i) free(un[i]);
   free(un);
   ldr_free(&L);

@@ -462,16 +462,11 @@ static rs_status write_mine(plan *p) {
     }
   }
   int nt = c->nthreads;
-  p->buf = calloc((size_t)nt, sizeof *p->buf);
   p->xs = calloc((size_t)nt, sizeof *p->xs);
-  if (!p->buf || !p->xs) return rs_fail(RS_ERR_NOMEM, "out of memory");
-  for (int t = 0; t < nt; ++t) {
-    void *b = NULL;
-    if (posix_memalign(&b, 4096, (size_t)p->seg)) return rs_fail(RS_ERR_NOMEM, "out of memory");
-    p->buf[t] = b;
-    rs__ock_pin(c, b, p->seg);
+  if (!p->xs) return rs_fail(RS_ERR_NOMEM, "out of memory");
+  if ((st = rs__ock_stage_get(c, nt, p->seg, &p->buf))) return st;
+  for (int t = 0; t < nt; ++t)
     if (!(p->xs[t] = XXH3_createState())) return rs_fail(RS_ERR_NOMEM, "out of memory");
-  }
   st = rs__pool_run(nt, p->ntask, write_task, p);
   /* RS_MUTANT 600: the data files are fsynced after the commit (metadata.json and latest), not
    * before it */
@@ -604,11 +599,8 @@ static void plan_free(plan *p) {
   free(p->f);
   free(p->task_file);
   free(p->task_seg);
-  for (int t = 0; p->buf && t < p->c->nthreads; ++t) {
-    rs__ock_unpin(p->c, p->buf[t]);
-    free(p->buf[t]);
-  }
-  free(p->buf);
+  rs__ock_stage_put(p->c);
+  p->buf = NULL;
   for (int t = 0; p->xs && t < p->c->nthreads; ++t) XXH3_freeState(p->xs[t]);
   free(p->xs);
   rs__io_free(&p->io);
@@ -702,6 +694,7 @@ rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, 
     stats->max_rank_bytes = mx;
     stats->io_ops = p.io.ops;
     stats->sync_ns = p.sync_ns;
+    rs__ock_stage_stats(&c, stats);
   }
   plan_free(&p);
   drop_built(&c, w);

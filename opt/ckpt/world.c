@@ -57,6 +57,7 @@ rs_status rs__ock_init(rs__ock *c, rs_world *world, rs_ckpt_world *w, const rs_c
 }
 
 void rs__ock_free(rs__ock *c) {
+  rs__ock_stage_put(c);
   if (c->own_comm) c->own_comm->ops->destroy(c->own_comm);
   c->own_comm = NULL;
   if (c->shadow) {

@@ -2,7 +2,8 @@
  * receive become one direct strided copy from the sender's buffer to the receiver's (no staging),
  * batched per run(): on the host, or for device memory as one CUDA launch. On the host the round's
  * local copies join the same batch (rs__comm_local_defer), so that the batch copy reads each source
- * once in order across every destination, its own included. */
+ * once in order across every destination, its own included. A send and receive whose views are cut
+ * differently (same bytes) go through a packed buffer: host memory, or a pooled device buffer. */
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm.h"
@@ -25,6 +26,8 @@ typedef struct local_comm {
   /* device batches */
   rs_view *bd, *bs;
   int64_t nb, capb;
+  char *dstage; /* device restaging, grow-only (copy_restaged_device) */
+  int64_t dstage_cap;
 } local_comm;
 
 static rs_status add_post(local_comm *l, post **arr, int64_t *n, int64_t *cap, int32_t from,
@@ -128,6 +131,25 @@ static rs_status copy_restaged(const rs_view *dv, int nd, const rs_view *sv, int
   return RS_OK;
 }
 
+/* The same on device memory: packed into a pooled device buffer and unpacked from it by one launch
+ * each on opt's stream, whose order keeps the next message's pack behind this one's unpack, so one
+ * buffer serves every message of a run. */
+static rs_status copy_restaged_device(local_comm *l, const rs_view *dv, int nd, const rs_view *sv, int ns,
+                                      int64_t bytes) {
+  rs_status st = RS_OK;
+  if (bytes <= 0) return RS_OK;
+  if (bytes > l->dstage_cap) {
+    if ((st = rs_cuda_sync())) return st; /* an earlier restage may still read the old buffer */
+    rs_cuda_free(l->dstage);
+    l->dstage = NULL;
+    l->dstage_cap = 0;
+    if ((st = rs_cuda_malloc((void **)&l->dstage, bytes))) return st;
+    l->dstage_cap = bytes;
+  }
+  if (!(st = rs_cuda_pack(l->dstage, sv, ns))) st = rs_cuda_unpack(dv, nd, l->dstage);
+  return st;
+}
+
 static rs_status local_run(rs_comm *c) {
   local_comm *l = (local_comm *)c;
   rs_status st = RS_OK;
@@ -159,7 +181,7 @@ static rs_status local_run(rs_comm *c) {
     if (s->nv == r->nv && views_same(sv, rv, s->nv)) {
       for (int k = 0; k < s->nv && !st; ++k) st = add_batch(l, &rv[k], &sv[k]);
     } else if (c->device) {
-      st = rs_fail(RS_ERR_UNSUPPORTED, "local transport: device views of task %lld differ in shape", (long long)s->task);
+      st = copy_restaged_device(l, rv, r->nv, sv, s->nv, s->bytes);
     } else {
       st = copy_restaged(rv, r->nv, sv, s->nv, s->bytes);
     }
@@ -177,6 +199,7 @@ static void local_destroy(rs_comm *c) {
   free(l->pool);
   free(l->bd);
   free(l->bs);
+  rs_cuda_free(l->dstage);
   free(l);
 }
 

@@ -86,6 +86,7 @@ void rs_world_finalize(rs_world *w) {
   if (w->count) w->count->ops->destroy(w->count);
   if (w->comm) w->comm->ops->destroy(w->comm);
   if (w->nccl) rs_nccl_world_destroy(w->nccl);
+  if (w->ckpt_stage_free) w->ckpt_stage_free(w->ckpt_stage);
   if (w->kind != RS_WORLD_LOCAL) rs_mpi_stop(w->mpi_owned);
   free(w);
 }

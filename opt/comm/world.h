@@ -15,6 +15,8 @@ struct rs_world {
   rs_nccl_world *nccl;
   rs_comm *count; /* the byte counter in front of whichever comm serves the current mesh */
   char name[32];
+  void *ckpt_stage; /* opt/ckpt/stage.c: checkpoint staging pool of a device world */
+  void (*ckpt_stage_free)(void *);
 };
 
 /* The comm that serves mesh m on world w. */
