@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -204,10 +205,11 @@ static rs_status sequential_into(const rs_ckpt_world *w, const char *path, int d
 
 static const char B[] = "bench ckpt";
 
-/* A run that failed: exit 3 when it ran out of memory (no verdict on the code), else 1. */
+/* A run that failed: exit 3 when it ran out of memory (no verdict on the code), 2 when the user's
+ * input was bad (a --dcp command that does not run), else 1. */
 static int fail_rc(const char *what, rs_status st) {
   fprintf(stderr, "reshard bench ckpt: %s%s%s\n", what ? what : "", what ? ": " : "", rs_last_error());
-  return st == RS_ERR_NOMEM ? 3 : 1;
+  return st == RS_ERR_NOMEM ? 3 : st == RS_ERR_INVALID ? 2 : 1;
 }
 
 static int usage_fail(void) {
@@ -244,8 +246,14 @@ static rs_status run_dcp(const char *cmd, int64_t bytes, int ranks, int threads,
     if (buf[0] == '{') snprintf(out, sizeof out, "%s", buf);
   int rc = pclose(f);
   const char *a = strstr(out, "\"save_s\":"), *b = strstr(out, "\"save_durable_s\":"), *c = strstr(out, "\"load_s\":");
-  if (rc != 0 || !a || !b || !c || !strstr(out, "\"equal\": true"))
-    return rs_fail(RS_ERR_IO, "--dcp: '%s' failed (exit %d) or printed no equal result", line, rc);
+  /* the command is the user's: one that does not run or answers no times is bad input (exit 2);
+   * DCP's reload differing from what it saved is a failed check (exit 1) */
+  if (rc != 0 || !a || !b || !c) {
+    int code = rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+    return rs_fail(RS_ERR_INVALID, "--dcp: '%s' exited with status %d without printing its times", line, code);
+  }
+  if (!strstr(out, "\"equal\": true"))
+    return rs_fail(RS_ERR_MISMATCH, "--dcp: DCP's load of its own checkpoint differs from what it saved ('%s')", line);
   *save_raw = strtod(a + 9, NULL);
   *save_dur = strtod(b + 17, NULL);
   *load = strtod(c + 9, NULL);

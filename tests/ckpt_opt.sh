@@ -72,6 +72,12 @@ for f in "$src"/fixtures/ckpt-opt/regressions/*.json; do "$R" ckpt replay "$f" >
 "$R" bench ckpt --bytes 4M --ranks 1,2 --dir "$tmp/bench" --threads 2
 out=$("$R" bench ckpt --bytes 8M --ranks 1,2 --reps 1 --direct --dir "$tmp/benchd")
 [ "$(grep -c ' equal$' <<<"$out")" -eq 2 ] || { echo "bench ckpt --direct: $out" >&2; exit 1; }
+# a --dcp command that does not run is the user's bad input: exit 2 naming --dcp
+set +e
+err=$("$R" bench ckpt --bytes 1M --ranks 1 --reps 1 --dir "$tmp/benchx" --dcp "$tmp/no-such-python" 2>&1 >/dev/null)
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q -- "--dcp" <<<"$err" || { echo "bench ckpt --dcp missing: exit $rc: $err" >&2; exit 1; }
 "$R" ckpt save "$fx/megatron_tp2_dp2.json" --root "$tmp/dio" --step 1 --impl opt --direct >/dev/null
 "$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/dio" --impl opt --direct >/dev/null
 "$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/dio" --impl opt --direct --read-once >/dev/null
