@@ -9,17 +9,26 @@ void rs_split(int64_t len, int64_t n, int64_t i, int64_t *size, int64_t *offset)
     *offset = i * (len / n);
     return;
   }
-  int64_t c = (len + n - 1) / n, start = c * i;
+  /* ceil(len / n) and the clipping below are written so that no intermediate exceeds len: a dim
+   * may be as long as INT64_MAX, where len + n - 1, c * i and start + c could overflow. */
+  int64_t c = len / n + (len % n != 0);
+  if (i > 0 && c > (len - 1) / i) { /* c * i >= len without forming c * i when it would overflow */
+    *size = 0;
+    *offset = len;
+    return;
+  }
+  int64_t start = c * i;
   if (start >= len) {
     *size = 0;
     *offset = len;
   } else {
-    *size = (start + c < len ? start + c : len) - start;
+    int64_t rest = len - start; /* > 0 */
+    *size = c < rest ? c : rest;
     /* Mutant 270: the partial last chunk is not clipped at the end of the dim. */
-    if (RS_MUTANT(270) && start + c > len) *size = c;
+    if (RS_MUTANT(270) && c > rest) *size = c;
     /* Mutant 277: an uneven split of a dim longer than 40 (beyond the old generator's sizes) into
      * 3+ pieces loses the last element of its last non-empty piece. */
-    if (RS_MUTANT(277) && len > 40 && n >= 3 && start + c >= len) (*size)--;
+    if (RS_MUTANT(277) && len > 40 && n >= 3 && c >= rest) (*size)--;
     *offset = start;
   }
 }

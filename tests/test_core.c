@@ -19,6 +19,39 @@ static void test_split(void) {
   }
   rs_split(0, 3, 2, &s, &o);
   CHECK_EQ_I(s, 0);
+  /* torch.chunk leaves trailing chunks empty: 10 into 8 is 2,2,2,2,2,0,0,0, empties at the end */
+  for (int i = 0; i < 8; ++i) {
+    rs_split(10, 8, i, &s, &o);
+    CHECK_EQ_I(s, i < 5 ? 2 : 0);
+    CHECK_EQ_I(o, i < 5 ? 2 * i : 10);
+  }
+  /* the longest dim: chunk 2^61 (hand-computed), no intermediate overflow (a fuzzer found
+   * (len + n - 1) / n overflowing here) */
+  const int64_t big = INT64_MAX, q = (int64_t)1 << 61;
+  for (int i = 0; i < 4; ++i) {
+    rs_split(big, 4, i, &s, &o);
+    CHECK_EQ_I(s, i < 3 ? q : q - 1);
+    CHECK_EQ_I(o, q * i);
+  }
+  rs_split(big - 1, 3, 2, &s, &o); /* 2^63-2 = 3 * 3074457345618258602 exactly */
+  CHECK_EQ_I(s, (big - 1) / 3);
+  rs_split(big, 7, 6, &s, &o); /* 2^63-1 = 7 * 1317624576693539401 exactly */
+  CHECK_EQ_I(s, big / 7);
+  CHECK_EQ_I(o, big / 7 * 6);
+  /* every split of a small dim against the definition: chunk c = ceil(len/n) taken in turn */
+  for (int64_t len = 0; len <= 40; ++len)
+    for (int64_t n = 1; n <= 12; ++n) {
+      int64_t c = n > 0 ? (len + n - 1) / n : 0, at = 0, sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t want = len - at < c ? len - at : c;
+        rs_split(len, n, i, &s, &o);
+        CHECK_EQ_I(s, want);
+        CHECK_EQ_I(o, at);
+        at += want;
+        sum += s;
+      }
+      CHECK_EQ_I(sum, len);
+    }
 }
 
 static void layout_case(int64_t rows, const int64_t *exp_shape0, const int64_t *exp_off0) {
