@@ -18,6 +18,8 @@ endif()
 # standalone: the repository stands alone (no pointers outside the checkout, no numbered source
 # documents) and docs/contract.md has sections 1-12 (the "SPEC n" that comments cite).
 add_test(NAME standalone COMMAND bash ${CMAKE_SOURCE_DIR}/tests/standalone.sh ${CMAKE_SOURCE_DIR})
+# layers: ref, opt and the oracle share only core/ (no symbol of one used by another)
+add_test(NAME layers COMMAND bash ${CMAKE_SOURCE_DIR}/tests/layers.sh ${CMAKE_BINARY_DIR})
 # cli_hostile: overflowing and malformed CLI/JSON input, typed "expected", exit 3, run --json, replay impl.
 if(TARGET reshard)
   add_test(NAME cli_hostile COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_hostile.sh $<TARGET_FILE:reshard>)

@@ -13,33 +13,9 @@
 #include "core/ckpt/io.h"
 #include "ref/ckpt/reader.h"
 
-static const char *STRICT_NAMES[RS_STRICT_COUNT] = {
-    "assume_ok_unexpected", "log_unexpected", "log_all",    "raise_unexpected",
-    "raise_all",            "return_unexpected", "return_all", "ignore_all"};
-
-const char *rs_strict_name(rs_strict s) {
-  return (unsigned)s < RS_STRICT_COUNT ? STRICT_NAMES[s] : "?";
-}
-
-rs_status rs_strict_parse(const char *name, rs_strict *out) {
-  for (int i = 0; i < RS_STRICT_COUNT; ++i)
-    if (strcmp(name, STRICT_NAMES[i]) == 0) {
-      *out = (rs_strict)i;
-      return RS_OK;
-    }
-  return rs_fail(RS_ERR_INVALID, "strict: '%s' (assume_ok_unexpected, log_unexpected, log_all, raise_unexpected, "
-                                 "raise_all, return_unexpected, return_all, ignore_all)", name);
-}
-
 static void free_list(char **v, int n) {
   for (int i = 0; i < n; ++i) free(v[i]);
   free(v);
-}
-
-void rs_ckpt_report_free(rs_ckpt_report *r) {
-  free_list(r->missing, r->nmissing);
-  free_list(r->unexpected, r->nunexpected);
-  memset(r, 0, sizeof *r);
 }
 
 rs_status rs_ckpt_latest(const char *root, int64_t *step) { return rs__ckpt_read_latest(root, step); }
