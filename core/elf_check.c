@@ -3,6 +3,7 @@
  * is compared with the file size. */
 #define _GNU_SOURCE
 #include "core/elf_check.h"
+#include "core/regular_file.h"
 #include <dlfcn.h>
 #include <elf.h>
 #include <stdio.h>
@@ -106,22 +107,18 @@ static rs_status check_fd(const char *flag, const char *path, int fd, uint64_t s
 /* Opens path (no link, no FIFO, regular file) and checks it; *fd_out keeps the checked file open. */
 static rs_status open_checked(const char *flag, const char *path, int *fd_out) {
   struct stat st;
+  int fd;
   *fd_out = -1;
-  if (lstat(path, &st) != 0) {
+  switch (rs_open_regular(path, 0, &fd, &st)) {
+  case RS_OPEN_OK: break;
+  case RS_OPEN_LINK: return bad(flag, path, "a symbolic link (give the library's own path)");
+  case RS_OPEN_NOT_REGULAR: return bad(flag, path, "not a regular file");
+  default: {
     int e = errno;
     return rs_fail(RS_ERR_IO, "%s%s'%s': %s", flag && *flag ? flag : "", flag && *flag ? ": " : "", path, strerror(e));
   }
-  if (S_ISLNK(st.st_mode)) return bad(flag, path, "a symbolic link (give the library's own path)");
-  if (!S_ISREG(st.st_mode)) return bad(flag, path, "not a regular file");
-  /* O_NOFOLLOW | O_NONBLOCK: a link or FIFO swapped in after lstat neither redirects nor hangs */
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    return rs_fail(RS_ERR_IO, "%s%s'%s': %s", flag && *flag ? flag : "", flag && *flag ? ": " : "", path, strerror(e));
   }
-  rs_status r;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) r = bad(flag, path, "not a regular file");
-  else r = check_fd(flag, path, fd, (uint64_t)st.st_size);
+  rs_status r = check_fd(flag, path, fd, (uint64_t)st.st_size);
   if (r == RS_OK) *fd_out = fd;
   else close(fd);
   return r;

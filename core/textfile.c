@@ -10,23 +10,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "reshard/case.h"
+#include "core/regular_file.h"
 
 char *rs_read_text(const char *path) {
-  /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int fd;
   struct stat sb;
-  if (fd < 0) {
-    if (errno == ELOOP) rs_fail(RS_ERR_INVALID, "%s: a symbolic link (give the file itself)", path);
-    else rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
-    return NULL;
+  switch (rs_open_regular(path, 0, &fd, &sb)) {
+  case RS_OPEN_OK: break;
+  case RS_OPEN_LINK: rs_fail(RS_ERR_INVALID, "%s: a symbolic link (give the file itself)", path); return NULL;
+  case RS_OPEN_NOT_REGULAR: rs_fail(RS_ERR_INVALID, "%s: not a regular file", path); return NULL;
+  default: rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno)); return NULL;
   }
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    rs_fail(RS_ERR_INVALID, "%s: not a regular file", path);
-    return NULL;
-  }
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   FILE *f = fdopen(fd, "rb");
   if (!f) {
     close(fd);

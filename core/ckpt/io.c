@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "core/ckpt/internal.h"
 #include "core/mutant.h"
+#include "core/regular_file.h"
 
 void rs__io_init(rs__io *io, const rs_ckpt_io_opts *o) {
   memset(io, 0, sizeof *io);
@@ -32,42 +33,20 @@ void rs__io_free(rs__io *io) {
   memset(io, 0, sizeof *io);
 }
 
-static const char *kind_name(mode_t m) {
-  return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device"
-       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symbolic link" : "not a regular file";
-}
-
 rs_status rs__ckpt_open_read(const char *path, int extra, int *fd, struct stat *sb) {
-  *fd = -1;
-  /* O_NOFOLLOW: a symbolic link planted in a checkpoint must not lead a read outside it;
-   * O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
-  /* RS_MUTANT 604: the shared read rule follows symbolic links (no O_NOFOLLOW) */
-  int f = open(path, O_RDONLY | (RS_MUTANT(604) ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC | extra);
-  if (f < 0 && errno == ELOOP)
+  /* no link followed (one planted in a checkpoint must not lead a read outside it), and opening a
+   * FIFO must not wait for a writer: the shared rule of core/regular_file.c */
+  switch (rs_open_regular(path, extra, fd, sb)) {
+  case RS_OPEN_OK: return RS_OK;
+  case RS_OPEN_LINK:
     return rs_fail(RS_ERR_UNSUPPORTED, "%s: a symbolic link (refused: a checkpoint file must be a regular file, "
                    "a link could lead outside the checkpoint)", path);
-  if (f < 0 && errno == ENXIO) /* a socket or a FIFO device without a reader */
-    return rs_fail(RS_ERR_UNSUPPORTED, "%s: not a regular file (refused)", path);
-  if (f < 0) return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
-  if (fstat(f, sb) != 0) {
-    int e = errno;
-    close(f);
-    return rs_fail(RS_ERR_IO, "%s: cannot stat (%s)", path, strerror(e));
-  }
-  /* RS_MUTANT 603: the shared read rule lets a non-regular file (a FIFO) through */
-  if (!S_ISREG(sb->st_mode) && !(RS_MUTANT(603) && S_ISFIFO(sb->st_mode))) {
-    close(f);
+  case RS_OPEN_NOT_REGULAR:
+    if (!sb->st_mode) return rs_fail(RS_ERR_UNSUPPORTED, "%s: not a regular file (refused)", path);
     return rs_fail(RS_ERR_UNSUPPORTED, "%s: %s (refused: a checkpoint file must be a regular file)", path,
-                   kind_name(sb->st_mode));
+                   rs_file_kind(sb->st_mode));
+  default: return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
   }
-  int fl = fcntl(f, F_GETFL);
-  if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
-    int e = errno;
-    close(f);
-    return rs_fail(RS_ERR_IO, "%s: fcntl failed (%s)", path, strerror(e));
-  }
-  *fd = f;
-  return RS_OK;
 }
 
 rs_status rs__ckpt_dir_ok(const char *dir) {
