@@ -2,7 +2,8 @@
  * and every recorded PyTorch case depends on the exact values core/values.c generates, so a faster
  * generator must produce the same bytes. This test draws 6,000 cases from its own small stream
  * (meshes of 1 to 4 dims, tensors of 0 to 4 dims with uneven and empty extents, every dtype, every
- * value mode, Partial sources of every op, random seeds) and hashes everything the generator gives
+ * value mode, Partial sources of every op, random seeds), then 1,500 of a wide stream (5-6-d
+ * meshes, 5-8-d tensors) and hashes everything the generator gives
  * out: every rank's source local (rs_make_source, hence rs_value_pieces), rs_value_global,
  * rs_value_range and rs_value_piece at every rank's coordinate. The hashes below were recorded
  * with the generator as it was before it was made faster (per-element calls, no per-case tables);
@@ -30,13 +31,19 @@ static const char *const OPS[] = {"sum", "avg", "min", "max"};
 static const char *const MODES[] = {"bits", "exact", "order"};
 
 /* One random case as JSON; NULL-free: the caller skips what rs_case_from_json refuses. */
-static void draw(char *json, size_t cap) {
+static void draw(char *json, size_t cap, int wide) {
   int mnd = 1 + (int)rnd(4), tnd = (int)rnd(5), big = rnd(16) == 0;
-  int64_t msz[4], tsz[4];
-  for (int m = 0; m < mnd; m++) msz[m] = 1 + (int64_t)rnd(mnd > 2 ? 3 : 4);
-  for (int d = 0; d < tnd; d++) tsz[d] = rnd(8) == 0 ? 0 : 1 + (int64_t)rnd(big ? 24 : tnd > 2 ? 5 : 9);
+  int64_t msz[RS_MAX_MESH_DIMS], tsz[RS_MAX_DIMS];
+  if (wide) { /* the wide stream: 5-6-d meshes of 1-2 per dim, 5-8-d tensors of 0-3 per dim */
+    mnd = 5 + (int)rnd(2);
+    tnd = 5 + (int)rnd(4);
+    big = 0;
+  }
+  for (int m = 0; m < mnd; m++) msz[m] = 1 + (int64_t)rnd(wide ? 2 : mnd > 2 ? 3 : 4);
+  for (int d = 0; d < tnd; d++)
+    tsz[d] = rnd(8) == 0 ? 0 : 1 + (int64_t)rnd(wide ? 3 : big ? 24 : tnd > 2 ? 5 : 9);
   const char *op = OPS[rnd(4)], *op2 = !strcmp(op, "sum") && rnd(2) ? "avg" : op;
-  char mesh[64] = "", shape[64] = "", src[256] = "", dst[256] = "";
+  char mesh[64] = "", shape[96] = "", src[256] = "", dst[256] = "";
   for (int m = 0; m < mnd; m++) snprintf(mesh + strlen(mesh), sizeof mesh - strlen(mesh), "%s%lld", m ? "," : "", (long long)msz[m]);
   for (int d = 0; d < tnd; d++) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? "," : "", (long long)tsz[d]);
   for (int side = 0; side < 2; side++) {
@@ -44,6 +51,7 @@ static void draw(char *json, size_t cap) {
     size_t oc = side ? sizeof dst : sizeof src;
     for (int m = 0; m < mnd; m++) {
       uint64_t k = rnd(side ? 3 : 4);
+      if (wide && k >= 2 && rnd(4)) k = rnd(2); /* fewer Partials: bits mode needs none in src */
       char pl[32];
       if (k == 0 || (k == 1 && tnd == 0)) snprintf(pl, sizeof pl, "R");
       else if (k == 1) snprintf(pl, sizeof pl, "S(%d)", (int)rnd((uint64_t)tnd));
@@ -100,15 +108,18 @@ static uint64_t hash_case(const rs_case *c, uint64_t h) {
 #define PIN_EXACT 0x478130c96e9467c7ull
 #define PIN_ORDER 0xb986e2d1b9629fa6ull
 
-int main(void) {
-  /* per value mode: cases hashed and the hash of their values */
-  uint64_t h[3] = {0xCBF29CE484222325ull, 0xCBF29CE484222325ull, 0xCBF29CE484222325ull};
-  int n[3] = {0, 0, 0}, tried = 0;
-  rng_state = 0x5EED;
-  while (n[0] + n[1] + n[2] < 6000 && tried < 300000) {
+/* recorded with this generator when the wide stream was added (its narrow pins above unchanged) */
+#define PIN_WIDE_BITS 0x259cc48b995fc178ull
+#define PIN_WIDE_EXACT 0x722ae123c4cda404ull
+#define PIN_WIDE_ORDER 0x2ea92bb73f01f21aull
+
+/* Hashes `want` valid cases of one stream per value mode into h[3]; returns the cases taken. */
+static int hash_stream(int wide, int want, uint64_t *h, int *n) {
+  int tried = 0;
+  while (n[0] + n[1] + n[2] < want && tried < 300000) {
     char json[1024];
     rs_case c;
-    draw(json, sizeof json);
+    draw(json, sizeof json, wide);
     tried++;
     if (rs_case_from_json(json, &c) != RS_OK) { /* an invalid draw or a refused dtype: skip */
       rs_clear_error();
@@ -118,11 +129,28 @@ int main(void) {
     h[mode] = hash_case(&c, h[mode]);
     n[mode]++;
   }
+  return n[0] + n[1] + n[2];
+}
+
+int main(void) {
+  /* per value mode: cases hashed and the hash of their values */
+  uint64_t h[3] = {0xCBF29CE484222325ull, 0xCBF29CE484222325ull, 0xCBF29CE484222325ull};
+  int n[3] = {0, 0, 0};
+  rng_state = 0x5EED;
+  CHECK_EQ_I(hash_stream(0, 6000, h, n), 6000);
   printf("bits %d 0x%016" PRIx64 "\nexact %d 0x%016" PRIx64 "\norder %d 0x%016" PRIx64 "\n", n[0], h[0], n[1],
          h[1], n[2], h[2]);
-  CHECK_EQ_I(n[0] + n[1] + n[2], 6000);
   CHECK(h[0] == PIN_BITS);
   CHECK(h[1] == PIN_EXACT);
   CHECK(h[2] == PIN_ORDER);
+  uint64_t w[3] = {0xCBF29CE484222325ull, 0xCBF29CE484222325ull, 0xCBF29CE484222325ull};
+  int wn[3] = {0, 0, 0};
+  rng_state = 0x5EED6;
+  CHECK_EQ_I(hash_stream(1, 1500, w, wn), 1500);
+  printf("wide: bits %d 0x%016" PRIx64 "\nwide: exact %d 0x%016" PRIx64 "\nwide: order %d 0x%016" PRIx64 "\n", wn[0],
+         w[0], wn[1], w[1], wn[2], w[2]);
+  CHECK(w[0] == PIN_WIDE_BITS);
+  CHECK(w[1] == PIN_WIDE_EXACT);
+  CHECK(w[2] == PIN_WIDE_ORDER);
   TEST_DONE();
 }
