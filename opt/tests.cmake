@@ -32,6 +32,12 @@ if(TARGET reshard)
   set_tests_properties(peer_timeout_mpi PROPERTIES TIMEOUT 600
     ENVIRONMENT "RS_PEER_TIMEOUT_SCENARIOS=${RS_PEER_TIMEOUT_SCENARIOS}")
 endif()
+# out of memory on one MPI process is exit 3 on every process at once (tests/peer_oom.sh; "mpi" in
+# the name: the ASan build runs it without leak checks, and the script skips itself under a sanitizer)
+if(TARGET reshard AND RS_OPT_MPIEXEC)
+  add_test(NAME peer_oom_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/peer_oom.sh $<TARGET_FILE:reshard>)
+  set_tests_properties(peer_oom_mpi PROPERTIES TIMEOUT 300)
+endif()
 # opt's streaming and slab copy paths (thresholds lowered by RS_OPT_COPY_PATHS=small) on a short
 # generated campaign; ci/test.sh runs a longer one
 if(TARGET reshard)

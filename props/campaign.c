@@ -42,6 +42,25 @@ rs_outcome rs_prop_oom(char *msg, size_t cap, const char *what) {
   return RS_FAIL;
 }
 
+rs_outcome rs_prop_agree_oom(void *world, rs_outcome out, char *msg, size_t cap) {
+#ifdef RS_HAVE_OPT
+  if (!world || rs_world_is_local(world)) return out;
+  int oom = rs_outcome_is_oom(out);
+  char own[512];
+  snprintf(own, sizeof own, "%s", rs_last_error());
+  rs_status a = rs_world_agree(world, &oom);
+  if (a || !oom) return out; /* a failed agreement is the transport's failure, reported by the caller */
+  if (rs_outcome_is_oom(out)) { /* this process's own: keep its message and status */
+    rs_fail(RS_ERR_NOMEM, "%s", own);
+    return RS_FAIL;
+  }
+  return rs_prop_oom(msg, cap, "another process");
+#else
+  (void)world, (void)msg, (void)cap;
+  return out;
+#endif
+}
+
 rs_status rs_campaign_oom(const char *prop, long long case_no, const char *msg) {
   return rs_fail(RS_ERR_NOMEM, "out of memory in property %s at case %lld (no verdict: not shrunk, nothing saved): %s",
                  prop, case_no, msg);

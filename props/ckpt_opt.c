@@ -308,6 +308,9 @@ static rs_outcome ref_load_check(rs_ckpt_case *c, const char *root, rs_ckpt_repo
  * on that rank (rank 0 prints its own or a pointer to the others) */
 static rs_outcome agree(ctx *x, rs_outcome out, char *msg, size_t cap) {
   if (!x->mpi) return out;
+  /* out of memory on one process is out of memory on all (exit 3 everywhere, nothing shrunk) */
+  out = rs_prop_agree_oom(x->world, out, msg, cap);
+  if (rs_outcome_is_oom(out)) return out;
   int f = out == RS_FAIL, s = out == RS_SKIP;
   rs_world_agree(x->world, &f);
   rs_world_agree(x->world, &s);

@@ -334,6 +334,7 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
         rs_choices_free(&ch);
         return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
       }
+      if (o->env.distributed) out = rs_prop_agree_oom(o->env.world, out, msg, sizeof msg);
 #endif
       if (rs_outcome_is_oom(out)) {
         rs_p2p_model_free(&m);

@@ -142,6 +142,11 @@ int rs_outcome_is_oom(rs_outcome out);
 /* A property's own allocation failed: sets RS_ERR_NOMEM ("<what>: out of memory"), copies that
  * message into msg and returns RS_FAIL, which rs_outcome_is_oom then recognises. */
 rs_outcome rs_prop_oom(char *msg, size_t cap, const char *what);
+/* Under MPI (world: an rs_world* of opt, NULL or a local world: nothing to agree) every process
+ * calls this after a property run: when any process ran out of memory, every process's outcome
+ * becomes out of memory (RS_FAIL with RS_ERR_NOMEM as the last status, msg saying whose), so that
+ * all stop with exit 3 together instead of the others shrinking against a peer that left. */
+rs_outcome rs_prop_agree_oom(void *world, rs_outcome out, char *msg, size_t cap);
 /* What a campaign returns when property `prop` ran out of memory on case number case_no (1-based):
  * RS_ERR_NOMEM with one message saying so. */
 rs_status rs_campaign_oom(const char *prop, long long case_no, const char *msg);

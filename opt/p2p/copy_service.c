@@ -215,6 +215,7 @@ rs_status rs_copy_service_open(const char *name, struct rs_world *w, rs_copy_ser
   rs_copy_service *cs = calloc(1, sizeof *cs);
   if (!cs) return rs_fail(RS_ERR_NOMEM, "copy service: out of memory");
   snprintf(cs->name, sizeof cs->name, "%s", name);
+  cs->w = w;
   cs->rank = !w || w->kind == RS_WORLD_LOCAL ? -1 : w->rank;
   cs->recv_peer = -1;
   rs_status st = RS_OK;

@@ -185,6 +185,24 @@ static int64_t pair_slot(pair *p, int64_t *staged, int64_t bytes, int is_recv) {
   return at;
 }
 
+/* Under MPI (or NCCL) every process posts its messages or none does. A process that could not
+ * allocate its destinations or staging would otherwise leave its peers waiting for messages it
+ * never sends or receives until their --timeout (exit 4 everywhere, after minutes). One OR over
+ * the world of "failed" and "out of memory": every process then fails at once, out of memory on
+ * every process when one ran out (exit 3, no verdict), with its own message where it failed. */
+static rs_status agree_before_exchange(rs_copy_service *cs, rs_status st) {
+  if (!cs->w || rs_world_is_local(cs->w)) return st;
+  int flags[2] = {st != RS_OK, st == RS_ERR_NOMEM};
+  /* RS_MUTANT 956: a process that failed before the exchange does not say so (its peers wait) */
+  if (RS_MUTANT(956)) flags[0] = flags[1] = 0;
+  rs_status a = rs_world_agree(cs->w, &flags[0]);
+  if (!a) a = rs_world_agree(cs->w, &flags[1]);
+  if (a || st) return a ? a : st;
+  if (flags[1]) return rs_fail(RS_ERR_NOMEM, "opt p2p: another process ran out of memory before the exchange");
+  if (flags[0]) return rs_fail(RS_ERR_TRANSPORT, "opt p2p: another process failed before the exchange (its message is on its own output)");
+  return RS_OK;
+}
+
 rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_copy_service *cs,
                              int32_t rank, const rs_p2p_locals *src, rs_p2p_locals *out,
                              rs_p2p_exec_stats *stats) {
@@ -192,8 +210,8 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   memset(&sx, 0, sizeof sx);
   double t0 = now_s();
   sx.reused = out->loc && out->which == RS_P2P_DST && out->nparams == m->nparams;
+  /* a failure before the exchange falls through to the agreement below, never returns early */
   rs_status st = sx.reused ? RS_OK : rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
-  if (st) return st;
   ectx c = {m, plan, out, NULL};
   xstate *xs = malloc((size_t)(plan->n ? plan->n : 1) * sizeof *xs);
   c.acc = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *c.acc);
@@ -262,6 +280,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
     }
   }
   if (!st && !(stage = rs__cs_stage(cs, staged))) st = rs_fail(RS_ERR_NOMEM, "opt p2p: out of memory");
+  if (rank >= 0) st = agree_before_exchange(cs, st);
   /* pass 2a, in plan order: every receive is posted before any send, so that no message arrives
    * unexpected (MPI would buffer it and copy it twice); a coalesced pair's message at its last
    * transfer's place */

@@ -24,6 +24,7 @@ struct rs_copy_service {
   int counting; /* rs_copy_service_count: tally accepted submissions per (rank, tag) */
   rs_cs_count *count; /* open addressing, ncount slots (a power of two), nused filled */
   int64_t ncount, nused;
+  struct rs_world *w; /* the world it was opened on (agreement before an exchange) */
   int32_t rank;       /* this process's world rank (-1: it plays every rank) */
   int32_t recv_peer;  /* the first peer a receive of the current run waits on (-1: none) */
   int64_t nrecv;      /* receives submitted for the current run */
