@@ -20,7 +20,8 @@ int rs_world_rank(const rs_world *w);
 int rs_world_size(const rs_world *w);
 /* True when this process plays every mesh rank (local transport). */
 int rs_world_is_local(const rs_world *w);
-/* Logical OR of flag over all processes (agreeing on a failure); a no-op for local. */
+/* Bitwise OR of flag over all processes (agreeing on a failure; several 0/1 flags travel as bits of
+ * one int); a no-op for local. */
 rs_status rs_world_agree(rs_world *w, int *flag);
 void rs_world_finalize(rs_world *w);
 /* Progress timeout of every transport wait of this process, in seconds (> 0; default 300): a wait

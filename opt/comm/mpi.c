@@ -185,13 +185,14 @@ static int32_t agree_peer(void *self, int i) { agree_pair *p = self; return i ==
 static int agree_is_recv(void *self, int i) { (void)self; return i == 0; }
 
 /* Dissemination: in round k every rank sends what it knows to rank + 2^k and ORs in what rank - 2^k
- * sends; after ceil(log2 size) rounds every rank holds the OR of all. */
+ * sends; after ceil(log2 size) rounds every rank holds the OR of all. The OR is bitwise, so one
+ * agreement carries several flags as bits (a 0/1 flag stays 0/1). */
 static rs_status agree_or(int *flag) {
   /* static: a round abandoned on a timeout leaves its requests pointing here, not at a dead frame */
   static int in[32], out[32];
   rs_status st = rs__comm_check();
   if (st) return st;
-  int v = *flag ? 1 : 0;
+  int v = *flag;
   for (int k = 1, round = 0; k < g_size; k <<= 1, ++round) {
     agree_pair p = {(int32_t)((g_rank - k + g_size) % g_size), (int32_t)((g_rank + k) % g_size)};
     in[round] = 0;

@@ -192,14 +192,13 @@ static int64_t pair_slot(pair *p, int64_t *staged, int64_t bytes, int is_recv) {
  * every process when one ran out (exit 3, no verdict), with its own message where it failed. */
 static rs_status agree_before_exchange(rs_copy_service *cs, rs_status st) {
   if (!cs->w || rs_world_is_local(cs->w)) return st;
-  int flags[2] = {st != RS_OK, st == RS_ERR_NOMEM};
+  int flags = (st != RS_OK) | (st == RS_ERR_NOMEM) << 1; /* one agreement, two bits */
   /* RS_MUTANT 956: a process that failed before the exchange does not say so (its peers wait) */
-  if (RS_MUTANT(956)) flags[0] = flags[1] = 0;
-  rs_status a = rs_world_agree(cs->w, &flags[0]);
-  if (!a) a = rs_world_agree(cs->w, &flags[1]);
+  if (RS_MUTANT(956)) flags = 0;
+  rs_status a = rs_world_agree(cs->w, &flags);
   if (a || st) return a ? a : st;
-  if (flags[1]) return rs_fail(RS_ERR_NOMEM, "opt p2p: another process ran out of memory before the exchange");
-  if (flags[0]) return rs_fail(RS_ERR_TRANSPORT, "opt p2p: another process failed before the exchange (its message is on its own output)");
+  if (flags & 2) return rs_fail(RS_ERR_NOMEM, "opt p2p: another process ran out of memory before the exchange");
+  if (flags & 1) return rs_fail(RS_ERR_TRANSPORT, "opt p2p: another process failed before the exchange (its message is on its own output)");
   return RS_OK;
 }
 
