@@ -23,7 +23,8 @@ static const struct {
   const char *name;
   unsigned cap;
 } CAPS[] = {{"redistribute", RS_CF_REDISTRIBUTE}, {"p2p_plan", RS_CF_P2P_PLAN},
-            {"p2p_execute", RS_CF_P2P_EXECUTE}, {"ckpt", RS_CF_CKPT}, {"tp", RS_CF_TP}};
+            {"p2p_execute", RS_CF_P2P_EXECUTE}, {"ckpt", RS_CF_CKPT}, {"tp", RS_CF_TP},
+            {"p2p_any_plan", RS_CF_P2P_ANY_PLAN}};
 
 static rs_status open_exec(rs_cf_backend *b, const char *cmd, double timeout) {
   rs_status st = rs_proto_open(cmd, "backend", timeout, &b->proto);
@@ -32,6 +33,7 @@ static rs_status open_exec(rs_cf_backend *b, const char *cmd, double timeout) {
   snprintf(b->name, sizeof b->name, "%s", rs_proto_name(b->proto));
   for (size_t i = 0; i < sizeof CAPS / sizeof CAPS[0]; i++)
     if (rs_proto_has(b->proto, CAPS[i].name)) b->caps |= CAPS[i].cap;
+  if (!(b->caps & RS_CF_P2P_EXECUTE)) b->caps &= ~(unsigned)RS_CF_P2P_ANY_PLAN; /* a flag of p2p_execute */
   const char *f = rs_proto_hello_str(b->proto, "ckpt_format");
   b->ckpt_reshard = f && strcmp(f, "reshard") == 0;
   return RS_OK;
@@ -80,6 +82,8 @@ static rs_status open_plugin(rs_cf_backend *b, const char *spec) {
   if (b->abi.p2p_execute) b->caps |= RS_CF_P2P_EXECUTE;
   if (b->abi.ckpt_save && b->abi.ckpt_load) b->caps |= RS_CF_CKPT;
   if (b->abi.tp_forward) b->caps |= RS_CF_TP;
+  /* 0 when struct_size stops before it (zeroed above): an older plug-in runs its own plan only */
+  if (b->abi.p2p_execute && (b->abi.p2p_flags & RS_BACKEND_P2P_ANY_PLAN)) b->caps |= RS_CF_P2P_ANY_PLAN;
   b->ckpt_reshard = b->abi.ckpt_format == RS_BACKEND_CKPT_RESHARD;
   if (b->abi.create) {
     char msg[1024] = "";

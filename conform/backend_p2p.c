@@ -2,6 +2,7 @@
  * execute it (the source config's locals in, every destination local out), over the plug-in ABI or
  * the process protocol. Locals are listed per (parameter, world rank); an MXFP8 destination also
  * carries its scales. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,18 +174,46 @@ static void read_dst(rs_cf_backend *b, const rs_p2p_model *m, const cJSON *ans, 
   }
 }
 
-void rs_cf_p2p_execute(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_locals *src, rs_p2p_locals *got,
-                       rs_cf_call *call) {
+/* plan as `reshard p2p plan --json` prints it (core/p2p/plan.c's printer: the one form), malloc'd;
+ * NULL with rs_last_error() on failure. */
+static char *plan_text(const rs_p2p_model *m, const rs_p2p_plan *plan) {
+  int64_t lb = 0;
+  char *buf = NULL;
+  size_t len = 0;
+  if (rs_p2p_lower_bound(m, &lb)) return NULL;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return rs_fail(RS_ERR_NOMEM, "plan: out of memory"), NULL;
+  rs_status st = rs_p2p_plan_json(m, plan, lb, f);
+  if (fclose(f) && !st) st = rs_fail(RS_ERR_NOMEM, "plan: out of memory");
+  if (st) free(buf);
+  return st ? NULL : buf;
+}
+
+void rs_cf_p2p_execute(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_plan *plan, const rs_p2p_locals *src,
+                       rs_p2p_locals *got, rs_cf_call *call) {
   memset(call, 0, sizeof *call);
   int ns = 0, nd = 0;
-  char **sn = NULL, **dn = NULL;
+  char **sn = NULL, **dn = NULL, *pj = NULL;
+  cJSON *pl = NULL;
+  if (plan && (!(pj = plan_text(m, plan)) || (b->proto && rs_json_parse(pj, &pl)))) {
+    free(pj);
+    rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "plan: %s", rs_last_error());
+    return;
+  }
   rs_backend_buf *sb = rs__cf_p2p_bufs(m, RS_P2P_SRC, src, &ns, &sn);
-  if (!sb) return rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", "out of memory");
+  if (!sb) {
+    free(pj);
+    cJSON_Delete(pl);
+    rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", "out of memory");
+    return;
+  }
   if (b->proto) {
     cJSON *req = cJSON_CreateObject(), *arr = cJSON_CreateArray();
     cJSON_AddStringToObject(req, "op", "p2p_execute");
     cJSON_AddItemToObject(req, "model", model_json(m));
-    cJSON_AddNullToObject(req, "plan");
+    /* null: its own plan (what a child that did not declare "p2p_any_plan" is always sent) */
+    if (pl) cJSON_AddItemToObject(req, "plan", pl);
+    else cJSON_AddNullToObject(req, "plan");
     for (int i = 0; i < ns; i++)
       cJSON_AddItemToArray(arr, rs_proto_tensor(sb[i].rank, sb[i].ndim, sb[i].shape, sb[i].data, sb[i].nbytes, "param", sb[i].name));
     cJSON_AddItemToObject(req, "src", arr);
@@ -199,8 +228,8 @@ void rs_cf_p2p_execute(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_loc
       rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", db ? rs_last_error() : "out of memory");
     } else {
       rs_backend_bufs vs = {ns, sb}, vd = {nd, db};
-      /* version 1: the backend executes its own plan over its own transport (cs NULL) */
-      call->result = b->abi.p2p_execute(b->self, text, NULL, NULL, NULL, &vs, &vd, call->msg, sizeof call->msg);
+      /* pj NULL: its own plan; the backend's own transport always (cs NULL) */
+      call->result = b->abi.p2p_execute(b->self, text, pj, NULL, NULL, &vs, &vd, call->msg, sizeof call->msg);
       if (call->result != RS_BACKEND_OK && call->result != RS_BACKEND_UNSUPPORTED) call->result = RS_BACKEND_ERROR;
       for (int i = 0; i < nd && call->result == RS_BACKEND_OK; i++)
         if (db[i].nbytes != db[i].capacity) {
@@ -215,5 +244,6 @@ void rs_cf_p2p_execute(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_loc
     rs__cf_free_names(dn, nd);
   }
   free(sb);
+  free(pj);
   rs__cf_free_names(sn, ns);
 }

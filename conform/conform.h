@@ -22,7 +22,8 @@ enum {
   RS_CF_P2P_PLAN = 2,
   RS_CF_P2P_EXECUTE = 4,
   RS_CF_CKPT = 8,
-  RS_CF_TP = 16
+  RS_CF_TP = 16,
+  RS_CF_P2P_ANY_PLAN = 32 /* p2p_execute executes a plan it is given (RS_BACKEND_P2P_ANY_PLAN) */
 };
 
 typedef struct rs_cf_backend rs_cf_backend;
@@ -55,13 +56,15 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
 void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_cf_call *call);
 
 /* Cross-config (conform/backend_p2p.c): the backend's plan of model m, and its execution of m
- * (src: every source local; got: the destination locals, allocated by the caller, filled here). */
+ * (src: every source local; got: the destination locals, allocated by the caller, filled here)
+ * with `plan` handed to it in the `reshard p2p plan --json` form, or its own plan (plan NULL; the
+ * only form a backend without RS_CF_P2P_ANY_PLAN is called with). */
 struct rs_p2p_model;
 struct rs_p2p_plan;
 struct rs_p2p_locals;
 void rs_cf_p2p_plan(rs_cf_backend *b, const struct rs_p2p_model *m, struct rs_p2p_plan *plan, rs_cf_call *call);
-void rs_cf_p2p_execute(rs_cf_backend *b, const struct rs_p2p_model *m, const struct rs_p2p_locals *src,
-                       struct rs_p2p_locals *got, rs_cf_call *call);
+void rs_cf_p2p_execute(rs_cf_backend *b, const struct rs_p2p_model *m, const struct rs_p2p_plan *plan,
+                       const struct rs_p2p_locals *src, struct rs_p2p_locals *got, rs_cf_call *call);
 /* Checkpoints (conform/backend_ckpt.c): save every tensor shard of w (the world of state spec
  * `spec`, JSON) into dir; load the checkpoint in dir into w's shards (the world of `spec`). */
 struct rs_ckpt_world;

@@ -4,7 +4,9 @@
  * backend's plan must pass SPEC 10's checks (every destination element written exactly once, from
  * a rank that holds it, task ids unique per pair) and give the oracle's locals when reshard's ref
  * executes it; its execution must give the oracle's destination locals bit for bit (MXFP8 bytes and
- * scales included). Its traffic against the lower bound is its own business. */
+ * scales included), and, when it executes any plan given (RS_BACKEND_P2P_ANY_PLAN), so must its
+ * executions of reshard's opt plan and ref's plan. Its traffic against the lower bound is its own
+ * business. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,19 +57,55 @@ static rs_outcome check_plan(rs_cf_backend *b, const rs_p2p_model *m, rs_cf_call
   return o;
 }
 
-static rs_outcome check_execute(rs_cf_backend *b, const rs_p2p_model *m, rs_cf_call *call, char *msg, size_t cap) {
+/* One execution of m by the backend: its own plan (plan NULL) or the plan given; `what` names
+ * which in every message ("p2p_execute of reshard's opt plan: ..."). */
+static rs_outcome execute_one(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_plan *plan, const char *what,
+                              rs_cf_call *call, char *msg, size_t cap) {
   rs_p2p_locals src = {0}, got = {0};
   rs_outcome o = RS_PASS;
   if (rs_p2p_source_locals(m, -1, &src) || rs_p2p_locals_alloc(m, RS_P2P_DST, -1, &got)) {
     snprintf(msg, cap, "p2p locals: %s", rs_last_error());
     o = RS_FAIL;
   } else {
-    rs_cf_p2p_execute(b, m, &src, &got, call);
-    o = outcome_of(call, "p2p_execute", msg, cap);
-    if (o == RS_PASS) o = against_oracle(m, &got, "p2p_execute", msg, cap);
+    rs_cf_p2p_execute(b, m, plan, &src, &got, call);
+    o = outcome_of(call, what, msg, cap);
+    if (o == RS_PASS) o = against_oracle(m, &got, what, msg, cap);
   }
   rs_p2p_locals_free(&src);
   rs_p2p_locals_free(&got);
+  return o;
+}
+
+/* Its own execution; then, for a backend that executes any plan (RS_BACKEND_P2P_ANY_PLAN), reshard's
+ * opt plan (minimal traffic, coalesced pairs) and ref's plan, in that order, the first failure
+ * ending the check: one outcome per model, like the plan and its execution. A given plan answered
+ * `unsupported` after its own plan of the same model ran is a failure: the flag promised any plan. */
+static rs_outcome check_execute(rs_cf_backend *b, const rs_p2p_model *m, rs_cf_call *call, char *msg, size_t cap) {
+  rs_outcome o = execute_one(b, m, NULL, "p2p_execute", call, msg, cap);
+  if (o != RS_PASS || !(rs_cf_backend_caps(b) & RS_CF_P2P_ANY_PLAN)) return o;
+  static const char *const WHAT[] = {"p2p_execute of reshard's opt plan", "p2p_execute of ref's plan"};
+  for (int k = 0; k < 2 && o == RS_PASS; k++) {
+    rs_p2p_plan plan;
+    memset(&plan, 0, sizeof plan);
+#ifdef RS_HAVE_OPT
+    rs_status st = k == 0 ? rs_p2p_opt_plan(m, &plan) : rs_p2p_ref_plan(m, &plan);
+#else
+    if (k == 0) continue; /* a build without opt/: ref's plan only */
+    rs_status st = rs_p2p_ref_plan(m, &plan);
+#endif
+    if (st) {
+      snprintf(msg, cap, "%s: reshard cannot plan the model: %s", WHAT[k], rs_last_error());
+      o = RS_FAIL;
+    } else {
+      o = execute_one(b, m, &plan, WHAT[k], call, msg, cap);
+      if (o == RS_SKIP) {
+        size_t n = strlen(msg);
+        snprintf(msg + n, cap - n, " (the backend declares RS_BACKEND_P2P_ANY_PLAN and executed its own plan)");
+        o = RS_FAIL;
+      }
+    }
+    rs_p2p_plan_free(&plan);
+  }
   return o;
 }
 

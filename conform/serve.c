@@ -2,6 +2,7 @@
  * as `--backend exec:CMD` (in its own process, so a crash is that case's failure) with no JSON
  * code of its own, and the reference implementation of the protocol's child side. */
 #define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,12 @@ static cJSON *refuse(const cJSON *req, int result, const char *msg) {
   return a;
 }
 
+/* RS_BACKEND_P2P_ANY_PLAN, read only when the plug-in's struct_size covers p2p_flags. */
+static int any_plan(const rs_backend *b) {
+  return b->struct_size >= offsetof(rs_backend, p2p_flags) + sizeof b->p2p_flags &&
+         (b->p2p_flags & RS_BACKEND_P2P_ANY_PLAN);
+}
+
 static cJSON *hello(const rs_backend *b, const cJSON *req) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "version");
   if (!cJSON_IsNumber(v) || v->valuedouble != 1) return refuse(req, RS_BACKEND_ERROR, "this backend speaks protocol version 1");
@@ -47,6 +54,7 @@ static cJSON *hello(const rs_backend *b, const cJSON *req) {
   if (b->tp_forward) cJSON_AddItemToArray(caps, cJSON_CreateString("tp"));
   if (b->p2p_plan) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_plan"));
   if (b->p2p_execute) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_execute"));
+  if (b->p2p_execute && any_plan(b)) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_any_plan"));
   if (b->ckpt_save && b->ckpt_load) {
     cJSON_AddItemToArray(caps, cJSON_CreateString("ckpt"));
     cJSON_AddStringToObject(a, "ckpt_format", b->ckpt_format == RS_BACKEND_CKPT_RESHARD ? "reshard" : "own");
@@ -206,13 +214,21 @@ static cJSON *serve_p2p(const rs_backend *b, void *self, const cJSON *req, int e
     int nd = 0;
     char **names = NULL;
     rs_backend_buf *db = NULL;
-    if (!decode(cJSON_GetObjectItemCaseSensitive(req, "src"), "src", "param", 0, p2p_elem, &m, &in, msg, 4096))
+    const cJSON *po = cJSON_GetObjectItemCaseSensitive(req, "plan");
+    char *pj = cJSON_IsObject(po) ? cJSON_PrintUnformatted(po) : NULL;
+    if (po && !cJSON_IsNull(po) && !cJSON_IsObject(po))
+      a = refuse(req, RS_BACKEND_ERROR, "'plan' must be a plan object or null");
+    else if (cJSON_IsObject(po) && !pj)
+      a = refuse(req, RS_BACKEND_ERROR, "out of memory");
+    else if (pj && !any_plan(b))
+      a = refuse(req, RS_BACKEND_ERROR, "'plan': this backend executes only its own plan (no \"p2p_any_plan\")");
+    else if (!decode(cJSON_GetObjectItemCaseSensitive(req, "src"), "src", "param", 0, p2p_elem, &m, &in, msg, 4096))
       a = refuse(req, RS_BACKEND_ERROR, msg);
     else if (rs_p2p_locals_alloc(&m, RS_P2P_DST, -1, &dst) || !(db = rs__cf_p2p_bufs(&m, RS_P2P_DST, &dst, &nd, &names)))
       a = refuse(req, RS_BACKEND_ERROR, rs_last_error());
     else {
       rs_backend_bufs out = {nd, db};
-      int r = b->p2p_execute(self, model_json, NULL, NULL, NULL, &in, &out, msg, 4096);
+      int r = b->p2p_execute(self, model_json, pj, NULL, NULL, &in, &out, msg, 4096);
       if (r != RS_BACKEND_OK) a = refuse(req, r, msg);
       else {
         a = reply(req, 1);
@@ -234,6 +250,7 @@ static cJSON *serve_p2p(const rs_backend *b, void *self, const cJSON *req, int e
       }
     }
     free(db);
+    free(pj);
     rs__cf_free_names(names, nd);
     rs_p2p_locals_free(&dst);
     bufs_free(&in);

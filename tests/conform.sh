@@ -4,7 +4,9 @@
 # program, Python program) is caught with a shrunk case whose replay command fails again; children
 # that crash, hang, write garbage or answer another request's id fail those cases while the
 # campaign goes on (exit 1); a backend lacking a capability is skipped, never passed; bad input is
-# exit 2. Also the runner of conform/MUTANTS.md's planted bugs.
+# exit 2. A backend that executes any plan given (RS_BACKEND_P2P_ANY_PLAN) is held to reshard's opt
+# and ref plans too; an ABI-1 plug-in of the older struct size, or a child that does not declare
+# it, is handed none. Also the runner of conform/MUTANTS.md's planted bugs.
 set -uo pipefail
 bin=$1
 src=$2
@@ -84,6 +86,22 @@ replays tpranks.json
 conform p2plast.json 1 --backend "$plugin?bug=last_rank" --suite p2p --cases 100 --fixtures none --quiet
 [ "$(status p2plast.json p2p)" = failed ] || fail "bug=last_rank (p2p plug-in): not caught"
 replays p2plast.json
+
+# 3b. plans handed to p2p_execute (RS_BACKEND_P2P_ANY_PLAN; the opt plug-in and its child declare
+# it and passed 1. and 2. with reshard's opt plan and ref's plan given): bug=given_plan (a given
+# plan's last transfer dropped, its own plan right) is caught naming the plan, as a plug-in and as
+# a process; an ABI-1 plug-in built against the struct before p2p_flags, and a child whose hello
+# lacks "p2p_any_plan", are handed no plan: the same bug never runs and the suite passes.
+conform given.json 1 --backend "$plugin?bug=given_plan" --suite p2p --cases 100 --fixtures none --quiet
+[ "$(status given.json p2p)" = failed ] || fail "bug=given_plan (plug-in): not caught"
+grep -q "p2p_execute of reshard's opt plan" "$tmp/given.json.log" || fail "bug=given_plan (plug-in): the failure does not name the plan"
+replays given.json
+conform givenx.json 1 --backend "exec:$child bug=given_plan" --suite p2p --cases 40 --fixtures none --quiet
+grep -q "p2p_execute of reshard's opt plan" "$tmp/givenx.json.log" || fail "bug=given_plan (process): not caught naming the plan"
+conform v1.json 0 --backend "$tests/libconform_opt_plugin_v1.so?bug=given_plan" --suite p2p --cases 100 --fixtures none --quiet
+[ "$(status v1.json p2p)" = passed ] || fail "ABI-1 plug-in (older struct_size): suite p2p is $(status v1.json p2p)"
+conform v1x.json 0 --backend "exec:$child abi=v1,bug=given_plan" --suite p2p --cases 40 --fixtures none --quiet
+[ "$(status v1x.json p2p)" = passed ] || fail "child without p2p_any_plan: suite p2p is $(status v1x.json p2p)"
 
 # 4. planted-bug C program (off by one in the rank loop): caught in every suite
 conform last.json 1 --backend "exec:$child bug=last_rank" --suite all --cases 40 --fixtures none --quiet

@@ -7,11 +7,20 @@
  *   bug=tp_ranks   the TP output lists a 2-d mesh's locals column-major (mesh dims swapped);
  *   bug=last_rank  an off-by-one in the rank loop: the last rank's output is never written (P2P:
  *                  the plan's last transfer and the last destination local are dropped; ckpt:
- *                  the last shard of a load is not filled).
+ *                  the last shard of a load is not filled);
+ *   bug=given_plan p2p_execute drops the last transfer of a plan it is given (plan_json), its own
+ *                  plan stays right: only the harness's given-plan checks can see it.
+ * It declares RS_BACKEND_P2P_ANY_PLAN: a plan given as plan_json is read with conform's one
+ * transfers reader (conform/p2p_transfers.c) and run by opt's executor. Built with
+ * RS_CONFORM_PLUGIN_V1 it says the struct_size of the header before p2p_flags (an older plug-in:
+ * the harness must not see the flag, and hands it no plan).
  * The same file built into a program (conform_serve_child.c) serves it over the process protocol. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "conform/p2p_transfers.h"
+#include "core/json.h"
 #include "reshard/backend.h"
 #include "reshard/ckpt.h"
 #include "reshard/ckpt_opt.h"
@@ -22,7 +31,7 @@
 
 typedef struct plugin {
   rs_opt *opt;
-  int dst_order, tp_ranks, last_rank;
+  int dst_order, tp_ranks, last_rank, given_plan;
 } plugin;
 
 static int create(const char *options, void **self, char *msg, size_t cap) {
@@ -31,6 +40,7 @@ static int create(const char *options, void **self, char *msg, size_t cap) {
   p->dst_order = strstr(options, "bug=dst_order") != NULL;
   p->tp_ranks = strstr(options, "bug=tp_ranks") != NULL;
   p->last_rank = strstr(options, "bug=last_rank") != NULL;
+  p->given_plan = strstr(options, "bug=given_plan") != NULL;
   if (rs_opt_create(&p->opt)) {
     snprintf(msg, cap, "rs_opt_create: %s", rs_last_error());
     free(p);
@@ -155,17 +165,30 @@ static int p2p_plan(void *self, const char *model_json, const rs_backend_p2p_sin
   return r;
 }
 
+/* The plan handed over (`reshard p2p plan --json`): its "transfers" read by conform's one reader. */
+static rs_status given_plan(const plugin *p, const rs_p2p_model *m, const char *plan_json, rs_p2p_plan *plan) {
+  cJSON *j = NULL;
+  rs_status st = rs_json_parse(plan_json, &j);
+  if (!st && !cJSON_IsObject(j)) st = rs_fail(RS_ERR_INVALID, "plan: not a JSON object");
+  if (!st) st = rs__cf_read_transfers(m, cJSON_GetObjectItemCaseSensitive(j, "transfers"), plan);
+  cJSON_Delete(j);
+  if (!st && p->given_plan && plan->n) plan->n--; /* planted: a given plan's last transfer is dropped */
+  return st ? st : rs_p2p_plan_stats(m, plan);
+}
+
 static int p2p_execute(void *self, const char *model_json, const char *plan_json, const rs_copy_service_vtable *cs,
                        void *cs_self, const rs_backend_bufs *src, rs_backend_bufs *dst, char *msg, size_t cap) {
   plugin *p = self;
-  (void)plan_json, (void)cs, (void)cs_self; /* its own plan over reshard's local copy service */
+  (void)cs, (void)cs_self; /* over reshard's local copy service */
   rs_p2p_model m;
   if (rs_p2p_model_parse(model_json, &m)) return snprintf(msg, cap, "model: %s", rs_last_error()), RS_BACKEND_ERROR;
   rs_p2p_plan plan = {0};
   rs_p2p_locals in = {0}, out = {0};
   rs_copy_service *svc = NULL;
   int r = RS_BACKEND_OK, sc;
-  if (rs_p2p_opt_plan(&m, &plan) || rs_p2p_locals_alloc(&m, RS_P2P_SRC, -1, &in) || rs_copy_service_open("local", NULL, &svc))
+  if (plan_json ? given_plan(p, &m, plan_json, &plan) : rs_p2p_opt_plan(&m, &plan))
+    r = RS_BACKEND_ERROR, snprintf(msg, cap, "%s%s", plan_json ? "the plan given: " : "", rs_last_error());
+  else if (rs_p2p_locals_alloc(&m, RS_P2P_SRC, -1, &in) || rs_copy_service_open("local", NULL, &svc))
     r = RS_BACKEND_ERROR, snprintf(msg, cap, "%s", rs_last_error());
   for (int i = 0; i < src->n && r == RS_BACKEND_OK; i++) {
     const rs_backend_buf *b = &src->b[i];
@@ -257,7 +280,11 @@ static int ckpt_load(void *self, const char *dir, const char *state_json, rs_bac
 }
 
 static const rs_backend BACKEND = {
+#ifdef RS_CONFORM_PLUGIN_V1
+    .struct_size = offsetof(rs_backend, p2p_flags), /* an older header's sizeof(rs_backend) */
+#else
     .struct_size = sizeof(rs_backend),
+#endif
     .abi_version = RS_BACKEND_ABI_VERSION,
     .name = "reshard-opt",
     .ckpt_format = RS_BACKEND_CKPT_RESHARD,
@@ -269,6 +296,7 @@ static const rs_backend BACKEND = {
     .p2p_execute = p2p_execute,
     .ckpt_save = ckpt_save,
     .ckpt_load = ckpt_load,
+    .p2p_flags = RS_BACKEND_P2P_ANY_PLAN, /* unread past a V1 struct_size */
 };
 
 const rs_backend *rs_backend_entry(void) { return &BACKEND; }

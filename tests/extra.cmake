@@ -108,10 +108,17 @@ set_tests_properties(install PROPERTIES TIMEOUT 300)
 # ---- conform (reshard conform: other backends, docs/conformance.md) ----
 # opt wrapped as a backend plug-in (its options plant bugs), the same plug-in served as a separate
 # program over the process protocol, and the script that runs every example against them.
+# conform_opt_plugin_v1: the same plug-in saying the struct_size of the header before p2p_flags
+# (an ABI-1 plug-in built against the older struct). A plan given to either is read with conform's
+# one transfers reader (conform/p2p_transfers.c, compiled in: a plug-in links no rs_conform).
 if(TARGET rs_opt AND TARGET rs_conform AND TARGET reshard)
-  add_library(conform_opt_plugin MODULE ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
-  # rs_ref: opt/ckpt names strict modes with rs_strict_name, which lives in ref/ckpt
-  target_link_libraries(conform_opt_plugin PRIVATE rs_opt rs_ref)
+  foreach(v conform_opt_plugin conform_opt_plugin_v1)
+    add_library(${v} MODULE ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c
+                ${CMAKE_SOURCE_DIR}/conform/p2p_transfers.c)
+    # rs_ref: opt/ckpt names strict modes with rs_strict_name, which lives in ref/ckpt
+    target_link_libraries(${v} PRIVATE rs_opt rs_ref)
+  endforeach()
+  target_compile_definitions(conform_opt_plugin_v1 PRIVATE RS_CONFORM_PLUGIN_V1=1)
   add_executable(conform_serve_child ${CMAKE_SOURCE_DIR}/tests/conform_serve_child.c
                  ${CMAKE_SOURCE_DIR}/tests/conform_opt_plugin.c)
   target_link_libraries(conform_serve_child PRIVATE rs_conform rs_opt)

@@ -98,9 +98,10 @@ typedef struct rs_backend {
    * sink. p2p_execute moves the source config's locals (src: per (parameter, world rank) of the
    * source config, name = parameter) into the destination config's (dst, likewise; an MXFP8
    * destination's scales follow it as a buffer named "<parameter>.scale"). plan_json is a plan
-   * to execute (`reshard p2p plan --json` form) or NULL: its own; cs/cs_self a copy service to
-   * move bytes over (copy_service.h's vtable, every rank in this process) or NULL: its own
-   * transport. ABI version 1 always passes NULL for both. */
+   * to execute (`reshard p2p plan --json` form) or NULL: its own plan; cs/cs_self a copy service
+   * to move bytes over (copy_service.h's vtable, every rank in this process) or NULL: its own
+   * transport. The harness passes a plan only to a backend whose p2p_flags has
+   * RS_BACKEND_P2P_ANY_PLAN (below), and always NULL for the copy service. */
   int (*p2p_plan)(void *self, const char *model_json, const rs_backend_p2p_sink *sink, char *msg,
                   size_t cap);
   int (*p2p_execute)(void *self, const char *model_json, const char *plan_json,
@@ -123,7 +124,18 @@ typedef struct rs_backend {
    * backend writes its local shape (the harness holds it to the box of the styles' layout). */
   int (*tp_forward)(void *self, const char *case_json, const rs_backend_bufs *inputs,
                     rs_backend_bufs *out, char *msg, size_t cap);
+
+  /* ---- grown at the end, still ABI version 1: read only when struct_size covers the field (a
+   * plug-in built against an older header has it 0) ---- */
+
+  /* RS_BACKEND_P2P_* bits. RS_BACKEND_P2P_ANY_PLAN: p2p_execute executes any valid plan given as
+   * plan_json (the `reshard p2p plan --json` object; a plan that passes SPEC 10's checks, not only
+   * the backend's own): the p2p suite then also hands it reshard's opt plan and ref's plan of each
+   * model, each execution held to the oracle bit for bit. Without it plan_json is always NULL. */
+  uint32_t p2p_flags;
 } rs_backend;
+
+enum { RS_BACKEND_P2P_ANY_PLAN = 1u };
 
 /* What a plug-in exports (declared here so its definition is checked against this header). */
 const rs_backend *rs_backend_entry(void);
