@@ -294,6 +294,37 @@ static void test_messages(void) {
                                 "[2305843009213693952],\"mesh\":[1],\"placements\":\"R\"}]}",
                                 &s) != RS_OK);
   says("state spec", "tensors[0].shape: byte count overflows int64");
+  /* tensor keys and object unique keys share one namespace: a spec whose tensor key is the unique
+   * key of some shard of an object is refused by the parser (a fuzzer found specs that parsed and
+   * then failed validation: "<key>/shard__" of an object with no shard dims) */
+  const char *clash[] = {"o/shard__", "o/shard_1.2_2.3", "o/shard_0.0_2.3"};
+  const char *mesh[] = {"[2]", "[2,3],\"dims\":[0,1]"};
+  const char *fine[] = {"o/shard_2.0_2.3", "o/shard_01.0_2.3", "o/shard_1.0_2.3x", "o/shard_1_2", "o/shard_1.0_3.2"};
+  char js[512];
+  for (int i = 0; i < 3; i++) {
+    snprintf(js, sizeof js, "{\"world\":6,\"tensors\":[{\"key\":\"%s\",\"dtype\":\"F32\",\"shape\":[2],\"mesh\":[1],"
+             "\"placements\":\"R\"}],\"objects\":[{\"key\":\"o\",\"seed\":1,\"mesh\":%s}]}", clash[i], i ? mesh[1] : mesh[0]);
+    if (rs_state_spec_from_json(js, &s) == RS_OK) {
+      fprintf(stderr, "state spec with tensor key '%s' beside object 'o' accepted\n", clash[i]);
+      rs_test_failures++;
+      rs_state_spec_free(&s);
+    } else {
+      char want[256];
+      snprintf(want, sizeof want, "tensors[0].key: '%s' is the unique key of a shard of objects[0] ('o'): tensor keys "
+               "and object unique keys share one namespace", clash[i]);
+      says("unique key clash", want);
+    }
+  }
+  for (int i = 0; i < 5; i++) {
+    snprintf(js, sizeof js, "{\"world\":6,\"tensors\":[{\"key\":\"%s\",\"dtype\":\"F32\",\"shape\":[2],\"mesh\":[1],"
+             "\"placements\":\"R\"}],\"objects\":[{\"key\":\"o\",\"seed\":1,\"mesh\":%s}]}", fine[i], mesh[1]);
+    if (rs_state_spec_from_json(js, &s) != RS_OK) {
+      fprintf(stderr, "state spec with tensor key '%s' (no shard's unique key) refused: %s\n", fine[i], rs_last_error());
+      rs_test_failures++;
+    } else {
+      rs_state_spec_free(&s);
+    }
+  }
   rs_p2p_model m;
   CHECK(rs_p2p_model_parse("{\"model\":{\"params\":[{\"name\":\"w\",\"shape\":[2305843009213693952],"
                            "\"dtype\":\"F64\"}]},\"src\":{\"meshes\":[{\"shape\":[1],\"ranks\":[0]}],"

@@ -216,6 +216,28 @@ static rs_status read_kvs(const cJSON *root, const char *name, rs_kv **arr, int 
   return RS_OK;
 }
 
+/* Whether k is "<o's key>/shard_<offsets>_<shape>" for some shard of o: the form of
+ * rs_sh_object_unique_key (integers joined by '.', written as %lld writes them), with each offset
+ * below its mesh dim's size, which some position of o's mesh holds. */
+static int is_unique_key_of(const rs_spec_object *o, const char *k) {
+  size_t kl = strlen(o->key);
+  if (strncmp(k, o->key, kl) != 0 || strncmp(k + kl, "/shard_", 7) != 0) return 0;
+  const char *p = k + kl + 7;
+  for (int i = 0; i < o->ndims; ++i) {
+    if (i && *p++ != '.') return 0;
+    int64_t v = 0;
+    const char *d = p;
+    while (*p >= '0' && *p <= '9' && v < o->mesh.size[o->dims[i]]) v = v * 10 + (*p++ - '0');
+    if (p == d || (p - d > 1 && *d == '0') || v >= o->mesh.size[o->dims[i]]) return 0;
+  }
+  if (*p++ != '_') return 0;
+  char shape[512] = "";
+  for (int i = 0; i < o->ndims; ++i)
+    snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", i ? "." : "",
+             (long long)o->mesh.size[o->dims[i]]);
+  return strcmp(p, shape) == 0;
+}
+
 static rs_status parse_root(const cJSON *root, rs_state_spec *s) {
   int64_t w;
   rs_status st = read_int(root, "", "world", 1, RS_MAX_RANKS, 0, &w);
@@ -249,10 +271,15 @@ static rs_status parse_root(const cJSON *root, rs_state_spec *s) {
       for (int j = 0; j < s->no - 1; ++j)
         if (strcmp(s->o[j].key, s->o[s->no - 1].key) == 0)
           return rs_fail(RS_ERR_INVALID, "%s.key: '%s' twice", f, s->o[j].key);
-      /* one key names one thing: a tensor and an object may not share it */
-      for (int j = 0; j < s->nt; ++j)
+      /* one key names one thing: a tensor and an object may not share it, and tensor keys share
+       * one namespace with the objects' unique keys ("<key>/shard_<offsets>_<shape>") */
+      for (int j = 0; j < s->nt; ++j) {
         if (strcmp(s->t[j].key, s->o[s->no - 1].key) == 0)
           return rs_fail(RS_ERR_INVALID, "%s.key: '%s' is a tensor's key too (tensors[%d])", f, s->t[j].key, j);
+        if (is_unique_key_of(&s->o[s->no - 1], s->t[j].key))
+          return rs_fail(RS_ERR_INVALID, "tensors[%d].key: '%s' is the unique key of a shard of %s ('%s'): tensor keys "
+                         "and object unique keys share one namespace", j, s->t[j].key, f, s->o[s->no - 1].key);
+      }
     }
   if ((st = read_kvs(root, "common", &s->common, &s->ncommon))) return st;
   return read_kvs(root, "nonpersistent", &s->nonpersistent, &s->nnp);
