@@ -15,6 +15,11 @@ typedef struct rs_ckpt_case {
 } rs_ckpt_case;
 
 rs_status rs_gen_ckpt_case(rs_choices *ch, rs_ckpt_case *out);
+/* The aligned variant of a case (the ckpt_opt property draws it under O_DIRECT): adds to A, A2 and
+ * B the key "aligned.weight", F64 rows of 4096 bytes (2 to 8 rows), replicated or split on its rows
+ * only, so that every chunk of it is a multiple of 4096 bytes; it sorts first among the 8-byte
+ * entries, so a rank file's data starts with it on a 4096-byte boundary. */
+rs_status rs_gen_ckpt_aligned(rs_choices *ch, rs_ckpt_case *c);
 void rs_ckpt_case_free(rs_ckpt_case *c);
 
 typedef enum rs_ckpt_prop {

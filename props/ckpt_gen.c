@@ -257,3 +257,52 @@ rs_status rs_gen_ckpt_case(rs_choices *ch, rs_ckpt_case *c) {
   if (st) rs_ckpt_case_free(c);
   return st;
 }
+
+/* ---- the aligned variant: whole 4096-byte rows, for O_DIRECT's unstaged writes ---- */
+
+#define ALIGNED_KEY "aligned.weight"
+#define ALIGNED_ROW 512 /* F64 elements: 4096 bytes */
+
+/* appends a copy of t (its key duplicated) to s */
+static rs_status push_tensor(rs_state_spec *s, const rs_spec_tensor *t) {
+  rs_spec_tensor *x = realloc(s->t, sizeof *s->t * (size_t)(s->nt + 1));
+  if (!x) return rs_fail(RS_ERR_NOMEM, "out of memory");
+  s->t = x;
+  x[s->nt] = *t;
+  if (!(x[s->nt].key = rs__strdup(ALIGNED_KEY))) return rs_fail(RS_ERR_NOMEM, "out of memory");
+  s->nt++;
+  return RS_OK;
+}
+
+/* ALIGNED_KEY on `world` ranks: replicated or split on its rows over a 1-d mesh of at most 4
+ * ranks, so that every rank's chunk is whole rows of 4096 bytes */
+static rs_status gen_aligned_side(rs_choices *ch, int world, int64_t rows, uint64_t seed, rs_spec_tensor *t) {
+  memset(t, 0, sizeof *t);
+  t->dtype = t->t.dtype = RS_F64;
+  t->t.ndim = 2;
+  t->t.shape[0] = rows;
+  t->t.shape[1] = ALIGNED_ROW;
+  t->seed = seed;
+  t->flatten_dim = -1;
+  t->factory = -1;
+  int64_t size[1] = {1 + (int64_t)rs_draw(ch, (uint64_t)(world < 4 ? world : 4))};
+  rs_status st = gen_mesh(ch, world, 1, size, &t->mesh);
+  if (st) return st;
+  t->sh.mesh_ndim = 1;
+  t->sh.p[0] = rs_draw(ch, 2) ? rs_pl_shard(0) : rs_pl_replicate();
+  if ((st = rs_sharding_set_default_order(&t->sh, 2))) return st;
+  rs_tensor lt = t->t;
+  return rs_sharding_validate(&t->sh, &t->mesh, &lt);
+}
+
+rs_status rs_gen_ckpt_aligned(rs_choices *ch, rs_ckpt_case *c) {
+  int64_t rows = 2 * (1 + (int64_t)rs_draw(ch, 4));
+  uint64_t seed = rs_draw(ch, 1u << 20);
+  rs_spec_tensor ta, t2;
+  rs_status st = gen_aligned_side(ch, c->a.world, rows, seed, &ta);
+  if (!st) st = gen_aligned_side(ch, c->a2.world, rows, seed, &t2);
+  if (!st) st = push_tensor(&c->a, &ta);
+  if (!st) st = push_tensor(&c->a2, &t2);
+  if (!st) st = push_tensor(&c->b, &t2);
+  return st;
+}

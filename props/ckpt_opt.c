@@ -5,6 +5,7 @@
  * a case with N <= P ranks runs on P processes (ranks N.. hold empty state dicts), each process
  * holding only its own state dict; ref runs on rank 0 only and every verdict is agreed. */
 #define _XOPEN_SOURCE 700
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,8 @@ struct ctx {
   rs_world *world;
   int P, me, mpi;
   rs_ckpt_opt_opts oo;
+  int aligned;               /* the aligned variant: tensor buffers on 4096 bytes (realign_world) */
+  int feat[RS_CKPT_OPT_F_COUNT]; /* what this case's step-2 save did (agreed under MPI) */
   int nstage;                /* staging requests of this case's earlier device operations */
   int stage_bufs[32];
   int64_t stage_bytes[32];
@@ -139,13 +142,30 @@ static rs_status stage_check(ctx *x, const char *op, const rs_ckpt_opt_stats *s)
   return RS_OK;
 }
 
+/* the aligned variant: every tensor's host buffer moved onto a 4096-byte boundary, so that a
+ * segment of whole 4096-byte chunks can go to an O_DIRECT file straight from it */
+static rs_status realign_world(rs_ckpt_world *w) {
+  for (int r = 0; r < w->n; ++r)
+    for (int i = 0; i < w->sd[r].nt; ++i) {
+      rs_sh_tensor *t = &w->sd[r].t[i];
+      if (!t->data || t->nbytes <= 0 || !((uintptr_t)t->data & 4095)) continue;
+      void *a = NULL;
+      if (posix_memalign(&a, 4096, (size_t)t->nbytes)) return rs_fail(RS_ERR_NOMEM, "out of memory");
+      memcpy(a, t->data, (size_t)t->nbytes);
+      free(t->data);
+      t->data = a;
+    }
+  return RS_OK;
+}
+
 /* opt's save and load with the world's tensor data in its device memory when it has one (a
  * local-device world, or RS_SIM_DEVICE=1): moved there before, back to the host after */
 static rs_status dev_save(ctx *x, rs_ckpt_world *w, const char *root, int64_t step, const rs_ckpt_opt_opts *o,
                           rs_ckpt_opt_stats *stats) {
   rs_ckpt_opt_stats own;
   if (!stats) stats = &own;
-  rs_status st = rs_opt_ckpt_to_device(x->world, w);
+  rs_status st = x->aligned ? realign_world(w) : RS_OK;
+  if (!st) st = rs_opt_ckpt_to_device(x->world, w);
   if (st) return st;
   st = rs_opt_ckpt_save(x->world, w, root, step, o, stats);
   if (!st) st = stage_check(x, "save", stats);
@@ -429,7 +449,23 @@ static rs_outcome crash_check(ctx *x, rs_ckpt_case *c, rs_choices *ch, const cha
   return out;
 }
 
+/* what the step-2 save did: O_DIRECT files, and segments written under O_DIRECT straight from the
+ * tensors (its stats, not the draws); every process agrees on each under MPI */
+static void save_features(ctx *x, const rs_ckpt_opt_stats *s) {
+  x->feat[RS_CKPT_OPT_F_DIRECT] = s->direct;
+  x->feat[RS_CKPT_OPT_F_DIRECT_UNSTAGED] = s->direct && s->direct_unstaged > 0;
+  if (x->mpi)
+    for (int f = 0; f < RS_CKPT_OPT_F_COUNT; ++f) rs_world_agree(x->world, &x->feat[f]);
+}
+
+static rs_outcome prop_run(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap, int *feat);
+
 rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap) {
+  return prop_run(world, ch, dir, msg, cap, NULL);
+}
+
+/* the property; feat (RS_CKPT_OPT_F_COUNT flags, may be NULL) gets what this case exercised */
+static rs_outcome prop_run(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap, int *feat) {
   ctx x;
   memset(&x, 0, sizeof x);
   x.world = world;
@@ -455,6 +491,16 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
    * is real where the scratch directory's file system takes it (ext4: ci/mutation.sh's /tmp);
    * on tmpfs the files fall back to the page cache and only direct mode's logic runs */
   x.oo.direct = rs_draw(ch, 3) == 0;
+  /* the aligned variant, 1 in 8 O_DIRECT cases: a tensor of whole 4096-byte chunks (ckpt_gen.c)
+   * and every tensor buffer on 4096 bytes, so that O_DIRECT segments can be written unstaged.
+   * Drawn only under O_DIRECT and after every older draw, and 1 (not 0, what a fixture's stream
+   * reads past its end) picks it: older fixtures replay unchanged */
+  x.aligned = x.oo.direct && rs_draw(ch, 8) == 1;
+  if (x.aligned && rs_gen_ckpt_aligned(ch, &c)) {
+    snprintf(msg, cap, "generator (aligned): %s", rs_last_error());
+    rs_ckpt_case_free(&c);
+    return agree(&x, RS_FAIL, msg, cap);
+  }
   char rr[4200], ro_[4200], e1[4300], e2[4300];
   snprintf(rr, sizeof rr, "%s/ref", dir);
   snprintf(ro_, sizeof ro_, "%s/opt", dir);
@@ -499,9 +545,12 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
   /* 2. opt saves A: verify, export == ref's export, ref load == oracle, opt load (other mode) */
   {
     rs_ckpt_world aw = {0, NULL};
+    rs_ckpt_opt_stats s2;
+    memset(&s2, 0, sizeof s2);
     rs_status st = build_padded(&c.a, RS_FILL_VALUES, x.mpi ? x.P : c.a.world, x.mpi ? x.me : -1, &aw);
-    if (!st) st = dev_save(&x, &aw, ro_, 2, &x.oo, NULL);
+    if (!st) st = dev_save(&x, &aw, ro_, 2, &x.oo, &s2);
     rs_ckpt_world_free(&aw);
+    save_features(&x, &s2);
     if (st) {
       snprintf(msg, cap, "opt save A: %s", rs_last_error());
       out = RS_FAIL;
@@ -552,9 +601,21 @@ rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir
     if (out == RS_PASS) out = crash_check(&x, &c, ch, dir, ro_, msg, cap);
   }
 done:
+  if (feat) memcpy(feat, x.feat, sizeof x.feat);
   rs_ckpt_report_free(&ref_rep);
   rs_ckpt_case_free(&c);
   return out;
+}
+
+const char *rs_ckpt_opt_feature_name(int f) {
+  static const char *const names[RS_CKPT_OPT_F_COUNT] = {"odirect_save", "odirect_save_unstaged"};
+  return f >= 0 && f < RS_CKPT_OPT_F_COUNT ? names[f] : "?";
+}
+
+int rs_ckpt_opt_feature_required(const rs_ckpt_opt_campaign_result *r, int f) {
+  /* where the scratch file system takes O_DIRECT (some save had O_DIRECT files), the aligned
+   * variant must reach the unstaged O_DIRECT write; on tmpfs nothing can */
+  return f == RS_CKPT_OPT_F_DIRECT_UNSTAGED && r->feat[RS_CKPT_OPT_F_DIRECT] > 0;
 }
 
 typedef struct pred_ctx {
@@ -600,7 +661,9 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     rs_choices ch;
     rs_choices_seed(&ch, seed);
     rs_clear_error();
-    rs_outcome out = rs_ckpt_opt_prop_run(world, &ch, scratch, msg, sizeof msg);
+    int feat[RS_CKPT_OPT_F_COUNT] = {0};
+    rs_outcome out = prop_run(world, &ch, scratch, msg, sizeof msg, feat);
+    for (int f = 0; f < RS_CKPT_OPT_F_COUNT; ++f) r->feat[f] += feat[f];
     if (rs_opt_transport_failure()) { /* a stalled or dead peer (--timeout): stop, shrink nothing */
       rs_choices_free(&ch);
       return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());

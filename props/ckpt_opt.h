@@ -13,10 +13,21 @@
  * reference. */
 rs_outcome rs_ckpt_opt_prop_run(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap);
 
+/* Features: cases whose step-2 opt save (the one verified, exported and loaded) had O_DIRECT
+ * files, and cases whose step-2 save wrote a segment under O_DIRECT straight from the tensors'
+ * memory (no staging); counted from the save's stats (rs_ckpt_opt_stats), not from the draws. */
+enum { RS_CKPT_OPT_F_DIRECT, RS_CKPT_OPT_F_DIRECT_UNSTAGED, RS_CKPT_OPT_F_COUNT };
+
 typedef struct rs_ckpt_opt_campaign_result {
   int64_t cases, pass, skip, fail;
   double seconds;
+  int64_t feat[RS_CKPT_OPT_F_COUNT]; /* cases exercising each feature */
 } rs_ckpt_opt_campaign_result;
+
+const char *rs_ckpt_opt_feature_name(int f);
+/* 1 when feature f must occur in a campaign of RS_FEATURE_MIN_CASES cases or more: the unstaged
+ * O_DIRECT save, wherever the scratch file system took O_DIRECT (r->feat[RS_CKPT_OPT_F_DIRECT]) */
+int rs_ckpt_opt_feature_required(const rs_ckpt_opt_campaign_result *r, int f);
 
 /* The campaign: o->cases cases (or o->seconds), shrinking and a fixture (property "ckpt_opt")
  * on the first failure. */

@@ -11,6 +11,7 @@
 #include "cmd_ckpt_opt.h"
 #include "core/json.h"
 #include "props/ckpt_opt.h"
+#include "props/props.h"
 #include "reshard/ckpt_opt.h"
 
 static double mono(void) {
@@ -204,6 +205,27 @@ out:
   return rc;
 }
 
+/* The campaign's feature counts (printed unless quiet, or when one is missing); 1 when a
+ * campaign of RS_FEATURE_MIN_CASES cases or more, with no failure, never produced a required one. */
+static int ckpt_opt_features(const rs_ckpt_campaign *o, const rs_ckpt_opt_campaign_result *r) {
+  int missing = 0;
+  for (int f = 0; f < RS_CKPT_OPT_F_COUNT; ++f) missing += rs_ckpt_opt_feature_required(r, f) && !r->feat[f];
+  int judged = r->cases >= RS_FEATURE_MIN_CASES && !r->fail;
+  if (!o->quiet || (missing && judged)) {
+    printf("features (cases; * = required from %d cases where the scratch file system takes O_DIRECT):",
+           RS_FEATURE_MIN_CASES);
+    for (int f = 0; f < RS_CKPT_OPT_F_COUNT; ++f)
+      printf("%s %s%s %lld", f ? "," : "", rs_ckpt_opt_feature_name(f),
+             f == RS_CKPT_OPT_F_DIRECT_UNSTAGED ? "*" : "", (long long)r->feat[f]);
+    printf("\n");
+  }
+  if (!missing || !judged) return 0;
+  for (int f = 0; f < RS_CKPT_OPT_F_COUNT; ++f)
+    if (rs_ckpt_opt_feature_required(r, f) && !r->feat[f])
+      printf("FAIL feature coverage: no case with %s in %lld cases\n", rs_ckpt_opt_feature_name(f), (long long)r->cases);
+  return 1;
+}
+
 int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char *tr, const char *junit,
                        const char *jsonp) {
   const char *C = "ckpt check";
@@ -230,6 +252,7 @@ int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char 
            (long long)res.cases, (unsigned long long)o.seed, world_name(world), rs_world_size(world),
            rs_world_size(world) > 1 ? "es" : "", res.seconds, (long long)res.pass, (long long)res.skip, (long long)res.fail);
   failed |= res.fail != 0;
+  if (me == 0 && ckpt_opt_features(&o, &res)) failed = 1;
   rs_world_finalize(world);
   return failed ? CLI_FAIL : CLI_OK;
 }

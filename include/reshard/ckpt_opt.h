@@ -46,6 +46,12 @@ typedef struct rs_ckpt_opt_stats {
   int64_t stage_allocs;   /* staging buffers it allocated: on a device world (CUDA or simulated)
                            * they are pooled across operations, so 0 once the world's pool holds
                            * stage_bufs buffers of stage_bytes */
+  int direct;             /* save: this process's data files were opened O_DIRECT (0: not asked,
+                           * or the file system refused it and the page cache took the writes) */
+  int64_t direct_unstaged; /* save: segments holding tensor bytes (not the header alone) that this
+                            * process wrote under O_DIRECT straight from host memory (pwritev, no
+                            * staging: every source address and length on 4096 bytes, not the
+                            * file's unaligned tail) */
 } rs_ckpt_opt_stats;
 
 /* Saves under root/step_<step>/ and commits `latest` (data fsynced, metadata.json by rename and

@@ -78,6 +78,7 @@ typedef struct plan {
   rs__io io;
   pthread_mutex_t mu;
   int64_t sync_ns;
+  int64_t direct_unstaged; /* segments written under O_DIRECT straight from the tensors (under mu) */
 } plan;
 
 static rs_status io_tick(plan *p) {
@@ -369,6 +370,16 @@ static rs_status write_task(void *ctx, int64_t task, int tid) {
      * device reads it, O_DIRECT) from where it lies */
     digest_iov(p, f, s, e, iov, niov, p->xs[tid]);
     if ((st = io_tick(p))) return st;
+    if (p->direct && e > (int64_t)f->hl) { /* tensor bytes (a header-only segment is unstaged
+                                              * whenever malloc happened to put it on a page) */
+      pthread_mutex_lock(&p->mu);
+      p->direct_unstaged++;
+      pthread_mutex_unlock(&p->mu);
+      /* RS_MUTANT 955: under O_DIRECT an unstaged write of tensor bytes leaves out the segment's
+       * last 4096 bytes (every iovec is a multiple of 4096 there: the last one shrinks, or goes
+       * when that empties it) */
+      if (RS_MUTANT(955) && (iov[niov - 1].iov_len -= 4096) == 0) niov--;
+    }
     return write_iov(f, iov, niov, s);
   }
   for (int k = lo; k < f->npc && f->pc[k].off < e; ++k) {
@@ -694,6 +705,8 @@ rs_status rs_opt_ckpt_save(rs_world *world, rs_ckpt_world *w, const char *root, 
     stats->max_rank_bytes = mx;
     stats->io_ops = p.io.ops;
     stats->sync_ns = p.sync_ns;
+    stats->direct = p.direct && stats->files > 0;
+    stats->direct_unstaged = p.direct_unstaged;
     rs__ock_stage_stats(&c, stats);
   }
   plan_free(&p);
