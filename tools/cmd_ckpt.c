@@ -44,10 +44,13 @@ static const char *HELP =
     "        always load correctly\n"
     "DIR is a checkpoint root (latest is used) or a step directory.\n"
     "Exit: 0 pass, 1 a difference or an integrity failure (damaged or hostile checkpoint), 2 bad\n"
-    "input (flags, STATE.json, a directory that holds no checkpoint), 3 out of memory.\n";
+    "input (flags, STATE.json, a directory that holds no checkpoint), 3 out of memory (under\n"
+    "--transport mpi: on every process when one ran out), 4 a peer stalled or died (--timeout).\n";
 
 int ckpt_exit_code(rs_status st) {
-  return st == RS_ERR_NOMEM ? CLI_NOMEM : st == RS_ERR_UNSUPPORTED ? CLI_USAGE : st ? CLI_FAIL : CLI_OK;
+  /* RS_ERR_TIMEOUT: a transport wait saw no progress for --timeout, or a peer died (exit 4) */
+  return st == RS_ERR_NOMEM ? CLI_NOMEM : st == RS_ERR_UNSUPPORTED ? CLI_USAGE : st == RS_ERR_TIMEOUT ? CLI_PEER
+       : st ? CLI_FAIL : CLI_OK;
 }
 
 /* A failure of an operation on a checkpoint: out of memory exits 3; a file of the checkpoint that

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "core/mutant.h"
 #include "cmd_ckpt_opt.h"
 #include "core/json.h"
 #include "props/ckpt_opt.h"
@@ -60,6 +61,26 @@ static void keep_error(rs_status *st, rs_status later) {
   if (!*st) *st = later;
 }
 
+/* Under MPI each process builds its own state dict before the first collective. One that fails
+ * there (out of memory) must not leave the others waiting in the save's or load's agreement until
+ * --timeout: one agreement carries "failed" and "out of memory" as bits. Returns 0 when every
+ * process built its state dict, else the exit code (its own message printed, or the peers'). */
+static int agree_built(const char *C, rs_world *world, rs_status st) {
+  int flags = (st != RS_OK) | (st == RS_ERR_NOMEM) << 1;
+  /* RS_MUTANT 957: a process that could not build its state dict does not tell its peers */
+  if (RS_MUTANT(957)) flags = 0;
+  if (st) fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+  if (rs_world_agree(world, &flags)) {
+    fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
+    return CLI_PEER;
+  }
+  if (!flags) return 0;
+  if (!st)
+    fprintf(stderr, "reshard %s: another process %s building its state dict\n", C,
+            flags & 2 ? "ran out of memory" : "failed");
+  return flags & 2 ? CLI_NOMEM : st ? ckpt_exit_code(st) : CLI_FAIL;
+}
+
 static void fill_opts(const ckpt_io_args *a, rs_ckpt_opt_opts *o) {
   memset(o, 0, sizeof *o);
   o->io_threads = (int)a->threads;
@@ -85,9 +106,7 @@ int cmd_ckpt_opt_save(const ckpt_io_args *a) {
     rs_world_finalize(world);
     return cli_status_error(C, "");
   }
-  if (rs_state_spec_build(&s, RS_FILL_VALUES, &w)) {
-    rc = cli_status_error(C, "");
-  } else {
+  if ((rc = agree_built(C, world, rs_state_spec_build(&s, RS_FILL_VALUES, &w))) == CLI_OK) {
     keep_mine(world, &w);
     rs_ckpt_opt_stats stats;
     double t0 = mono();
@@ -144,10 +163,7 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
   double t0, dt;
   rs_status st;
   int bad = 0, flag;
-  if (rs_state_spec_build(&s, RS_FILL_INITIAL, &got)) {
-    rc = cli_status_error(C, "");
-    goto out;
-  }
+  if ((rc = agree_built(C, world, rs_state_spec_build(&s, RS_FILL_INITIAL, &got)))) goto out;
   keep_mine(world, &got);
   t0 = mono();
   st = rs_opt_ckpt_to_device(world, &got);
@@ -170,10 +186,10 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
   }
   if (st) {
     fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-    bad = st == RS_ERR_UNSUPPORTED ? 2 : 1;
-  } else if (rs_oracle_ckpt_expected(&saved, &s, &exp)) {
+    bad = st == RS_ERR_UNSUPPORTED ? 2 : st == RS_ERR_NOMEM ? 4 : st == RS_ERR_TIMEOUT ? 5 : 1;
+  } else if ((st = rs_oracle_ckpt_expected(&saved, &s, &exp))) {
     fprintf(stderr, "reshard %s: oracle: %s\n", C, rs_last_error());
-    bad = 2;
+    bad = st == RS_ERR_NOMEM ? 4 : 2;
   } else {
     keep_mine(world, &exp);
     if (rs_oracle_ckpt_compare(&exp, &got, msg, sizeof msg)) {
@@ -188,9 +204,15 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
     else snprintf(jp, sizeof jp, "%s.%d", a->json, me);
     if (ckpt_load_json(C, jp, "opt", st ? "failed" : "ok", &got, rs_world_is_local(world) ? -1 : me) && !bad) bad = 3;
   }
-  flag = bad != 0;
-  rs_world_agree(world, &flag);
-  if (bad == 2 || bad == 3) rc = CLI_USAGE;
+  /* bits: 1 failed, 2 out of memory, 4 a stalled or dead peer; a failed agreement is the last */
+  flag = (bad != 0) | (bad == 4) << 1 | (bad == 5) << 2;
+  if (bad != 5 && rs_world_agree(world, &flag)) flag |= 4;
+  if (flag & 4) rc = CLI_PEER;
+  else if (flag & 2) {
+    if (bad != 4) fprintf(stderr, "reshard %s: another process ran out of memory\n", C);
+    rc = CLI_NOMEM;
+  }
+  else if (bad == 2 || bad == 3) rc = CLI_USAGE;
   else if (flag) rc = CLI_FAIL;
   else if (me == 0)
     printf("ok: %d ranks (opt, %s, %s), %lld bytes read by rank 0's process in %.3f s, every rank equals the oracle\n",
