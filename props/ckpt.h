@@ -94,5 +94,10 @@ rs_outcome rs__ckpt_kind_refused(const char *dir, const rs_state_spec *a, const 
                                  size_t cap);
 /* Removes a directory tree (scratch directories of the properties and tests). */
 void rs_ckpt_rmtree(const char *dir);
+/* A campaign's working directory, always one of its own: "<base>/reshard-<what>-<tag>" where base
+ * is the user's --scratch (made when missing) or /dev/shm (else /tmp). Every case empties only
+ * this directory; nothing else under base is ever touched (a campaign that emptied --scratch itself
+ * deleted whatever the user kept there). Writes the path into out. */
+void rs_ckpt_scratch_path(const char *base, const char *what, long tag, char *out, size_t cap);
 
 #endif

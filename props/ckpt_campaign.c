@@ -72,11 +72,7 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
   if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
     return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
   char scratch[4200];
-  if (o->scratch) snprintf(scratch, sizeof scratch, "%s", o->scratch);
-  else {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(scratch, sizeof scratch, "%s/reshard-ckpt-%d", base, (int)getpid());
-  }
+  rs_ckpt_scratch_path(o->scratch, "ckpt", (long)getpid(), scratch, sizeof scratch);
   mkdir(scratch, 0777);
   char msg[MSG_CAP];
   int failed_prop[RS_CKPT_PROP_COUNT] = {0};
@@ -92,7 +88,7 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
       rs_outcome out = rs_ckpt_prop_run((rs_ckpt_prop)p, &ch, scratch, msg, sizeof msg);
       if (rs_outcome_is_oom(out)) {
         rs_choices_free(&ch);
-        if (!o->scratch) rs_ckpt_rmtree(scratch);
+        rs_ckpt_rmtree(scratch);
         return rs_campaign_oom(rs_ckpt_prop_name((rs_ckpt_prop)p), (long long)i + 1, msg);
       }
       if (out == RS_PASS) r->pass[p]++;
@@ -124,6 +120,6 @@ rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_resul
     r->cases = i + 1;
   }
   r->seconds = rs_now() - t0;
-  if (!o->scratch) rs_ckpt_rmtree(scratch);
+  rs_ckpt_rmtree(scratch);
   return RS_OK;
 }

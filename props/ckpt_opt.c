@@ -646,9 +646,8 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
   char scratch[4200];
   long tag = (long)getpid();
   rs_opt_world_bcast(world, &tag, sizeof tag); /* one scratch directory for every process */
-  if (o->scratch) snprintf(scratch, sizeof scratch, "%s", o->scratch);
-  else
-    snprintf(scratch, sizeof scratch, "%s/reshard-ckpt-opt-%ld", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", tag);
+  if (me == 0) rs_ckpt_scratch_path(o->scratch, "ckpt-opt", tag, scratch, sizeof scratch);
+  rs_opt_world_bcast(world, scratch, sizeof scratch); /* rank 0 made --scratch when missing */
   char msg[MSG_CAP];
   double t0 = rs_now();
   for (int64_t i = 0;; ++i) {
@@ -671,7 +670,7 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     r->cases = i + 1;
     if (rs_outcome_is_oom(out)) {
       rs_choices_free(&ch);
-      if (!o->scratch && me == 0) rs_ckpt_rmtree(scratch);
+      if (me == 0) rs_ckpt_rmtree(scratch);
       return rs_campaign_oom("ckpt_opt", (long long)i + 1, msg);
     }
     if (out == RS_PASS) r->pass++;
@@ -700,6 +699,6 @@ rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, r
     rs_choices_free(&ch);
   }
   r->seconds = rs_now() - t0;
-  if (!o->scratch && me == 0) rs_ckpt_rmtree(scratch);
+  if (me == 0) rs_ckpt_rmtree(scratch);
   return RS_OK;
 }

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 #include "core/ckpt/internal.h"
 #include "props/ckpt.h"
+#include "core/mutant.h"
 
 static const char *PROP_NAMES[RS_CKPT_PROP_COUNT] = {"ckpt_valid",  "ckpt_reject", "ckpt_load",
                                                      "ckpt_export", "ckpt_crash",  "ckpt_corrupt"};
@@ -38,6 +39,14 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 }
 
 void rs_ckpt_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+void rs_ckpt_scratch_path(const char *base, const char *what, long tag, char *out, size_t cap) {
+  if (base) mkdir(base, 0777); /* a missing --scratch whose parent exists (checked by the CLI) */
+  else base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  snprintf(out, cap, "%s/reshard-%s-%ld", base, what, tag);
+  /* RS_MUTANT 958: the campaign works in --scratch itself (and empties it before every case) */
+  if (RS_MUTANT(958)) snprintf(out, cap, "%s", base);
+}
 
 #define FAIL(...)                          \
   do {                                     \

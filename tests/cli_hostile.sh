@@ -236,6 +236,16 @@ fi
 rm -rf "$T/reg"
 expect_rc 2 timeout 20 "$R" ckpt check --cases 5 --scratch "$T/no/such/dir" --regress-dir "$T/reg"; names --scratch
 [ -e "$T/reg" ] && fail "ckpt check --scratch of a missing directory saved regression files"
+# --scratch is the user's directory: a campaign works in a directory of its own under it and
+# leaves every other entry alone (it used to empty --scratch itself before each case)
+for impl in ref opt; do
+  mkdir -p "$T/keep" && echo precious >"$T/keep/notes.txt" && mkdir -p "$T/keep/sub" && touch "$T/keep/sub/f"
+  expect_rc 0 timeout 120 "$R" ckpt check --impl $impl --cases 5 --quiet --scratch "$T/keep" --regress-dir "$T/reg"
+  [ "$(cat "$T/keep/notes.txt" 2>/dev/null)" = precious ] && [ -e "$T/keep/sub/f" ] ||
+    fail "ckpt check --impl $impl --scratch removed the user's files: $(ls -R "$T/keep" | head -5)"
+  [ -z "$(ls -d "$T/keep"/reshard-* 2>/dev/null)" ] || fail "ckpt check --impl $impl left its directory in --scratch"
+  rm -rf "$T/keep"
+done
 
 # --- out of memory is exit 3 everywhere: never a failed check, never shrunk, never saved ---
 # expect_oom KB CMD...: CMD under a virtual-memory limit must exit 3 (a sanitizer's runtime cannot
