@@ -236,6 +236,14 @@ fi
 rm -rf "$T/reg"
 expect_rc 2 timeout 20 "$R" ckpt check --cases 5 --scratch "$T/no/such/dir" --regress-dir "$T/reg"; names --scratch
 [ -e "$T/reg" ] && fail "ckpt check --scratch of a missing directory saved regression files"
+# ckpt torture clears its root: a --root of the user's that holds anything is refused (exit 2) and
+# kept; a new one is used and kept, and then refused as not empty
+mkdir -p "$T/tr" && echo precious >"$T/tr/notes.txt"
+expect_rc 2 timeout 60 "$R" ckpt torture --kills 2 --root "$T/tr"; names --root
+[ "$(cat "$T/tr/notes.txt" 2>/dev/null)" = precious ] || fail "ckpt torture --root removed the user's files"
+expect_rc 0 timeout 120 "$R" ckpt torture --kills 2 --root "$T/tr_new"
+expect_rc 2 timeout 60 "$R" ckpt torture --kills 2 --root "$T/tr_new"; names --root
+rm -rf "$T/tr" "$T/tr_new" "$T/tr_new.measure"
 # --scratch is the user's directory: a campaign works in a directory of its own under it and
 # leaves every other entry alone (it used to empty --scratch itself before each case)
 for impl in ref opt; do

@@ -2,6 +2,7 @@
  * oracle), verify / inspect / export a checkpoint, the property campaign and its replay, and the
  * kill -9 torture test. Exit: 0 pass, 1 a difference or an integrity failure, 2 bad input. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "cli.h"
+#include "core/mutant.h"
 #include "core/ckpt/internal.h"
 #include "cmd_ckpt_opt.h"
 #include "core/values.h"
@@ -461,6 +463,31 @@ static rs_status save_step(const rs_state_spec *base, const char *root, int64_t 
   return st;
 }
 
+/* 0 when root may be cleared: missing (its parent a writable directory) or an empty directory, and
+ * ROOT.measure missing; else exit 2 naming --root. */
+static int torture_root_ok(const char *C, const char *root) {
+  int r = cli_dir_arg(C, "--root", root);
+  if (r) return r;
+  DIR *d = opendir(root);
+  if (d) {
+    struct dirent *e;
+    int entries = 0;
+    while ((e = readdir(d)))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entries++;
+    closedir(d);
+    /* RS_MUTANT 959: torture clears a --root that holds files */
+    if (entries && !RS_MUTANT(959))
+      return cli_usage_error(C, "--root: '%s' is not empty (torture clears its root: give a new or empty directory)",
+                             root);
+  }
+  char m[4200];
+  struct stat sb;
+  snprintf(m, sizeof m, "%s.measure", root);
+  if (lstat(m, &sb) == 0 && !RS_MUTANT(959))
+    return cli_usage_error(C, "--root: '%s' exists (torture measures a save there and clears it)", m);
+  return CLI_OK;
+}
+
 static int cmd_torture(int argc, char **argv) {
   const char *C = "ckpt torture", *killsv = NULL, *seedv = NULL, *root = NULL, *specf = NULL, *impl = "ref", *v;
   int r;
@@ -482,6 +509,12 @@ static int cmd_torture(int argc, char **argv) {
   rs_state_spec base;
   if ((specf ? rs_state_spec_from_file(specf, &base) : rs_state_spec_from_json(TORTURE_SPEC, &base)))
     return cli_status_error(C, "");
+  /* torture clears its root (and writes ROOT.measure beside it): a root of the user's must be new or
+   * empty, never a directory that holds checkpoints or anything else */
+  if (root && (r = torture_root_ok(C, root))) {
+    rs_state_spec_free(&base);
+    return r;
+  }
   char rootbuf[256];
   int own_root = !root;
   if (!root) {
