@@ -106,8 +106,9 @@ int cmd_ckpt_opt_save(const ckpt_io_args *a) {
     rs_world_finalize(world);
     return cli_status_error(C, "");
   }
-  if ((rc = agree_built(C, world, rs_state_spec_build(&s, RS_FILL_VALUES, &w))) == CLI_OK) {
-    keep_mine(world, &w);
+  /* under MPI this process builds only its own rank's state dict */
+  int only = rs_world_is_local(world) ? -1 : rs_world_rank(world);
+  if ((rc = agree_built(C, world, rs_state_spec_build_rank(&s, RS_FILL_VALUES, only, &w))) == CLI_OK) {
     rs_ckpt_opt_stats stats;
     double t0 = mono();
     rs_status st = rs_opt_ckpt_to_device(world, &w);
@@ -163,8 +164,9 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a) {
   double t0, dt;
   rs_status st;
   int bad = 0, flag;
-  if ((rc = agree_built(C, world, rs_state_spec_build(&s, RS_FILL_INITIAL, &got)))) goto out;
-  keep_mine(world, &got);
+  if ((rc = agree_built(C, world, rs_state_spec_build_rank(&s, RS_FILL_INITIAL, rs_world_is_local(world) ? -1 : me,
+                                                           &got))))
+    goto out;
   t0 = mono();
   st = rs_opt_ckpt_to_device(world, &got);
   if (!st) {

@@ -572,9 +572,14 @@ static rs_status add_object_entry(const rs_spec_object *so, rs_fill fill, int ra
 }
 
 rs_status rs_state_spec_build(const rs_state_spec *s, rs_fill fill, rs_ckpt_world *w) {
+  return rs_state_spec_build_rank(s, fill, -1, w);
+}
+
+rs_status rs_state_spec_build_rank(const rs_state_spec *s, rs_fill fill, int only, rs_ckpt_world *w) {
   rs_status st = rs_ckpt_world_init(w, s->world);
   if (st) return st;
   for (int r = 0; r < s->world && !st; ++r) {
+    if (only >= 0 && r != only) continue;
     rs_state_dict *sd = &w->sd[r];
     for (int i = 0; i < s->nt && !st; ++i) st = add_tensor_entries(&s->t[i], fill, r, sd);
     for (int i = 0; i < s->no && !st; ++i) st = add_object_entry(&s->o[i], fill, r, sd);

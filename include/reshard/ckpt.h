@@ -173,6 +173,9 @@ typedef enum rs_fill {
 
 /* Every rank's state dict of a spec, with factories not yet applied. */
 rs_status rs_state_spec_build(const rs_state_spec *s, rs_fill fill, rs_ckpt_world *w);
+/* The same world with only rank `only`'s state dict built (the others empty, their rank set): what
+ * one process of an MPI run holds. only < 0 builds every rank, as rs_state_spec_build. */
+rs_status rs_state_spec_build_rank(const rs_state_spec *s, rs_fill fill, int only, rs_ckpt_world *w);
 
 /* Values: element `idx` (row-major flat index in the global shape) of tensor `key`. */
 void rs_ckpt_value(uint64_t seed, const char *key, rs_dtype dt, int64_t idx, void *out);
