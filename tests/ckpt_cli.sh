@@ -40,6 +40,20 @@ expect_rc 0 "$R" ckpt save "$B" --root "$T/root4" --step 3
 expect_rc 0 "$R" ckpt export "$T/root4" "$T/b.safetensors"
 cmp -s "$T/a.safetensors" "$T/b.safetensors" || fail "exports of two layouts differ"
 
+# export writes OUT whole or not at all and never through a link or into the checkpoint it reads
+echo precious >"$T/kept" && ln -s "$T/kept" "$T/link.safetensors"
+expect_rc 0 "$R" ckpt export "$T/root" "$T/link.safetensors"
+[ "$(cat "$T/kept")" = precious ] || fail "export wrote through a symbolic link at OUT"
+cmp -s "$T/a.safetensors" "$T/link.safetensors" || fail "export over a link: not the export's bytes"
+[ -L "$T/link.safetensors" ] && fail "export left the link at OUT"
+expect_rc 0 "$R" ckpt export "$T/root" "$T/a.safetensors"   # over an earlier export: replaced whole
+cmp -s "$T/a.safetensors" "$T/b.safetensors" || fail "export over an earlier OUT differs"
+for victim in "$T/root/step_10/rank_0.safetensors" "$T/root/step_10/metadata.json" "$T/root/latest"; do
+  expect_rc 2 "$R" ckpt export "$T/root" "$victim"
+done
+expect_rc 0 "$R" ckpt verify "$T/root"
+ls "$T"/*.tmp-* >/dev/null 2>&1 && fail "export left a temporary file"
+
 # strict modes: a load spec with an extra key and without others
 sed -e 's/"key":"step"/"key":"step_renamed"/' "$B" >"$T/b2.json"
 expect_rc 1 "$R" ckpt load "$T/b2.json" --root "$T/root"

@@ -2,9 +2,15 @@
  * byte through the checked reader and holds the safetensors headers to metadata.json entry by
  * entry; export assembles whole tensors in key order so its bytes never depend on the layout. */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include "core/checked.h"
 #include "core/mutant.h"
 #include "core/ckpt/internal.h"
@@ -178,6 +184,61 @@ static rs_status whole_tensor(rs__reader *rd, const rs__md_tensor *t, uint8_t *o
   return RS_OK;
 }
 
+/* OUT is written whole or not at all: into "OUT.tmp-<pid>" beside it (created, never through a
+ * link), fsynced, renamed over OUT (a symbolic link at OUT is replaced, not written through; an
+ * earlier OUT stays until the new one is complete), then its directory fsynced. An OUT in the
+ * step directory being exported is refused: the rename would replace one of its files. */
+static rs_status write_out(const char *out, const char *stepdir, const char *hdr, size_t hl, const rs__st_entry *e,
+                           uint8_t *const *data, int n) {
+  char parent[4200], rp_parent[PATH_MAX], rp_step[PATH_MAX];
+  const char *slash = strrchr(out, '/');
+  if (slash) snprintf(parent, sizeof parent, "%.*s", (int)(slash - out) ? (int)(slash - out) : 1, out);
+  else snprintf(parent, sizeof parent, ".");
+  /* RS_MUTANT 960: the export writes into the step directory it reads */
+  if (realpath(parent, rp_parent) && realpath(stepdir, rp_step) && !RS_MUTANT(960)) {
+    if (strcmp(rp_parent, rp_step) == 0)
+      return rs_fail(RS_ERR_UNSUPPORTED, "%s: inside the checkpoint's step directory %s (it would replace a file of "
+                     "the checkpoint it exports)", out, stepdir);
+    /* the root beside the step directories: its `latest` is the checkpoint's pointer */
+    char *up = strrchr(rp_step, '/');
+    if (up) *up = 0;
+    if (strcmp(rp_parent, *rp_step ? rp_step : "/") == 0 && strcmp(slash ? slash + 1 : out, "latest") == 0)
+      return rs_fail(RS_ERR_UNSUPPORTED, "%s: the checkpoint root's latest pointer (refused)", out);
+  }
+  char tmp[4300];
+  snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot create (%s)", tmp, strerror(errno));
+  rs_status st = RS_OK;
+  struct iovec iov[2];
+  for (int i = -1; i < n && !st; ++i) {
+    const uint8_t *p = i < 0 ? (const uint8_t *)hdr : data[i];
+    size_t len = i < 0 ? hl : (size_t)(e[i].end - e[i].begin);
+    while (len && !st) {
+      iov[0].iov_base = (void *)p;
+      iov[0].iov_len = len;
+      ssize_t k = writev(fd, iov, 1);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) st = rs_fail(RS_ERR_IO, "%s: write failed (%s)", tmp, k ? strerror(errno) : "no progress");
+      else {
+        p += k;
+        len -= (size_t)k;
+      }
+    }
+  }
+  if (!st && fsync(fd) != 0) st = rs_fail(RS_ERR_IO, "%s: fsync failed (%s)", tmp, strerror(errno));
+  if (close(fd) != 0 && !st) st = rs_fail(RS_ERR_IO, "%s: close failed (%s)", tmp, strerror(errno));
+  if (!st && rename(tmp, out) != 0) st = rs_fail(RS_ERR_IO, "rename %s -> %s failed (%s)", tmp, out, strerror(errno));
+  if (st) {
+    unlink(tmp);
+    return st;
+  }
+  int dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || fsync(dfd) != 0) st = rs_fail(RS_ERR_IO, "%s: directory fsync failed (%s)", parent, strerror(errno));
+  if (dfd >= 0) close(dfd);
+  return st;
+}
+
 rs_status rs_ckpt_export(const char *dir, const char *out_path) {
   rs__reader rd;
   rs_status st = open_any(dir, &rd);
@@ -242,17 +303,7 @@ rs_status rs_ckpt_export(const char *dir, const char *out_path) {
   char *hdr = NULL;
   size_t hl = 0;
   if (!st) st = rs__st_header_bytes(e, n, meta, nmeta, &hdr, &hl);
-  if (!st) {
-    FILE *f = fopen(out_path, "wb");
-    if (!f) st = rs_fail(RS_ERR_IO, "%s: cannot create", out_path);
-    else {
-      int ok = fwrite(hdr, 1, hl, f) == hl;
-      for (int i = 0; i < n && ok; ++i)
-        if (e[i].end > e[i].begin) ok = fwrite(data[i], 1, (size_t)(e[i].end - e[i].begin), f) == (size_t)(e[i].end - e[i].begin);
-      if (fclose(f) != 0) ok = 0;
-      if (!ok) st = rs_fail(RS_ERR_IO, "%s: write failed", out_path);
-    }
-  }
+  if (!st) st = write_out(out_path, rd.dir, hdr, hl, e, data, n);
   free(hdr);
   for (int i = 0; data && i < n; ++i) free(data[i]);
   for (int i = 0; mkeys && i < m->ncommon; ++i) free(mkeys[i]);
