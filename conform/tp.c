@@ -54,31 +54,15 @@ static void campaign(rs_cf_run *run) {
   rs_tp_check_opts t;
   hook(&t, run->b);
   t.seed = run->o->seed;
-  /* rs_tp_check counts cases; a --seconds run gets a case count from a first timed batch */
   t.cases = run->o->cases > 0 ? run->o->cases : 0;
+  t.seconds = run->o->seconds; /* with --seconds: the same case stream as `reshard tp check --seconds` */
   t.shrink_runs = run->o->shrink_runs;
   t.regress_dir = run->failures;
   t.quiet = run->o->quiet;
   t.keep_going = 1;
   rs_tp_check_result *res = calloc(1, sizeof *res);
   if (!res) return;
-  if (t.cases <= 0) {
-    /* by time: batches of 50 cases with seeds following on, until the time is up */
-    double spent = 0;
-    for (int64_t done = 0; spent < run->o->seconds; done += 50) {
-      rs_tp_check_result part;
-      t.cases = 50;
-      t.seed = run->o->seed + (uint64_t)done;
-      if (rs_tp_check(&t, &part) != RS_OK) break;
-      res->cases += part.cases, res->pass += part.pass, res->fail += part.fail, res->skip += part.skip;
-      if (part.fail && !res->message[0]) {
-        memcpy(res->message, part.message, sizeof res->message);
-        memcpy(res->fixture, part.fixture, sizeof res->fixture);
-      }
-      spent += part.seconds;
-    }
-    res->seconds = spent;
-  } else if (rs_tp_check(&t, res) != RS_OK) {
+  if (rs_tp_check(&t, res) != RS_OK) {
     it->fail++;
     RS_CF_PRINT(it->message, "campaign: %s", rs_last_error());
   }

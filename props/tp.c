@@ -10,6 +10,7 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 #include "core/tp/tp_internal.h"
+#include "core/numflag.h"
 #include "core/values.h"
 #include "props/tp.h"
 #include "props/report.h"
@@ -647,7 +648,9 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
 #endif
   double t0 = rs_now();
   int max_ranks = o->max_ranks > 0 ? o->max_ranks : 18;
-  for (int64_t i = 0; st == RS_OK && i < o->cases; i++) {
+  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+    st = rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
+  for (int64_t i = 0; st == RS_OK && (o->cases > 0 ? i < o->cases : rs_now() - t0 < o->seconds); i++) {
     rs_choices ch;
     rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, 0x7470));
     r->cases++;

@@ -33,7 +33,8 @@ rs_outcome rs_tp_prop_run(const rs_tp_case *c, int impls, void *opt, int64_t *co
 
 typedef struct rs_tp_check_opts {
   uint64_t seed;
-  int64_t cases;
+  int64_t cases;  /* > 0: this many cases; 0: as many as `seconds` allow */
+  double seconds; /* with cases 0: stop once this much time has passed (checked before each case) */
   int impls;
   int max_ranks;
   int shrink_runs;

@@ -36,6 +36,11 @@ grep -q '<testsuite name="reshard.tp" tests="5" failures="0"' "$T/tp.xml" || fai
 grep -q '"cases":200,"pass":200,"fail":0' "$T/tp.json" || fail "tp check --json: $(head -c 300 "$T/tp.json")"
 expect_rc 0 "$R" tp check --cases 100 --impl ref --quiet --regress-dir "$T/reg"
 expect_rc 0 "$R" tp check --cases 100 --impl opt --max-ranks 4 --quiet --regress-dir "$T/reg"
+# --seconds like every campaign: the same case stream as --cases, bounded by time
+expect_rc 0 "$R" tp check --seconds 1 --seed 3 --json "$T/tps.json" --quiet --regress-dir "$T/reg"
+grep -q '"seed":3,"cases":[1-9][0-9]*,' "$T/tps.json" || fail "tp check --seconds --json: $(head -c 200 "$T/tps.json")"
+expect_rc 2 "$R" tp check --seconds 1 --cases 5
+expect_rc 2 "$R" tp check --seconds 0
 
 # bad usage and bad input: exit 2 with the field named
 expect_rc 2 "$R" tp

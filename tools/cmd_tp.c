@@ -15,7 +15,7 @@
 
 static const char *HELP =
     "usage: reshard tp run CASE.json [--impl ref|opt|both] [--json]\n"
-    "       reshard tp check [--seed S] [--cases N] [--impl ref|opt|both] [--max-ranks N]\n"
+    "       reshard tp check [--seed S] [--cases N | --seconds T] [--impl ref|opt|both] [--max-ranks N]\n"
     "                        [--regress-dir D] [--junit F] [--json F] [--quiet]\n"
     "       reshard tp run CASE.json --transport mpi [--quiet]        (under mpirun -np <mesh ranks>)\n"
     "       reshard tp check --transport mpi [--seed S] [--cases N] [--quiet]\n"
@@ -305,7 +305,7 @@ static int tp_check(int argc, char **argv) {
   o.cases = 2000;
   o.impls = RS_TP_REF | RS_TP_OPT;
   int r;
-  cli_campaign_args ca = {.seed = o.seed, .no_seconds = 1};
+  cli_campaign_args ca = {.seed = o.seed};
 #ifndef RS_HAVE_OPT
   o.impls = RS_TP_REF;
 #endif
@@ -330,7 +330,12 @@ static int tp_check(int argc, char **argv) {
     }
   }
   o.seed = ca.seed;
+  if (ca.cases && ca.seconds > 0) return cli_usage_error(C, "--cases and --seconds: give one");
   if (ca.cases) o.cases = ca.cases;
+  if (ca.seconds > 0) {
+    o.cases = 0;
+    o.seconds = ca.seconds;
+  }
   if (ca.regress_dir) o.regress_dir = ca.regress_dir;
   const char *junit = ca.junit, *json = ca.json;
   rs_tp_check_result res;
