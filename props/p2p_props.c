@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include "core/numflag.h"
 #include "props/p2p.h"
+#include "props/report.h"
 #include "core/mutant.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/copy_service.h"
@@ -281,9 +282,8 @@ static void save(const rs_p2p_campaign *o, rs_p2p_prop p, const rs_p2p_model *m,
     for (const char *s = text; *s; ++s) h = (h ^ (uint8_t)*s) * 1099511628211ull;
     snprintf(r->fixture[p], sizeof r->fixture[p], "%s/%s-%016llx.json", o->regress_dir, rs_p2p_prop_name(p),
              (unsigned long long)h);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o->regress_dir);
-    if (system(cmd) == 0) {
+    /* no shell: a directory name with a quote in it is a name, never a command */
+    if (rs__make_dirs(o->regress_dir) == RS_OK) {
       FILE *f = fopen(r->fixture[p], "w");
       if (f) {
         fputs(text, f);
