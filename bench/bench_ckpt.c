@@ -24,6 +24,9 @@
 #include "core/last_status.h"
 #include "core/numflag.h"
 #include "reshard/ckpt_opt.h"
+#ifdef RS_BENCH_LIVE
+#include "conform/exec.h"
+#endif
 
 static double mono(void) {
   struct timespec ts;
@@ -234,24 +237,47 @@ static const char *fs_name(const char *dir) {
 /* one DCP run of the same state dict (tools/pytorch/bench_dcp.py --once): its save (raw: data
  * files and .metadata fsynced, no directory fsync; durable: plus the directory fsync a power-loss
  * safe commit needs) and load times */
-static rs_status run_dcp(const char *cmd, int64_t bytes, int ranks, int threads, const char *dir, double *save_raw,
-                         double *save_dur, double *load) {
+static rs_status run_dcp(const char *cmd, double timeout, int64_t bytes, int ranks, int threads, const char *dir,
+                         double *save_raw, double *save_dur, double *load) {
   char line[9000], out[4096] = "";
   snprintf(line, sizeof line, "%s --once --bytes %lld --ranks %d --threads %d --dir '%s/dcp'", cmd, (long long)bytes, ranks,
            threads, dir);
+#ifdef RS_BENCH_LIVE
+  /* a child bounded by --dcp-timeout (conform/exec.c): a DCP run that hangs is killed, never waited
+   * for without end; its stdout lines are read until it exits */
+  rs_exec *x;
+  rs_status st = rs_exec_start(line, 0, &x);
+  if (st) return rs_fail(RS_ERR_INVALID, "--dcp: cannot run '%s': %s", line, rs_last_error());
+  double deadline = mono() + timeout;
+  const char *l;
+  for (;;) {
+    double left = deadline - mono();
+    if (left <= 0 || rs_exec_recv(x, left, &l) != RS_OK) break;
+    if (l[0] == '{') snprintf(out, sizeof out, "%s", l);
+  }
+  int timed_out = rs_exec_last_fault(x) == RS_EXEC_TIMEOUT || deadline - mono() <= 0;
+  if (timed_out) rs_exec_stop(x, 5.0); /* SIGTERM, then SIGKILL after the grace */
+  char how[128];
+  snprintf(how, sizeof how, "%s", timed_out ? "did not finish" : rs_exec_exit_text(x));
+  int ok = !timed_out && strstr(how, "status 0") != NULL;
+  rs_exec_free(x, 5.0);
+  if (timed_out)
+    return rs_fail(RS_ERR_INVALID, "--dcp: '%s' did not finish within --dcp-timeout %.0f s (killed)", line, timeout);
+#else
+  (void)timeout;
   FILE *f = popen(line, "r");
   if (!f) return rs_fail(RS_ERR_IO, "--dcp: cannot run '%s' (%s)", line, strerror(errno));
   char buf[4096];
   while (fgets(buf, sizeof buf, f))
     if (buf[0] == '{') snprintf(out, sizeof out, "%s", buf);
-  int rc = pclose(f);
+  int rc = pclose(f), ok = rc == 0;
+  char how[64];
+  snprintf(how, sizeof how, "exited with status %d", rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc));
+#endif
   const char *a = strstr(out, "\"save_s\":"), *b = strstr(out, "\"save_durable_s\":"), *c = strstr(out, "\"load_s\":");
   /* the command is the user's: one that does not run or answers no times is bad input (exit 2);
    * DCP's reload differing from what it saved is a failed check (exit 1) */
-  if (rc != 0 || !a || !b || !c) {
-    int code = rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-    return rs_fail(RS_ERR_INVALID, "--dcp: '%s' exited with status %d without printing its times", line, code);
-  }
+  if (!ok || !a || !b || !c) return rs_fail(RS_ERR_INVALID, "--dcp: '%s' %s without printing its times", line, how);
   if (!strstr(out, "\"equal\": true"))
     return rs_fail(RS_ERR_MISMATCH, "--dcp: DCP's load of its own checkpoint differs from what it saved ('%s')", line);
   *save_raw = strtod(a + 9, NULL);
@@ -273,6 +299,7 @@ static void print_ratio(const char *name, double t[][T_N], int reps, int num, in
 int rs_bench_ckpt_main(int argc, char **argv) {
   int64_t bytes = (int64_t)2 << 30;
   const char *dir = NULL, *json = NULL, *transport = "local", *dcp = NULL;
+  double dcp_timeout = 1800; /* seconds for one DCP run (save and load) */
   int reps = 5, direct = 0, threads = 0, ranks[8] = {1, 2, 4}, nr = 3;
   int64_t seg = (int64_t)8 << 20;
   for (int i = 1; i < argc; ++i) {
@@ -300,6 +327,12 @@ int rs_bench_ckpt_main(int argc, char **argv) {
     } else if (!strcmp(a, "--dcp") && v) {
       dcp = v;
       i++;
+    } else if (!strcmp(a, "--dcp-timeout") && v) {
+      if (rs__flag_seconds(v, &dcp_timeout)) {
+        fprintf(stderr, "reshard bench ckpt: --dcp-timeout: '%s', expected a number of seconds, 0 < T <= 604800\n", v);
+        return 2;
+      }
+      i++;
     } else if (!strcmp(a, "--ranks") && v) {
       if (rs_bench_int_list(B, "--ranks", v, 1, 64, ranks, 8, &nr)) return usage_fail();
       i++;
@@ -307,6 +340,7 @@ int rs_bench_ckpt_main(int argc, char **argv) {
       fprintf(stderr,
               "usage: reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--reps 5] [--dir DIR] [--threads T] [--direct]\n"
               "                         [--transport local|local-device] [--dcp 'PYTHON tools/pytorch/bench_dcp.py']\n"
+              "                         [--dcp-timeout SEC (default 1800)]\n"
               "                         [--json FILE]\n");
       return 2;
     }
@@ -416,7 +450,7 @@ int rs_bench_ckpt_main(int argc, char **argv) {
         ok &= dl == d0;
       }
       rm_dir(root);
-      if (!st && dcp) st = run_dcp(dcp, bytes, ranks[k], threads, dir, &x[T_DCPS], &x[T_DCPSD], &x[T_DCPL]);
+      if (!st && dcp) st = run_dcp(dcp, dcp_timeout, bytes, ranks[k], threads, dir, &x[T_DCPS], &x[T_DCPSD], &x[T_DCPL]);
       if (jf && !st)
         fprintf(jf, "%s{\"ranks\":%d,\"rep\":%d,\"bytes\":%lld,\"seq_write_s\":%.4f,\"seq_fsync_s\":%.4f,\"save_s\":%.4f,"
                     "\"save_fsync_s\":%.4f,\"seq_read_s\":%.4f,\"seq_read_into_s\":%.4f,\"load_s\":%.4f,"

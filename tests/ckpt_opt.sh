@@ -88,6 +88,15 @@ err=$("$R" bench ckpt --bytes 1M --ranks 1 --reps 1 --dir "$tmp/benchx" --dcp "$
 rc=$?
 set -e
 [ $rc -eq 2 ] && grep -q -- "--dcp" <<<"$err" || { echo "bench ckpt --dcp missing: exit $rc: $err" >&2; exit 1; }
+# a --dcp command that hangs is killed after --dcp-timeout: exit 2 naming it, never a hang
+printf '#!/bin/sh\nsleep 300\n' >"$tmp/hang.sh" && chmod +x "$tmp/hang.sh"
+set +e
+t0=$(date +%s)
+err=$(timeout 120 "$R" bench ckpt --bytes 1M --ranks 1 --reps 1 --dir "$tmp/benchh" --dcp "$tmp/hang.sh" --dcp-timeout 2 2>&1 >/dev/null)
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q -- "--dcp-timeout" <<<"$err" && [ $(( $(date +%s) - t0 )) -lt 60 ] ||
+  { echo "bench ckpt --dcp that hangs: exit $rc after $(( $(date +%s) - t0 )) s: $err" >&2; exit 1; }
 "$R" ckpt save "$fx/megatron_tp2_dp2.json" --root "$tmp/dio" --step 1 --impl opt --direct >/dev/null
 "$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/dio" --impl opt --direct >/dev/null
 "$R" ckpt load "$fx/megatron_tp4.json" --root "$tmp/dio" --impl opt --direct --read-once >/dev/null
