@@ -78,7 +78,8 @@ static int agree_built(const char *C, rs_world *world, rs_status st) {
   if (!st)
     fprintf(stderr, "reshard %s: another process %s building its state dict\n", C,
             flags & 2 ? "ran out of memory" : "failed");
-  return flags & 2 ? CLI_NOMEM : st ? ckpt_exit_code(st) : CLI_FAIL;
+  /* as before the agreement: out of memory 3, anything else about the spec's state dict 2 */
+  return flags & 2 ? CLI_NOMEM : CLI_USAGE;
 }
 
 static void fill_opts(const ckpt_io_args *a, rs_ckpt_opt_opts *o) {
