@@ -45,11 +45,12 @@ rs_outcome rs_prop_oom(char *msg, size_t cap, const char *what) {
 rs_outcome rs_prop_agree_oom(void *world, rs_outcome out, char *msg, size_t cap) {
 #ifdef RS_HAVE_OPT
   if (!world || rs_world_is_local(world)) return out;
-  int oom = rs_outcome_is_oom(out);
+  int flags;
   char own[512];
   snprintf(own, sizeof own, "%s", rs_last_error());
-  rs_status a = rs_world_agree(world, &oom);
-  if (a || !oom) return out; /* a failed agreement is the transport's failure, reported by the caller */
+  rs_status a = rs_world_agree_status(world, rs_outcome_is_oom(out) ? RS_ERR_NOMEM : RS_OK, &flags);
+  /* a failed agreement is the transport's failure, reported by the caller */
+  if (a || !(flags & RS_AGREE_NOMEM)) return out;
   if (rs_outcome_is_oom(out)) { /* this process's own: keep its message and status */
     rs_fail(RS_ERR_NOMEM, "%s", own);
     return RS_FAIL;

@@ -63,23 +63,22 @@ static void keep_error(rs_status *st, rs_status later) {
 
 /* Under MPI each process builds its own state dict before the first collective. One that fails
  * there (out of memory) must not leave the others waiting in the save's or load's agreement until
- * --timeout: one agreement carries "failed" and "out of memory" as bits. Returns 0 when every
+ * --timeout: every process's status is agreed (rs_world_agree_status). Returns 0 when every
  * process built its state dict, else the exit code (its own message printed, or the peers'). */
 static int agree_built(const char *C, rs_world *world, rs_status st) {
-  int flags = (st != RS_OK) | (st == RS_ERR_NOMEM) << 1;
-  /* RS_MUTANT 957: a process that could not build its state dict does not tell its peers */
-  if (RS_MUTANT(957)) flags = 0;
+  int flags;
   if (st) fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
-  if (rs_world_agree(world, &flags)) {
+  /* RS_MUTANT 957: a process that could not build its state dict does not tell its peers */
+  if (rs_world_agree_status(world, RS_MUTANT(957) ? RS_OK : st, &flags)) {
     fprintf(stderr, "reshard %s: %s\n", C, rs_last_error());
     return CLI_PEER;
   }
   if (!flags) return 0;
   if (!st)
     fprintf(stderr, "reshard %s: another process %s building its state dict\n", C,
-            flags & 2 ? "ran out of memory" : "failed");
+            flags & RS_AGREE_NOMEM ? "ran out of memory" : "failed");
   /* as before the agreement: out of memory 3, anything else about the spec's state dict 2 */
-  return flags & 2 ? CLI_NOMEM : CLI_USAGE;
+  return flags & RS_AGREE_NOMEM ? CLI_NOMEM : CLI_USAGE;
 }
 
 static void fill_opts(const ckpt_io_args *a, rs_ckpt_opt_opts *o) {

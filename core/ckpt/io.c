@@ -197,9 +197,11 @@ rs_status rs__io_mkdir(rs__io *io, const char *dir) {
   return RS_OK;
 }
 
-static rs_status write_all(int fd, const char *path, const uint8_t *p, size_t n) {
+rs_status rs__io_write_all(int fd, const char *path, const void *buf, size_t n) {
+  const uint8_t *p = buf;
   while (n) {
     ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return rs_fail(RS_ERR_IO, "%s: write failed (%s)", path, strerror(errno));
     p += k;
     n -= (size_t)k;
@@ -228,9 +230,9 @@ rs_status rs__io_write_file(rs__io *io, const char *path, const void *buf, size_
   rs_status st = rs__io_create(io, path, 0, &fd);
   if (st) return st;
   size_t half = len / 2;
-  st = write_all(fd, path, buf, half);
+  st = rs__io_write_all(fd, path, buf, half);
   if (!st) st = rs__io_tick(io); /* a kill here leaves a torn file */
-  if (!st) st = write_all(fd, path, (const uint8_t *)buf + half, len - half);
+  if (!st) st = rs__io_write_all(fd, path, (const uint8_t *)buf + half, len - half);
   close(fd);
   return st;
 }

@@ -62,6 +62,8 @@ rs_status rs__io_tick(rs__io *io);
  * rs__io_fsync_fd. flags: more open flags (O_DIRECT). */
 rs_status rs__io_create(rs__io *io, const char *path, int flags, int *fd);
 rs_status rs__io_fsync_fd(rs__io *io, int fd, const char *path);
+/* all n bytes at fd's offset, resuming after short writes (not counted: the caller ticks) */
+rs_status rs__io_write_all(int fd, const char *path, const void *buf, size_t n);
 /* Records that path was fsynced (by the caller, outside any lock) after its counted tick. */
 void rs__io_durable(rs__io *io, const char *path);
 /* A power loss now: what was not made durable is lost (see above). */

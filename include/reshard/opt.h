@@ -23,6 +23,13 @@ int rs_world_is_local(const rs_world *w);
 /* Bitwise OR of flag over all processes (agreeing on a failure; several 0/1 flags travel as bits of
  * one int); a no-op for local. */
 rs_status rs_world_agree(rs_world *w, int *flag);
+/* Every process's status, agreed in one round: *flags gets RS_AGREE_FAILED when some process's
+ * status is not RS_OK, and RS_AGREE_NOMEM too when some process ran out of memory (a local world:
+ * this process's alone). For a process that failed before a collective step, so that its peers
+ * stop at once instead of waiting for it until --timeout. Returns the agreement's own failure (a
+ * stalled or dead peer). */
+enum { RS_AGREE_FAILED = 1, RS_AGREE_NOMEM = 2 };
+rs_status rs_world_agree_status(rs_world *w, rs_status mine, int *flags);
 void rs_world_finalize(rs_world *w);
 /* Progress timeout of every transport wait of this process, in seconds (> 0; default 300): a wait
  * (an exchange, an agreement, a plug-in copy service's run, an NCCL group) that sees nothing complete

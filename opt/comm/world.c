@@ -61,6 +61,11 @@ rs_status rs_world_agree(rs_world *w, int *flag) {
   return rs_mpi_allreduce_or(flag);
 }
 
+rs_status rs_world_agree_status(rs_world *w, rs_status mine, int *flags) {
+  *flags = (mine != RS_OK ? RS_AGREE_FAILED : 0) | (mine == RS_ERR_NOMEM ? RS_AGREE_NOMEM : 0);
+  return rs_world_agree(w, flags);
+}
+
 rs_status rs_world_comm(rs_world *w, const rs_mesh *m, rs_comm **out) {
   rs_comm *inner = w->comm;
   if (w->kind == RS_WORLD_NCCL) {

@@ -187,18 +187,17 @@ static int64_t pair_slot(pair *p, int64_t *staged, int64_t bytes, int is_recv) {
 
 /* Under MPI (or NCCL) every process posts its messages or none does. A process that could not
  * allocate its destinations or staging would otherwise leave its peers waiting for messages it
- * never sends or receives until their --timeout (exit 4 everywhere, after minutes). One OR over
- * the world of "failed" and "out of memory": every process then fails at once, out of memory on
- * every process when one ran out (exit 3, no verdict), with its own message where it failed. */
+ * never sends or receives until their --timeout (exit 4 everywhere, after minutes). One agreement
+ * of every process's status: every process then fails at once, out of memory on every process
+ * when one ran out (exit 3, no verdict), with its own message where it failed. */
 static rs_status agree_before_exchange(rs_copy_service *cs, rs_status st) {
   if (!cs->w || rs_world_is_local(cs->w)) return st;
-  int flags = (st != RS_OK) | (st == RS_ERR_NOMEM) << 1; /* one agreement, two bits */
+  int flags;
   /* RS_MUTANT 956: a process that failed before the exchange does not say so (its peers wait) */
-  if (RS_MUTANT(956)) flags = 0;
-  rs_status a = rs_world_agree(cs->w, &flags);
+  rs_status a = rs_world_agree_status(cs->w, RS_MUTANT(956) ? RS_OK : st, &flags);
   if (a || st) return a ? a : st;
-  if (flags & 2) return rs_fail(RS_ERR_NOMEM, "opt p2p: another process ran out of memory before the exchange");
-  if (flags & 1) return rs_fail(RS_ERR_TRANSPORT, "opt p2p: another process failed before the exchange (its message is on its own output)");
+  if (flags & RS_AGREE_NOMEM) return rs_fail(RS_ERR_NOMEM, "opt p2p: another process ran out of memory before the exchange");
+  if (flags & RS_AGREE_FAILED) return rs_fail(RS_ERR_TRANSPORT, "opt p2p: another process failed before the exchange (its message is on its own output)");
   return RS_OK;
 }
 

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include "core/checked.h"
 #include "core/mutant.h"
 #include "core/ckpt/internal.h"
+#include "core/ckpt/io.h"
 #include "ref/ckpt/reader.h"
 
 static rs_status open_any(const char *dir, rs__reader *rd) {
@@ -207,35 +207,19 @@ static rs_status write_out(const char *out, const char *stepdir, const char *hdr
   }
   char tmp[4300];
   snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return rs_fail(RS_ERR_IO, "%s: cannot create (%s)", tmp, strerror(errno));
-  rs_status st = RS_OK;
-  struct iovec iov[2];
-  for (int i = -1; i < n && !st; ++i) {
-    const uint8_t *p = i < 0 ? (const uint8_t *)hdr : data[i];
-    size_t len = i < 0 ? hl : (size_t)(e[i].end - e[i].begin);
-    while (len && !st) {
-      iov[0].iov_base = (void *)p;
-      iov[0].iov_len = len;
-      ssize_t k = writev(fd, iov, 1);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) st = rs_fail(RS_ERR_IO, "%s: write failed (%s)", tmp, k ? strerror(errno) : "no progress");
-      else {
-        p += k;
-        len -= (size_t)k;
-      }
-    }
-  }
-  if (!st && fsync(fd) != 0) st = rs_fail(RS_ERR_IO, "%s: fsync failed (%s)", tmp, strerror(errno));
-  if (close(fd) != 0 && !st) st = rs_fail(RS_ERR_IO, "%s: close failed (%s)", tmp, strerror(errno));
-  if (!st && rename(tmp, out) != 0) st = rs_fail(RS_ERR_IO, "rename %s -> %s failed (%s)", tmp, out, strerror(errno));
-  if (st) {
-    unlink(tmp);
-    return st;
-  }
-  int dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 || fsync(dfd) != 0) st = rs_fail(RS_ERR_IO, "%s: directory fsync failed (%s)", parent, strerror(errno));
-  if (dfd >= 0) close(dfd);
+  /* the checkpoint layer's counted I/O: create, write, fsync, rename, directory fsync */
+  rs__io io;
+  rs__io_init(&io, NULL);
+  int fd = -1;
+  rs_status st = rs__io_create(&io, tmp, O_EXCL | O_NOFOLLOW, &fd);
+  for (int i = -1; i < n && !st; ++i)
+    st = rs__io_write_all(fd, tmp, i < 0 ? (const void *)hdr : data[i], i < 0 ? hl : (size_t)(e[i].end - e[i].begin));
+  if (!st) st = rs__io_fsync_fd(&io, fd, tmp);
+  if (fd >= 0 && close(fd) != 0 && !st) st = rs_fail(RS_ERR_IO, "%s: close failed (%s)", tmp, strerror(errno));
+  if (!st) st = rs__io_rename(&io, tmp, out);
+  if (st && fd >= 0) unlink(tmp);
+  if (!st) st = rs__io_fsync_dir(&io, parent);
+  rs__io_free(&io);
   return st;
 }
 
