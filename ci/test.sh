@@ -25,6 +25,22 @@ stage "release build"
 bash ci/build.sh build
 R=build/reshard
 
+# ---- the Python environment of the live stages: torch 2.15.0 + megatron-core 0.16.1 (ci/torch_env.sh) ----
+# RS_TORCH_PYTHON, when set, is used as it is; else ci/torch_env.sh makes build/torch-venv (about 2 minutes
+# of download on a fresh machine) and prints its python. Exit 77 there (packages not installable) skips
+# the live PyTorch and Megatron-Core stages with a message; any other failure fails CI.
+if [ -n "${RS_TORCH_PYTHON:-}" ]; then
+  LIVE_PY=$RS_TORCH_PYTHON
+else
+  stage "python environment for the live stages (ci/torch_env.sh: torch, megatron-core)"
+  rc=0; LIVE_PY=$(bash ci/torch_env.sh | tail -n 1) || rc=$?
+  if [ "$rc" -eq 77 ]; then echo "skip: no torch/megatron-core environment (ci/torch_env.sh exit 77)"; LIVE_PY=python3
+  elif [ "$rc" -ne 0 ]; then echo "ci/torch_env.sh failed (exit $rc)"; exit 1; fi
+fi
+# The release tree's ctest gets it (tests that need torch or megatron-core read RS_TORCH_PYTHON /
+# RS_MCORE_PYTHON and skip without them); the sanitizer, coverage and build-matrix trees run without it.
+export RS_TORCH_PYTHON=$LIVE_PY RS_MCORE_PYTHON=$LIVE_PY
+
 stage "unit tests"
 (cd build && ctest --output-on-failure -j2 --timeout 600)
 
@@ -137,8 +153,8 @@ if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   stage "ASan+UBSan build"
   bash ci/build.sh build-asan -DRS_SANITIZE=ON -DRS_WITH_CUDA=OFF
   # Open MPI's own allocations are reported as leaks by LSan: MPI tests run without leak checks
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -E mpi)
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -R mpi)
+  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -E mpi)
+  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -R mpi)
   build-asan/reshard check --seed 4 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions"
   # ckpt under ASan+UBSan: a short checkpoint campaign (its ctest ran above)
   build-asan/reshard ckpt check --seed 4 --cases $(( CASES / 200 )) --quiet --regress-dir "$out/ckpt-regressions"
@@ -147,7 +163,8 @@ fi
 if [ "${RS_SKIP_COV:-0}" != 1 ]; then
   stage "coverage + mutation build"
   bash ci/build.sh build-cov -DRS_COVERAGE=ON -DRS_MUTATION=ON -DRS_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
-  (cd build-cov && ctest --output-on-failure -j2 --timeout 900 >/dev/null) || (cd build-cov && ctest --output-on-failure --timeout 900)
+  (cd build-cov && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ctest --output-on-failure -j2 --timeout 900 >/dev/null) ||
+    (cd build-cov && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ctest --output-on-failure --timeout 900)
   build-cov/reshard check --seed 5 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions" \
     --junit "$out/cov.junit.xml" --json "$out/cov.json"
   build-cov/reshard check --impl opt --planner graph --seed 6 --cases 5000 --quiet --regress-dir "$out/regressions"
@@ -204,7 +221,7 @@ $R fuzz-planner --planner build/tests/libplanner_graph.so --seed 1 --cases $(( C
   --regress-dir "$out/regressions/planner" --junit "$out/planner.junit.xml" --json "$out/planner.json"
 $R fuzz-planner --planner build/tests/libplanner_opt_p2p.so --kind p2p --seed 1 --cases $(( CASES / 10 )) --quiet \
   --regress-dir "$out/regressions/planner" --junit "$out/planner_p2p.junit.xml"
-torch_py=${RS_TORCH_PYTHON:-python3}
+torch_py=$LIVE_PY
 if "$torch_py" -c "import torch, numpy" 2>/dev/null; then
   $R fuzz-planner --planner "exec:$torch_py tools/pytorch/planner.py --mode auto" --enumeration pytorch \
     --timeout 120 --seed 1 --cases $(( CASES / 1000 )) --quiet --regress-dir "$out/regressions/planner" \
@@ -219,7 +236,7 @@ fi
 # RS_SKIP_ROBUST=1 skips both; RS_FUZZ_SECONDS sets the time per fuzz target.
 if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
   stage "build matrix: gcc -O0/-O2 library+CLI, gcc -O3 and clang -O3 everything, clang's ctest"
-  bash ci/builds.sh
+  env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON bash ci/builds.sh
   stage "fuzz: libFuzzer targets (case JSON, CLI text, expected blocks, checkpoint metadata, safetensors header, state spec), ${RS_FUZZ_SECONDS:-20}s each"
   RS_FUZZ_OUT="$out/fuzz" RS_FUZZ_SECONDS=${RS_FUZZ_SECONDS:-20} bash ci/fuzz.sh
 fi
@@ -228,7 +245,7 @@ fi
 # Only where torch imports (RS_TORCH_PYTHON, default python3). PyTorch's own refusals are reported
 # as skipped (--refusals-skip) and its disagreements are findings, not CI failures: the stage gates
 # on the protocol (exit 0 or 1, a JSON report with passing cases), not on PyTorch. ~50 s with torch.
-TPY=${RS_TORCH_PYTHON:-python3}
+TPY=$LIVE_PY
 if "$TPY" -c "import torch, numpy" 2>/dev/null; then
   stage "live PyTorch backend: redistribute and tp, $(( CASES / 2000 )) cases each"
   for suite in redistribute tp; do
