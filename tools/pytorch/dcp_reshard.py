@@ -1,22 +1,11 @@
 #!/usr/bin/env python3
-"""dcp_reshard.py - reshard checkpoints and PyTorch DCP (torch.distributed.checkpoint) both ways.
-
-ReshardStorageReader is a DCP StorageReader over a reshard checkpoint (a root with `latest` or a
-step directory): `torch.distributed.checkpoint.load(state_dict, storage_reader=
-ReshardStorageReader(dir))` fills DTensors of any layout from it. metadata.json becomes DCP
-Metadata (one ChunkStorageMetadata per stored box; a distributed optimizer's flat fragments of one
-box are reassembled into that box), every byte read is checked against the file's xxh3-64 block
-digests and metadata.json against its own digest line. ShardedObjects (raw bytes) are not offered
-to DCP, which expects torch.save'd bytes for BytesStorageMetadata.
-
-The other direction needs no code here: torch 2.15 ships a safetensors-based DCP writer,
-torch.distributed.checkpoint.HuggingFaceStorageWriter (hf_storage.py); with save_distributed=True
-every rank writes shard-<r>-model-00001-of-00001.safetensors whose __metadata__ carries
-DCP_SHARDING_INFO (each tensor's saved_offsets). `reshard ckpt import DIR --root OUT --step N`
-turns such a directory into a reshard checkpoint that `reshard ckpt load` checks against the oracle.
+"""dcp_reshard.py - the old import path of the reshard <-> PyTorch DCP code, kept for scripts and
+tests that put tools/pytorch on sys.path: the code is the installable package reshard_dcp
+(tools/pytorch/reshard_dcp, `pip install tools/pytorch`), re-exported here. Also the fixture
+recorder:
 
 `record` writes the fixtures of fixtures/ckpt-dcp/ that ctest holds without torch:
-  /work/venv/bin/python tools/pytorch/dcp_reshard.py record --reshard build/reshard --out fixtures/ckpt-dcp
+  python tools/pytorch/dcp_reshard.py record --reshard build/reshard --out fixtures/ckpt-dcp
   - reader.json: a reshard checkpoint of saved_spec (4 ranks, TP x DP, replicas, flattened optimizer
     fragments) loaded by DCP through ReshardStorageReader into DTensors on 3 gloo ranks (load_spec:
     other placements); per rank and key the xxh3-64 of the local tensor's bytes. The ctest computes
@@ -26,8 +15,6 @@ turns such a directory into a reshard checkpoint that `reshard ckpt load` checks
     `reshard ckpt import` and loads them with `reshard ckpt load` (== oracle).
 """
 import argparse
-import dataclasses
-import io
 import json
 import os
 import shutil
@@ -35,140 +22,21 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import torch
-import xxhash
-from torch.distributed.checkpoint.metadata import (
-    ChunkStorageMetadata,
-    Metadata,
-    MetadataIndex,
-    TensorProperties,
-    TensorStorageMetadata,
-)
-from torch.distributed.checkpoint.planner import LoadItemType, LoadPlan, LoadPlanner
-from torch.distributed.checkpoint.storage import StorageReader
-from torch.futures import Future
+if __package__ in (None, "") and os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-DTYPES = {
-    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-    "BOOL": torch.bool, "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
-}
-DIGEST_PREFIX = b'{"digest":"xxh3:'
-DIGEST_LINE = len(DIGEST_PREFIX) + 16 + 3
+import torch  # noqa: E402
+import xxhash  # noqa: E402
 
-
-def step_dir(path):
-    if os.path.exists(os.path.join(path, "metadata.json")):
-        return path
-    with open(os.path.join(path, "latest")) as f:
-        return os.path.join(path, f"step_{int(f.read().strip())}")
+from reshard_dcp.ckpt import CheckpointError, Reader, step_dir  # noqa: E402,F401
+from reshard_dcp.storage import DTYPES, ReshardStorageReader, ReshardStorageWriter  # noqa: E402,F401
 
 
 def read_reshard_metadata(stepdir):
-    with open(os.path.join(stepdir, "metadata.json"), "rb") as f:
-        b = f.read()
-    if not b.startswith(DIGEST_PREFIX) or b[DIGEST_LINE - 3:DIGEST_LINE] != b'",\n':
-        raise ValueError(f"{stepdir}/metadata.json: no digest line (not a reshard checkpoint)")
-    if xxhash.xxh3_64_intdigest(b[DIGEST_LINE:]) != int(b[len(DIGEST_PREFIX):len(DIGEST_PREFIX) + 16], 16):
-        raise ValueError(f"{stepdir}/metadata.json: digest mismatch (the file is corrupt)")
-    return json.loads(b)
-
-
-@dataclasses.dataclass
-class _Box:
-    file_of: dict
-    sizes: tuple
-    dtype: torch.dtype
-    fragments: list  # (file, byte offset, length, flat start)
-
-
-class ReshardStorageReader(StorageReader):
-    def __init__(self, path):
-        super().__init__()
-        self.path = path
-        self.md = None
-        self.boxes = {}
-
-    def reset(self, checkpoint_id=None):
-        if checkpoint_id is not None:
-            self.path = str(checkpoint_id)
-        self.md = None
-        self.boxes = {}
-
-    @classmethod
-    def validate_checkpoint_id(cls, checkpoint_id):
-        p = str(checkpoint_id)
-        return os.path.exists(os.path.join(p, "metadata.json")) or os.path.exists(os.path.join(p, "latest"))
-
-    def read_metadata(self, *args, **kwargs):
-        self.dir = step_dir(self.path)
-        self.md = read_reshard_metadata(self.dir)
-        self.files = {f["name"]: f for f in self.md["files"]}
-        sdm, storage = {}, {}
-        for key, t in self.md["tensors"].items():
-            dt = DTYPES[t["dtype"]]
-            chunks = {}
-            for c in t["chunks"]:
-                box = (tuple(c["offsets"]), tuple(c["sizes"]))
-                fs = c["flat"][0] if "flat" in c else 0
-                chunks.setdefault(box, []).append((c["file"], c["offset"], c["length"], fs))
-            metas = []
-            for (off, sizes), frags in sorted(chunks.items()):
-                metas.append(ChunkStorageMetadata(offsets=torch.Size(off), sizes=torch.Size(sizes)))
-                storage[MetadataIndex(key, off)] = _Box(self.files, sizes, dt, frags)
-            sdm[key] = TensorStorageMetadata(properties=TensorProperties(dtype=dt),
-                                             size=torch.Size(t["shape"]), chunks=metas)
-        return Metadata(state_dict_metadata=sdm, storage_data=storage)
-
-    def set_up_storage_reader(self, metadata, is_coordinator, *args, **kwargs):
-        self.storage = metadata.storage_data
-
-    def prepare_local_plan(self, plan):
-        return plan
-
-    def prepare_global_plan(self, plans):
-        return plans
-
-    def _read(self, name, off, length):
-        f = self.files[name]
-        bs = f["block"]
-        s, e = off // bs * bs, min(f["size"], -(-(off + length) // bs) * bs)
-        with open(os.path.join(self.dir, name), "rb") as fh:
-            if os.fstat(fh.fileno()).st_size != f["size"]:
-                raise ValueError(f"file {name}: size differs from metadata.json (truncated or replaced)")
-            fh.seek(s)
-            b = fh.read(e - s)
-        for o in range(s, e, bs):
-            blk = b[o - s:min(o - s + bs, e - s)]
-            if xxhash.xxh3_64_intdigest(blk) != int(f["xxh3"][o // bs], 16):
-                raise ValueError(f"file {name} block {o // bs}: xxh3 digest mismatch (corrupt data)")
-        return b[off - s:off - s + length]
-
-    def read_data(self, plan: LoadPlan, planner: LoadPlanner):
-        cache = {}
-        for item in plan.items:
-            if item.type != LoadItemType.TENSOR:
-                raise ValueError(f"{item.dest_index.fqn}: reshard's objects are raw bytes, not torch.save'd")
-            idx = MetadataIndex(item.storage_index.fqn, tuple(item.storage_index.offset))
-            box = self.storage[idx]
-            if idx not in cache:
-                es = torch.empty((), dtype=box.dtype).element_size()
-                numel = int(np.prod(box.sizes)) if box.sizes else 1
-                buf = bytearray(numel * es)
-                for name, off, length, fs in box.fragments:
-                    buf[fs * es:fs * es + length] = self._read(name, off, length)
-                cache = {idx: torch.frombuffer(buf, dtype=box.dtype).reshape(box.sizes) if numel else
-                         torch.empty(box.sizes, dtype=box.dtype)}
-            t = cache[idx]
-            for d, (o, l) in enumerate(zip(item.storage_offsets, item.lengths)):
-                t = t.narrow(d, o, l)
-            target = planner.resolve_tensor(item).detach()
-            target.copy_(t)
-            planner.commit_tensor(item, target)
-        fut = Future()
-        fut.set_result(None)
-        return fut
+    """metadata.json of a step directory as a dict, after every rule of the C readers passed."""
+    Reader(stepdir).close()
+    with open(os.path.join(step_dir(stepdir), "metadata.json"), "rb") as f:
+        return json.loads(f.read())
 
 
 # ---------------------------------------------------------------- recording the fixtures
