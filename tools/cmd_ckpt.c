@@ -15,6 +15,7 @@
 #include "core/mutant.h"
 #include "core/ckpt/internal.h"
 #include "cmd_ckpt_opt.h"
+#include "cmd_ckpt_reshard.h"
 #include "core/values.h"
 #include "props/ckpt.h"
 #include "reshard/ckpt.h"
@@ -37,6 +38,9 @@ static const char *HELP =
     "  export DIR OUT.safetensors   whole tensors in one safetensors file\n"
     "  import DIR --root OUT --step N   a PyTorch DCP checkpoint in safetensors\n"
     "        (HuggingFaceStorageWriter) as a reshard checkpoint\n"
+    "  reshard SRC --layout LAYOUT.json --root DST --step N [--impl ref|opt] [--transport local|mpi]\n"
+    "        SRC read into another layout and world size, written as a new checkpoint (see ckpt reshard --help)\n"
+    "  reshard-check [--seed S] [--cases N] [--impl ref|opt|both]   ckpt reshard's property campaign\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt|both] [--transport ..]\n"
     "        [--regress-dir D] [--shrink-runs N] [--junit F] [--json F] [--quiet]   the property campaign (shrinks\n"
     "        failures in at most N runs, default 1000; fixtures go to D, default fixtures/ckpt/regressions)\n"
@@ -632,6 +636,8 @@ int cmd_ckpt(int argc, char **argv) {
   if (strcmp(sub, "save") == 0) return cmd_save(argc - 1, argv + 1);
   if (strcmp(sub, "load") == 0) return cmd_load(argc - 1, argv + 1);
   if (strcmp(sub, "import") == 0) return cmd_ckpt_import(argc - 1, argv + 1);
+  if (strcmp(sub, "reshard") == 0) return cmd_ckpt_reshard(argc - 1, argv + 1);
+  if (strcmp(sub, "reshard-check") == 0) return cmd_ckpt_reshard_check(argc - 1, argv + 1);
   if (strcmp(sub, "replay") == 0 && argc == 3 && (opt = ckpt_opt_replay_file(argv[2])) >= 0) return opt;
   if (strcmp(sub, "verify") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt verify", 0);
   if (strcmp(sub, "inspect") == 0) return dir_cmd(argc - 1, argv + 1, "ckpt inspect", 1);

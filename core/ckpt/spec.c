@@ -435,6 +435,7 @@ static void fill_entry(rs_sh_tensor *e, const rs_spec_tensor *t, rs_fill fill, i
   int es = rs_dtype_size(e->dtype);
   int64_t n = e->nbytes / (es ? es : 1), idx[RS_MAX_DIMS];
   int64_t first = e->has_flat ? e->flat_start : 0;
+  if (fill == RS_FILL_NONE) return;
   for (int64_t i = 0; i < n; ++i) {
     if (fill == RS_FILL_INITIAL) {
       rs_ckpt_initial(rank, e->key, e->dtype, i, e->data + i * es);

@@ -168,7 +168,8 @@ rs_status rs_state_spec_copy(const rs_state_spec *s, rs_state_spec *out);
 
 typedef enum rs_fill {
   RS_FILL_VALUES = 0, /* SPEC 8 raw bits of the global tensor (what a trainer saves) */
-  RS_FILL_INITIAL = 1 /* the destination's prior content, a pattern the oracle also knows */
+  RS_FILL_INITIAL = 1, /* the destination's prior content, a pattern the oracle also knows */
+  RS_FILL_NONE = 2     /* not filled (a load overwrites every byte: `ckpt reshard`'s target) */
 } rs_fill;
 
 /* Every rank's state dict of a spec, with factories not yet applied. */
