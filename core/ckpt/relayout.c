@@ -222,9 +222,14 @@ rs_status rs__relayout_build(const rs_state_spec *target, const rs__metadata *sr
     for (int j = 0; j < target->nt && !in_layout; ++j) in_layout = strcmp(target->t[j].key, mt->key) == 0;
     if (in_layout) continue;
     nc++;
-    for (int k = 0; k < mt->nc && !st; ++k) {
-      const rs__chunk *ch = &mt->c[k];
-      int r = file_rank(src, ch->file) % W;
+    /* an empty tensor saved with no chunk (metadata only) keeps its key: one empty entry on rank 0 */
+    rs__chunk whole;
+    memset(&whole, 0, sizeof whole);
+    memcpy(whole.size, mt->shape, sizeof whole.size);
+    whole.file = -1;
+    for (int k = 0; k < (mt->nc ? mt->nc : 1) && !st; ++k) {
+      const rs__chunk *ch = mt->nc ? &mt->c[k] : &whole;
+      int r = ch->file < 0 ? 0 : file_rank(src, ch->file) % W;
       if (only >= 0 && r != only) continue;
       rs_sh_tensor e;
       memset(&e, 0, sizeof e);
