@@ -3,6 +3,7 @@
  * drained, so a child that writes a lot of stderr (or answers early) never deadlocks us. */
 #define _POSIX_C_SOURCE 200809L
 #include "conform/exec.h"
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -166,6 +167,31 @@ static int drain_out(rs_exec *x) {
   }
 }
 
+/* 1 when a process of group pgid other than a zombie is left (Linux /proc; elsewhere: kill(-pgid, 0)). */
+static int group_running(pid_t pgid) {
+  DIR *d = opendir("/proc");
+  if (!d) return 1;
+  struct dirent *e;
+  int left = 0;
+  while (!left && (e = readdir(d))) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%.255s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')'), state = 0;
+    long ppid = 0, pg = 0;
+    if (rp && sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pg) == 3 && pg == (long)pgid && state != 'Z' &&
+        state != 'X')
+      left = 1;
+  }
+  closedir(d);
+  return left;
+}
+
 static void reap(rs_exec *x, int block) {
   if (x->exited || x->pid <= 0) return;
   int st;
@@ -204,6 +230,13 @@ static rs_status pump(rs_exec *x, const char *wbuf, size_t wlen, double timeout)
     if (left <= 0) {
       x->fault = RS_EXEC_TIMEOUT;
       reap(x, 0);
+      if (!wbuf && x->len > x->start) { /* half a line, then silence: say what arrived */
+        char q[100];
+        rs_exec_quote_prefix(x->buf + x->start, x->len - x->start, q, sizeof q);
+        return rs_fail(RS_ERR_TRANSPORT,
+                       "backend process timed out after %.3g s: it wrote half a line and then went silent "
+                       "(%zu bytes, no newline: %s)", timeout, x->len - x->start, q);
+      }
       return rs_fail(RS_ERR_TRANSPORT, "backend process timed out after %.3g s (%s)", timeout,
                      wbuf ? "not reading its stdin" : "no answer line");
     }
@@ -268,6 +301,43 @@ rs_status rs_exec_recv(rs_exec *x, double timeout, const char **line) {
   }
   *line = b;
   return RS_OK;
+}
+
+void rs_exec_quote_prefix(const char *p, size_t n, char *out, size_t cap) {
+  size_t k = 0, i = 0;
+  if (cap < 8) {
+    if (cap) out[0] = 0;
+    return;
+  }
+  out[k++] = '\'';
+  for (; i < n && k + 9 < cap; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (c == '\n') out[k++] = '\\', out[k++] = 'n';
+    else if (c == '\'' || c == '\\') out[k++] = '\\', out[k++] = (char)c;
+    else if (c >= 0x20 && c < 0x7f) out[k++] = (char)c;
+    else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", c);
+  }
+  out[k++] = '\'';
+  if (i < n) memcpy(out + k, "...", 3), k += 3;
+  out[k] = 0;
+}
+
+size_t rs_exec_pending(rs_exec *x, double settle, char *quote, size_t cap) {
+  if (quote && cap) quote[0] = 0;
+  if (!x->buf || x->out < 0) return x->buf ? x->len - x->start : 0;
+  double deadline = now() + settle;
+  for (;;) {
+    int d = drain_out(x);
+    if (d == -1) close_fd(&x->out);
+    if (x->len > x->start || d != 0) break;
+    double left = deadline - now();
+    if (left <= 0) break;
+    struct pollfd p = {x->out, POLLIN, 0};
+    if (poll(&p, 1, (int)(left * 1000) + 1) <= 0) break;
+  }
+  size_t n = x->len - x->start;
+  if (n && quote) rs_exec_quote_prefix(x->buf + x->start, n, quote, cap);
+  return n;
 }
 
 rs_exec_fault rs_exec_last_fault(const rs_exec *x) { return x->fault; }
@@ -341,7 +411,17 @@ void rs_exec_stop(rs_exec *x, double grace) {
   if (!x->exited) {
     kill(-x->pid, SIGKILL); /* the child's own process group: sh and what it started */
     kill(x->pid, SIGKILL);
-    reap(x, 1);
+  }
+  /* Reap the child and wait (bounded) until nothing of its process group runs any more: a killed
+   * grandchild (what sh started) is not ours to wait for, but it must be gone before conform goes
+   * on or exits, so no backend outlives the harness. */
+  double until = now() + RS_EXEC_REAP_SECONDS;
+  for (;;) {
+    reap(x, 0);
+    int group = kill(-x->pid, 0) == 0 && group_running(x->pid);
+    if ((x->exited && !group) || now() >= until) break;
+    if (group) kill(-x->pid, SIGKILL);
+    nanosleep(&(struct timespec){0, 2000000}, NULL);
   }
   close_fd(&x->out);
   close_fd(&x->err);

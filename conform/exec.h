@@ -36,6 +36,15 @@ rs_status rs_exec_recv(rs_exec *x, double timeout, const char **line);
 /* What the last failing send/recv ran into (RS_EXEC_FINE after a success). rs_exec_recv never
  * sets GARBAGE itself (it does not parse); callers that parse call rs_exec_set_garbage. */
 rs_exec_fault rs_exec_last_fault(const rs_exec *x);
+/* Bytes the child wrote to stdout that no rs_exec_recv has handed out, waiting up to `settle`
+ * seconds for the first of them (0: only what is already there); quote (when set) gets a bounded,
+ * escaped prefix of them ('...' form, "..." appended when cut). A stray line after an answer is
+ * found here and blamed on the request it followed. */
+size_t rs_exec_pending(rs_exec *x, double settle, char *quote, size_t cap);
+/* n bytes at p as a bounded '...' quote (non-printables as \xNN, "..." when cut to fit cap). */
+void rs_exec_quote_prefix(const char *p, size_t n, char *out, size_t cap);
+/* Seconds rs_exec_stop waits, after the kill, for the child and its process group to be gone. */
+#define RS_EXEC_REAP_SECONDS 5.0
 void rs_exec_set_garbage(rs_exec *x);
 const char *rs_exec_fault_name(rs_exec_fault f);
 /* The last lines (about 2 KiB) the child wrote to stderr, "" when none. */

@@ -146,6 +146,18 @@ rs_proto_result rs_proto_call(rs_proto *p, cJSON *req, cJSON **answer, char *msg
     }
     p->broken = 0;
   }
+  /* Bytes the child wrote after its last answer, found before this request is sent: they came
+   * too late for the settle check below, and belong to the previous request, not to this one. */
+  char stray[RS_PROTO_QUOTE];
+  if (p->next_id > 0 && rs_exec_pending(p->x, 0, stray, sizeof stray)) {
+    rs_exec_set_garbage(p->x);
+    rs_fail(RS_ERR_TRANSPORT,
+            "backend process wrote more after its answer to the previous request (id %lld), later than "
+            "%g s after that answer: %s (one request, one answer line); this request was not sent",
+            (long long)(p->next_id - 1), RS_PROTO_SETTLE, stray);
+    fault_msg(p, msg, cap, fault);
+    return RS_PROTO_FAULT;
+  }
   int64_t id = p->next_id++;
   cJSON_DeleteItemFromObjectCaseSensitive(req, "id");
   cJSON_AddNumberToObject(req, "id", (double)id);
@@ -157,12 +169,32 @@ rs_proto_result rs_proto_call(rs_proto *p, cJSON *req, cJSON **answer, char *msg
   const cJSON *aid = cJSON_GetObjectItemCaseSensitive(a, "id"), *ok = cJSON_GetObjectItemCaseSensitive(a, "ok");
   int64_t got = -1;
   const char *bad = NULL;
+  char arrived[RS_PROTO_QUOTE] = "";
   if (!aid || rs_json_i64(aid, "id", INT64_MIN, INT64_MAX, &got)) bad = "has no integer 'id'";
   else if (got != id && !RS_MUTANT(752)) bad = "has the id of another request";
   else if (!cJSON_IsBool(ok)) bad = "has no boolean 'ok'";
   if (bad) {
     rs_exec_set_garbage(p->x);
-    rs_fail(RS_ERR_TRANSPORT, "backend process answer %s (request id %lld)", bad, (long long)id);
+    /* say what arrived: the id (when there is one) and the line's start */
+    char *line = cJSON_PrintUnformatted(a);
+    if (line) rs_exec_quote_prefix(line, strlen(line), arrived, sizeof arrived);
+    free(line);
+    if (aid && got != id && !rs_json_i64(aid, "id", INT64_MIN, INT64_MAX, &got))
+      rs_fail(RS_ERR_TRANSPORT, "backend process answer %s: request id %lld, answer id %lld%s (answer: %s)", bad,
+              (long long)id, (long long)got, got == id - 1 ? ", the previous request's" : "", arrived);
+    else
+      rs_fail(RS_ERR_TRANSPORT, "backend process answer %s (request id %lld; answer: %s)", bad, (long long)id,
+              arrived);
+    cJSON_Delete(a);
+    fault_msg(p, msg, cap, fault);
+    return RS_PROTO_FAULT;
+  }
+  /* One request, one answer line: anything after the answer (arriving within the settle time) is
+   * this request's fault, not the next one's. */
+  if (rs_exec_pending(p->x, RS_PROTO_SETTLE, arrived, sizeof arrived)) {
+    rs_exec_set_garbage(p->x);
+    rs_fail(RS_ERR_TRANSPORT, "backend process wrote more after its answer to request id %lld: %s "
+            "(one request, one answer line)", (long long)id, arrived);
     cJSON_Delete(a);
     fault_msg(p, msg, cap, fault);
     return RS_PROTO_FAULT;

@@ -19,6 +19,13 @@ extern "C" {
  * shorter: an interpreter importing its framework needs longer than one case. */
 #define RS_PROTO_HELLO_TIMEOUT 60.0
 
+/* Seconds waited after each answer for bytes that should not come: a stray line written right
+ * after an answer fails the request it followed (later ones are found before the next request is
+ * sent, and named as the previous request's). */
+#define RS_PROTO_SETTLE 0.002
+/* Bytes of a quoted answer prefix in fault messages (what arrived). */
+#define RS_PROTO_QUOTE 112
+
 typedef struct rs_proto rs_proto;
 
 /* How one request ended. */

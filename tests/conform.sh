@@ -125,16 +125,34 @@ mesh_dims_at_most pybug.json 2
 
 # 7. children that crash, hang, write garbage, answer another id: those cases fail, the campaign
 # goes on (other cases pass), exit 1
-for m in crash hang garbage wrong-id; do
-  conform "f$m.json" 1 --backend "exec:$py --$m" --suite redistribute --cases 16 --shrink-runs 8 --timeout 1 --fixtures none --quiet
+# (every child started appends its pid to pids.MODE: none may be left running after conform exits)
+for m in crash hang garbage wrong-id stray half stray-late; do
+  CONFORM_CHILD_PIDS="$tmp/pids.$m" conform "f$m.json" 1 --backend "exec:$py --$m" --suite redistribute --cases 16 --shrink-runs 8 --timeout 1 --fixtures none --quiet
   [ "$(field "f$m.json" "j['suites']['redistribute']['fail']")" -gt 0 ] || fail "--$m: no failure"
   [ "$(field "f$m.json" "j['suites']['redistribute']['pass']")" -gt 0 ] || fail "--$m: the campaign did not go on"
+  while read -r pid; do
+    st=$(awk '{sub(/.*\) /, ""); print $1}' "/proc/$pid/stat" 2>/dev/null)
+    case "$st" in "" | Z | X) ;; *) fail "--$m: backend child $pid still running (state $st) after conform exited" ;; esac
+  done <"$tmp/pids.$m"
 done
 grep -q "crashed" "$tmp/fcrash.json.log" || fail "--crash: not reported as a crash"
 grep -q "about to abort" "$tmp/fcrash.json.log" || fail "--crash: the child's stderr is not in the report"
 grep -q "timed out" "$tmp/fhang.json.log" || fail "--hang: not reported as a timeout"
 grep -q "not a JSON object" "$tmp/fgarbage.json.log" || fail "--garbage: not reported as garbage"
 grep -q "id of another request" "$tmp/fwrong-id.json.log" || fail "--wrong-id: not reported"
+# what arrived is named: both ids, and the answer's first bytes
+grep -qE "request id [0-9]+, answer id [0-9]+" "$tmp/fwrong-id.json.log" || fail "--wrong-id: the id that arrived is not named"
+grep -q "(answer: '{" "$tmp/fwrong-id.json.log" || fail "--wrong-id: the answer is not quoted"
+# a stray line after an answer fails the case it followed (its replay fails again; shrinking keeps it)
+grep -q "wrote more after its answer to request id" "$tmp/fstray.json.log" || fail "--stray: not reported as a stray line"
+grep -q "stray" "$tmp/fstray.json.log" || fail "--stray: the stray line is not quoted"
+grep -q "shrinking lost the failure" "$tmp/fstray.json.log" && fail "--stray: blamed on the wrong case (shrinking lost the failure)"
+replays fstray.json
+# one that comes later than the settle time is named as the previous request's
+grep -qE "previous request" "$tmp/fstray-late.json.log" || fail "--stray-late: not named as the previous request's"
+# half a line, then silence: said so, with the bytes
+grep -q "half a line and then went silent" "$tmp/fhalf.json.log" || fail "--half: reported as a plain timeout"
+grep -q '"loc' "$tmp/fhalf.json.log" || fail "--half: the half line is not quoted"
 
 # 8. bad input: exit 2 before any case
 bad() {

@@ -13,6 +13,10 @@ the harness reports as skipped. MODE plants one fault, to show the harness catch
   --hang              stops answering                     } a tensor of an odd number of
   --garbage           writes a traceback instead of JSON  } elements (the harness shrinks
   --wrong-id          answers with another request's id   } its failure to such a case)
+  --stray             answers, then a second answer line  }
+  --stray-late        answers, 0.3 s later a stray line   }
+  --half              writes half a line, then hangs      }
+  CONFORM_CHILD_PIDS=FILE (environment): each start appends its pid to FILE (to check reaping)
   --version N         says hello with protocol version N
 """
 import base64
@@ -140,6 +144,9 @@ def redistribute(case, locals_):
 
 
 def main():
+    if os.environ.get("CONFORM_CHILD_PIDS"):
+        with open(os.environ["CONFORM_CHILD_PIDS"], "a") as f:
+            f.write("%d\n" % os.getpid())
     for line in sys.stdin:
         req = json.loads(line)
         op = req.get("op")
@@ -165,6 +172,10 @@ def main():
             os.kill(os.getpid(), signal.SIGABRT)
         if big and MODE == "--hang":
             time.sleep(3600)
+        if big and MODE == "--half":
+            sys.stdout.write('{"id": %d, "ok": true, "loc' % rid)
+            sys.stdout.flush()
+            time.sleep(3600)
         if big and MODE == "--garbage":
             print("Traceback (most recent call last):\n  ValueError: something broke", flush=True)
             continue
@@ -175,7 +186,16 @@ def main():
             continue
         if big and MODE == "--wrong-id":
             rid += 1
-        print(json.dumps({"id": rid, "ok": True, "locals": out}), flush=True)
+        answer = json.dumps({"id": rid, "ok": True, "locals": out})
+        if big and MODE == "--stray":
+            # one write: the stray line is in the pipe with the answer
+            sys.stdout.write(answer + "\n" + json.dumps({"id": rid, "ok": True, "note": "stray"}) + "\n")
+            sys.stdout.flush()
+            continue
+        print(answer, flush=True)
+        if big and MODE == "--stray-late":
+            time.sleep(0.3)
+            print(json.dumps({"id": rid, "ok": True, "note": "late stray"}), flush=True)
 
 
 if __name__ == "__main__":
