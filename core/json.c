@@ -66,6 +66,75 @@ static rs_status attach(cJSON *node, toks *t) {
   return RS_OK;
 }
 
+/* cJSON decodes \u0000 and then keeps the string as a C string, silently cut at the NUL: a name
+ * "w\u0000x" would read as "w". No string of any reshard format may hold a NUL, so the parser
+ * refuses the escape and names the field. The text is scanned for string tokens (keys and values
+ * alike, in document order, escapes honoured); the first that holds \u0000 is found again in the
+ * tree, walked in the same order, to name its path ("params[2].name"). */
+static size_t first_nul_string(const char *s, size_t *byte) {
+  size_t ord = 0;
+  for (size_t i = 0; s[i];) {
+    if (s[i] != '"') {
+      ++i;
+      continue;
+    }
+    for (++i; s[i] && s[i] != '"'; ++i)
+      if (s[i] == '\\' && s[i + 1]) {
+        if (s[i + 1] == 'u' && !strncmp(s + i + 2, "0000", 4)) {
+          *byte = i;
+          return ord;
+        }
+        ++i;
+      }
+    if (s[i]) ++i;
+    ++ord;
+  }
+  return (size_t)-1;
+}
+
+typedef struct nulwalk {
+  size_t ord, want, byte;
+  char path[256];
+} nulwalk;
+
+static rs_status nul_found(nulwalk *w, const char *path, const char *key) {
+  if (key)
+    return rs_fail(RS_ERR_INVALID, "%s%skey \"%.60s\": holds \\u0000 (a NUL) at byte %zu: JSON strings never hold NUL",
+                   path, *path ? ": a " : "a ", key, w->byte);
+  return rs_fail(RS_ERR_INVALID, "%s: a string holds \\u0000 (a NUL) at byte %zu: JSON strings never hold NUL",
+                 *path ? path : "(top level)", w->byte);
+}
+
+static rs_status nul_walk(const cJSON *node, nulwalk *w, const char *path) {
+  int i = 0;
+  for (const cJSON *c = node->child; c; c = c->next, ++i) {
+    char sub[256];
+    if (cJSON_IsObject(node)) {
+      if (w->ord++ == w->want) return nul_found(w, path, c->string ? c->string : "");
+      snprintf(sub, sizeof sub, "%s%s%.60s", path, *path ? "." : "", c->string ? c->string : "");
+    } else {
+      snprintf(sub, sizeof sub, "%.200s[%d]", path, i);
+    }
+    if (cJSON_IsString(c) && w->ord++ == w->want) return nul_found(w, sub, NULL);
+    if (c->child) {
+      rs_status st = nul_walk(c, w, sub);
+      if (st) return st;
+    }
+  }
+  return RS_OK;
+}
+
+static rs_status refuse_nul(const char *text, const cJSON *root) {
+  if (!strstr(text, "\\u0000")) return RS_OK;
+  nulwalk w = {0};
+  w.want = first_nul_string(text, &w.byte);
+  if (w.want == (size_t)-1) return RS_OK;
+  if (cJSON_IsString(root)) return nul_found(&w, "", NULL);
+  rs_status st = nul_walk(root, &w, "");
+  /* the tree holds fewer strings than the text: cannot be, but never let the NUL through */
+  return st ? st : rs_fail(RS_ERR_INVALID, "json: a string holds \\u0000 (a NUL) at byte %zu", w.byte);
+}
+
 rs_status rs_json_parse(const char *text, cJSON **out) {
   *out = NULL;
   if (!text) return rs_fail(RS_ERR_INVALID, "json: no text");
@@ -75,8 +144,13 @@ rs_status rs_json_parse(const char *text, cJSON **out) {
     size_t off = end ? (size_t)(end - text) : 0;
     return rs_fail(RS_ERR_INVALID, "json: syntax error at byte %zu", off);
   }
+  rs_status st = refuse_nul(text, root);
+  if (st) {
+    cJSON_Delete(root);
+    return st;
+  }
   toks t = {text, NULL, NULL, 0, 0};
-  rs_status st = scan_numbers(text, &t);
+  st = scan_numbers(text, &t);
   if (!st) st = attach(root, &t);
   free(t.at);
   free(t.len);

@@ -473,6 +473,50 @@ static void test_elf_check(void) {
   free(img);
 }
 
+/* A string holding \u0000: cJSON cuts it at the NUL ("w\u0000x" read as "w"), so rs_json_parse,
+ * which every reader of reshard goes through, refuses it and names the field. */
+static void test_json_nul(void) {
+  static const struct {
+    const char *text, *field;
+  } bad[] = {
+      {"{\"params\":[{\"name\":\"w\\u0000x\"}]}", "params[0].name"},
+      {"{\"a\":{\"b\":[1,\"x\",\"\\u0000\"]}}", "a.b[2]"},
+      {"{\"ok\":\"\\\\\",\"a\\u0000b\":1}", "key \"a\""},
+      {"{\"m\":{\"\\u0000\":1}}", "m: a key"},
+      {"\"\\u0000\"", "(top level)"},
+      {"{\"a\":\"\\\\\\u0000\"}", "a: a string"}, /* an escaped backslash, then the NUL */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cJSON *j = NULL;
+    if (rs_json_parse(bad[i].text, &j) == RS_OK) {
+      fprintf(stderr, "a NUL string accepted: %s\n", bad[i].text);
+      rs_test_failures++;
+      cJSON_Delete(j);
+    } else if (!strstr(rs_last_error(), bad[i].field) || !strstr(rs_last_error(), "NUL")) {
+      fprintf(stderr, "NUL message does not name %s: %s\n", bad[i].field, rs_last_error());
+      rs_test_failures++;
+    }
+  }
+  /* an escaped backslash before "u0000" is no NUL: kept as the 6 characters \u0000 */
+  cJSON *j = NULL;
+  CHECK(rs_json_parse("{\"a\":\"\\\\u0000\",\"b\":\"\\u0001\"}", &j) == RS_OK);
+  CHECK(j && strcmp(cJSON_GetObjectItem(j, "a")->valuestring, "\\u0000") == 0);
+  cJSON_Delete(j);
+  /* the readers on top: a P2P model parameter, a case name, a state spec key */
+  rs_p2p_model m;
+  CHECK(rs_p2p_model_parse("{\"seed\":3,\"model\":{\"params\":[{\"name\":\"w\\u0000x\",\"shape\":[6],\"dtype\":\"F32\"}]},"
+                           "\"src\":{\"meshes\":[{\"shape\":[2]}],\"params\":{\"w\":{\"mesh\":0,\"placements\":[\"S(0)\"]}}},"
+                           "\"dst\":{\"meshes\":[{\"shape\":[2]}],\"params\":{\"w\":{\"mesh\":0,\"placements\":[\"R\"]}}}}",
+                           &m) != RS_OK);
+  CHECK(strstr(rs_last_error(), "model.params[0].name") != NULL);
+  rs_case *c = malloc(sizeof *c);
+  CHECK(c && rs_case_from_json("{\"name\":\"h\\u0000x\"," BASE_MESH ",\"tensor\":{\"shape\":[4],\"dtype\":\"F32\"},"
+                               "\"src\":{\"placements\":[\"S(0)\"]},\"dst\":{\"placements\":[\"R\"]}}",
+                               c) != RS_OK);
+  CHECK(strstr(rs_last_error(), "name: a string holds") != NULL);
+  free(c);
+}
+
 int main(void) {
   test_messages();
   test_numflags();
@@ -482,6 +526,7 @@ int main(void) {
   test_case_codec();
   test_text_syntax();
   test_expected();
+  test_json_nul();
   test_fmt();
   test_nomem_code();
   TEST_DONE();
