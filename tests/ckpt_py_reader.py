@@ -216,6 +216,8 @@ def main():
             ok = False
             check(False, f"hostile {what}: the Python reader accepted it")
         except ckpt.CheckpointError as e:
+            if os.environ.get("RS_VERBOSE"):
+                print(f"  {what}: {e}")
             if want_text not in str(e):
                 ok = False
                 check(False, f"hostile {what}: Python message '{e}' does not name '{want_text}' (C: {cmsg})")

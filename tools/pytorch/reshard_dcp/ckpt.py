@@ -579,10 +579,19 @@ class Reader:
         if used != len(entries):
             raise CheckpointError(f"file {name}: {len(entries)} tensors in its safetensors header, metadata.json lists {used}")
         self._hdr[name] = (8 + hl, entries)
+        # every entry metadata.json puts in this file agrees with the header, whichever is requested
+        for key, T in self.tensors.items():
+            for c in T.chunks:
+                if c.file == name:
+                    self._check_entry(name, chunk_name(key, c.off, c.flat[0] if c.flat else None), T.dtype,
+                                      (c.flat[1] - c.flat[0],) if c.flat else c.size, c.offset, c.length)
+        for uk, (fi, off, length) in self.objects.items():
+            if fi == name:
+                self._check_entry(fi, uk, "U8", (length,), off, length)
         return self._hdr[name]
 
     def _check_entry(self, fname, ename, dtype, shape, off, length):
-        base, entries = self.header(fname)
+        base, entries = self._hdr[fname] if fname in self._hdr else self.header(fname)
         e = entries.get(ename)
         if e is None:
             raise CheckpointError(f"file {fname}: no tensor '{ename}' in its safetensors header")

@@ -34,7 +34,7 @@ _ALLOWED = {
     ("torch.distributed.checkpoint.metadata", n) for n in (
         "Metadata", "MetadataIndex", "TensorStorageMetadata", "BytesStorageMetadata", "ChunkStorageMetadata",
         "TensorProperties", "StorageMeta", "_MEM_FORMAT_ENCODING")
-} | {("torch.distributed.checkpoint.filesystem", "_StorageInfo"), ("torch", "Size"), ("torch._utils", "_get_layout"),
+} | {("torch.distributed.checkpoint.filesystem", "_StorageInfo"), ("torch", "Size"), ("torch._utils", "_get_layout"), ("torch.serialization", "_get_layout"),
       ("pathlib", "PosixPath"), ("pathlib._local", "PosixPath"), ("collections", "OrderedDict")}
 
 
