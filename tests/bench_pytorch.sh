@@ -14,6 +14,7 @@ expect_rc 0 "$R" bench pytorch --fixtures "$fx" --recorded --cases 40 --csv "$T"
 expect_out "the times recorded in"
 expect_out "live PyTorch not run: --recorded"
 grep -qE "$row" "$T/out" || fail "no graph row: $(cat "$T/out")"
+expect_out "single call (the headline): not measured (the recorded times are best of 3)"
 [ "$(wc -l <"$T/bench_pytorch.csv")" -gt 40 ] || fail "csv: $(head -3 "$T/bench_pytorch.csv")"
 
 # a given python that does not start the planner: an error naming the flag, no fallback
@@ -33,7 +34,7 @@ for line in sys.stdin:
     elif req["op"] == "bye":
         break
     else:
-        out = {"id": req["id"], "ok": True, "steps": [], "t_ns": 1000000}
+        out = {"id": req["id"], "ok": True, "steps": [], "t_ns": 1000000, "t_first_ns": 2000000}
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
 P
@@ -45,6 +46,12 @@ expect_rc 0 "$R" bench pytorch --fixtures "$fx" --python "$T/python" --cases 30 
 expect_out "PyTorch's side: live, stand-in"
 grep -qE "$row" "$T/out" || fail "live: no graph row: $(cat "$T/out")"
 grep -qE "plans: [0-9]+ of 30 identical" "$T/out" || fail "live: no plan comparison: $(cat "$T/out")"
+# both timings, the single first call as the headline (the stand-in answers t_first_ns 2 ms, t_ns 1 ms)
+expect_out "single call (the headline): each time is the first planning call"
+expect_out "best of 3: each time is the least of 3 back-to-back calls"
+grep -q ',single,' "$T/bench_pytorch.csv" && grep -q ',best3,' "$T/bench_pytorch.csv" || fail "csv: no single/best3 rows"
+awk -F, '$3=="single" && $5!=2000000 {bad=1} $3=="best3" && $5!=1000000 {bad=1} END {exit bad}' "$T/bench_pytorch.csv" ||
+  fail "csv: pytorch_ns is not t_first_ns (single) and t_ns (best3): $(head -5 "$T/bench_pytorch.csv")"
 # a stand-in that crashes on every plan: those cases are left out and the first reason is said
 printf 'import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n    if r["op"] == "hello":\n        print(json.dumps({"ok": True, "version": 1, "name": "crash", "capabilities": ["plan"]}), flush=True)\n    else:\n        sys.exit(3)\n' >"$T/stand_in.py"
 expect_rc 0 "$R" bench pytorch --fixtures "$fx" --python "$T/python" --cases 3 --timeout 20

@@ -13,7 +13,8 @@ check and score them:
                state spaces beyond 729 states, the bound reshard's generator keeps its own to
 
 Every answer carries "t_ns": the planner call's time in ns, PyTorch's planner caches cleared before
-it (as the recorder times t_greedy_ns/t_graph_ns); with --timing-calls K the least of K such calls.
+it (as the recorder times t_greedy_ns/t_graph_ns); with --timing-calls K the least of K such calls,
+and "t_first_ns" the first of them (one call: the single-call figure).
 `reshard bench pytorch` reads it.
 
 Each case's mesh is built on a fake process group of the mesh's size (rs_torch.Runner, as the
@@ -55,13 +56,14 @@ def plan_case(runner, obj, mode, calls=1):
     src = runner.spec(mesh, case, case.src)
     dst = runner.spec(mesh, case, case.dst)
     infos, t_ns = runner.plan(src, dst, graph)
+    t_first = t_ns  # the first call on this case: the single-call figure
     for _ in range(calls - 1):  # best of `calls`, each cold (runner.plan clears the planner caches)
         t_ns = min(t_ns, runner.plan(src, dst, graph)[1])
     steps = []
     for ti in infos:
         a, b = ti.src_dst_placements
         steps.append({"mesh_dim": int(ti.mesh_dim), "from": placement_text(a), "to": placement_text(b)})
-    return (steps, t_ns), None
+    return (steps, t_ns, t_first), None
 
 
 def answer(obj):
@@ -91,7 +93,7 @@ def main():
                 if plan is None:
                     answer({"id": rid, "ok": False, "unsupported": True, "message": why})
                 else:
-                    answer({"id": rid, "ok": True, "steps": plan[0], "t_ns": plan[1]})
+                    answer({"id": rid, "ok": True, "steps": plan[0], "t_ns": plan[1], "t_first_ns": plan[2]})
             except Exception as e:  # the planner's own failure: one line
                 text = (str(e).splitlines() or [type(e).__name__])[0][:300]
                 nopath = "No path found" in str(e) or "no path" in str(e).lower()
