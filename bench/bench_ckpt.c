@@ -26,6 +26,8 @@
 #include "reshard/ckpt_opt.h"
 #ifdef RS_BENCH_LIVE
 #include "conform/exec.h"
+#include "core/ckpt/internal.h"
+#include "props/ckpt_reshard.h"
 #endif
 
 static double mono(void) {
@@ -84,7 +86,7 @@ static void rm_dir(const char *dir) {
 }
 
 /* the benchmark's state spec: nw weights of rows x 4096 F32 sharded on dim 0, 8 replicated norms */
-static char *bench_spec(int ranks, int64_t bytes) {
+static char *bench_spec_dim(int ranks, int64_t bytes, int dim) {
   int nw = 16;
   int64_t rows = bytes / nw / (4096 * 4);
   rows = rows / 4 * 4;
@@ -96,8 +98,8 @@ static char *bench_spec(int ranks, int64_t bytes) {
   for (int i = 0; i < nw; ++i)
     n += snprintf(s + n, cap - (size_t)n,
                   "%s{\"key\":\"decoder.layers.%d.mlp.linear_fc1.weight\",\"dtype\":\"F32\",\"shape\":[%lld,4096],"
-                  "\"seed\":%d,\"mesh\":[%d],\"placements\":\"S0\"}",
-                  i ? "," : "", i, (long long)rows, i + 1, ranks);
+                  "\"seed\":%d,\"mesh\":[%d],\"placements\":\"S%d\"}",
+                  i ? "," : "", i, (long long)rows, i + 1, ranks, dim);
   for (int i = 0; i < 8; ++i)
     n += snprintf(s + n, cap - (size_t)n,
                   ",{\"key\":\"decoder.layers.%d.input_layernorm.weight\",\"dtype\":\"F32\",\"shape\":[4096],"
@@ -106,6 +108,8 @@ static char *bench_spec(int ranks, int64_t bytes) {
   snprintf(s + n, cap - (size_t)n, "],\"common\":{\"iteration\":\"1\"}}");
   return s;
 }
+
+static char *bench_spec(int ranks, int64_t bytes) { return bench_spec_dim(ranks, bytes, 0); }
 
 static int64_t world_bytes(const rs_ckpt_world *w, uint64_t *digest, int zero) {
   int64_t b = 0;
@@ -208,6 +212,32 @@ static rs_status sequential_into(const rs_ckpt_world *w, const char *path, int d
 
 static const char B[] = "bench ckpt";
 
+/* a whole file of the benchmark's own into memory */
+static rs_status rs__read_file_bench(const char *path, uint8_t **buf, size_t *len) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fd >= 0) close(fd);
+    return rs_fail(RS_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  }
+  uint8_t *b = malloc(sb.st_size > 0 ? (size_t)sb.st_size : 1);
+  size_t got = 0;
+  while (b && got < (size_t)sb.st_size) {
+    ssize_t k = read(fd, b + got, (size_t)sb.st_size - got);
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fd);
+  if (!b) return rs_fail(RS_ERR_NOMEM, "out of memory");
+  if (got != (size_t)sb.st_size) {
+    free(b);
+    return rs_fail(RS_ERR_IO, "%s: short read", path);
+  }
+  *buf = b;
+  *len = got;
+  return RS_OK;
+}
+
 /* A run that failed: exit 3 when it ran out of memory (no verdict on the code), 2 when the user's
  * input was bad (a --dcp command that does not run), else 1. */
 static int fail_rc(const char *what, rs_status st) {
@@ -296,18 +326,245 @@ static void print_ratio(const char *name, double t[][T_N], int reps, int num, in
   printf("      %-22s %6.2fx [%.2f, %.2f]  %s\n", name, med, v[0], v[reps - 1], what);
 }
 
+#ifdef RS_BENCH_LIVE
+/* ---- --reshard: `ckpt reshard` against export + re-save and against DCP load + save ---- */
+
+/* one run of tools/pytorch/bench_dcp_reshard.py --once: DCP saves on `from` processes (untimed),
+ * then loads on `to` processes in the other layout and saves again (*t: load + save) */
+static rs_status run_dcp_reshard(const char *cmd, double timeout, int64_t bytes, int from, int to, int threads,
+                                 const char *dir, double *t, double *tload) {
+  char line[9000], out[4096] = "";
+  snprintf(line, sizeof line, "%s --once --bytes %lld --ranks %d --to %d --threads %d --dir '%s/dcpr'", cmd,
+           (long long)bytes, from, to, threads, dir);
+  rs_exec *x;
+  rs_status st = rs_exec_start(line, 0, &x);
+  if (st) return rs_fail(RS_ERR_INVALID, "--dcp-reshard: cannot run '%s': %s", line, rs_last_error());
+  double deadline = mono() + timeout;
+  const char *l;
+  for (;;) {
+    double left = deadline - mono();
+    if (left <= 0 || rs_exec_recv(x, left, &l) != RS_OK) break;
+    if (l[0] == '{') snprintf(out, sizeof out, "%s", l);
+  }
+  int timed_out = rs_exec_last_fault(x) == RS_EXEC_TIMEOUT || deadline - mono() <= 0;
+  if (timed_out) rs_exec_stop(x, 5.0);
+  char how[128];
+  snprintf(how, sizeof how, "%s", timed_out ? "did not finish" : rs_exec_exit_text(x));
+  int ok = !timed_out && strstr(how, "status 0") != NULL;
+  rs_exec_free(x, 5.0);
+  if (timed_out)
+    return rs_fail(RS_ERR_INVALID, "--dcp-reshard: '%s' did not finish within --dcp-timeout %.0f s (killed)", line, timeout);
+  const char *a = strstr(out, "\"total_s\":"), *b = strstr(out, "\"load_s\":");
+  if (!ok || !a || !b) return rs_fail(RS_ERR_INVALID, "--dcp-reshard: '%s' %s without printing its times", line, how);
+  if (!strstr(out, "\"equal\": true"))
+    return rs_fail(RS_ERR_MISMATCH, "--dcp-reshard: DCP's resharded load differs from the source ('%s')", line);
+  *t = strtod(a + 10, NULL);
+  *tload = strtod(b + 9, NULL);
+  return RS_OK;
+}
+
+/* export + re-save: the whole tensors exported to one file, read back, cut into the target
+ * layout's boxes and saved by opt (what a user without `ckpt reshard` does); times of each part */
+static rs_status export_resave(const char *src, const char *dir, const rs_state_spec *target, const rs_ckpt_opt_opts *o,
+                               double *t_export, double *t_read, double *t_save) {
+  char ex[4400], dst[4400];
+  snprintf(ex, sizeof ex, "%s/export.safetensors", dir);
+  snprintf(dst, sizeof dst, "%s/resaved", dir);
+  double t0 = mono();
+  rs_status st = rs_ckpt_export(src, ex);
+  drop_file(ex);
+  *t_export = mono() - t0;
+  if (st) return st;
+  t0 = mono();
+  uint8_t *b = NULL;
+  size_t n = 0;
+  rs__st_header h;
+  memset(&h, 0, sizeof h);
+  st = rs__read_file_bench(ex, &b, &n);
+  uint64_t hl = 0;
+  if (!st && n >= 8) memcpy(&hl, b, 8);
+  if (!st && (n < 8 || hl > n - 8)) st = rs_fail(RS_ERR_IO, "%s: not a safetensors file", ex);
+  if (!st) st = rs__st_parse((const char *)b + 8, (size_t)hl, (int64_t)n, &h);
+  rs_ckpt_world w = {0, NULL};
+  if (!st) st = rs_state_spec_build(target, RS_FILL_NONE, &w);
+  const uint8_t *data = b + 8 + hl;
+  for (int r = 0; r < w.n && !st; ++r)
+    for (int i = 0; i < w.sd[r].nt && !st; ++i) {
+      rs_sh_tensor *t = &w.sd[r].t[i];
+      int k = rs__st_find(&h, t->key);
+      if (k < 0) {
+        st = rs_fail(RS_ERR_MISMATCH, "%s: no '%s'", ex, t->key);
+        break;
+      }
+      const uint8_t *g = data + h.e[k].begin;
+      if (t->ndim == 1) {
+        memcpy(t->data, g + t->global_offset[0] * 4, (size_t)t->nbytes);
+        continue;
+      }
+      int64_t cols = t->global_shape[1], lc = t->local_shape[1];
+      for (int64_t row = 0; row < t->local_shape[0]; ++row)
+        memcpy(t->data + row * lc * 4, g + ((t->global_offset[0] + row) * cols + t->global_offset[1]) * 4, (size_t)(lc * 4));
+    }
+  rs__st_free(&h);
+  free(b);
+  unlink(ex);
+  *t_read = mono() - t0;
+  t0 = mono();
+  rs_ckpt_opt_stats stats;
+  if (!st) st = rs_opt_ckpt_save(NULL, &w, dst, 1, o, &stats);
+  *t_save = mono() - t0;
+  rs_ckpt_world_free(&w);
+  rm_dir(dst);
+  return st;
+}
+
+enum { R_RESHARD, R_RS_LOAD, R_RS_SAVE, R_EXPORT, R_READ, R_RESAVE, R_ER, R_DCP, R_DCPL, R_N };
+
+static void print_rratio(const char *name, double t[][R_N], int reps, int num, int den, const char *what) {
+  double v[BENCH_MAX_REPS];
+  for (int i = 0; i < reps; ++i) v[i] = t[i][num] / t[i][den];
+  double med = median(v, reps);
+  printf("  %-26s %6.2fx [%.2f, %.2f]  %s\n", name, med, v[0], v[reps - 1], what);
+}
+
+static int bench_reshard(int64_t bytes, int from, int to, int reps, int threads, int direct, const char *dir,
+                         const char *dcp, double dcp_timeout) {
+  char *ss = bench_spec_dim(from, bytes, 0), *ts = bench_spec_dim(to, bytes, 1);
+  rs_state_spec s, target;
+  memset(&target, 0, sizeof target);
+  int rc = 0;
+  if (!ss || !ts || rs_state_spec_from_json(ss, &s)) {
+    free(ss);
+    free(ts);
+    return fail_rc("spec", rs_fail(RS_ERR_NOMEM, "out of memory"));
+  }
+  rs_status st = rs_state_spec_from_json(ts, &target);
+  /* the layout file: the target spec's tensors without seeds (norms left out: carried over) */
+  char lay[8192];
+  int n = snprintf(lay, sizeof lay, "{\"world\": %d, \"tensors\": [", to);
+  for (int i = 0; i < 16; ++i)
+    n += snprintf(lay + n, sizeof lay - (size_t)n, "%s{\"key\": \"decoder.layers.%d.mlp.linear_fc1.weight\", \"mesh\": [%d], "
+                  "\"placements\": \"S1\"}", i ? ", " : "", i, to);
+  snprintf(lay + n, sizeof lay - (size_t)n, "]}");
+  free(ss);
+  free(ts);
+  char src[4400], dst[4400], sd[4500];
+  snprintf(src, sizeof src, "%s/src", dir);
+  snprintf(dst, sizeof dst, "%s/dst", dir);
+  snprintf(sd, sizeof sd, "%s/step_1", src);
+  rs_ckpt_opt_opts o;
+  memset(&o, 0, sizeof o);
+  o.io_threads = threads;
+  o.direct = direct;
+  /* the source: opt's save of the benchmark's state dict on `from` ranks, S0 (untimed) */
+  rs_ckpt_world w;
+  if (!st && !(st = rs_state_spec_build(&s, RS_FILL_VALUES, &w))) {
+    rs_ckpt_opt_stats stats;
+    rm_dir(src);
+    st = rs_opt_ckpt_save(NULL, &w, src, 1, &o, &stats);
+    rs_ckpt_world_free(&w);
+  }
+  int64_t payload = 0;
+  if (!st) {
+    for (int i = 0; i < s.nt; ++i) {
+      int64_t e = 4;
+      for (int d = 0; d < s.t[i].t.ndim; ++d) e *= s.t[i].t.shape[d];
+      payload += e;
+    }
+    printf("reshard bench ckpt --reshard: %.2f GiB, %d ranks (matrices S0) -> %d ranks (S1, norms carried over), dir %s (%s),\n"
+           "  %s, %d I/O threads, %d interleaved rep%s; the source's files dropped from the page cache before each run\n",
+           payload / 1073741824.0, from, to, dir, fs_name(dir), direct ? "O_DIRECT" : "buffered", threads, reps,
+           reps > 1 ? "s" : "");
+    printf("  reshard: `ckpt reshard --impl opt` (load verified, save durable, verify before the commit)\n"
+           "  export+resave: `ckpt export` + read the export + cut into the target boxes + opt's save (no verify)\n");
+    if (dcp) printf("  DCP: PyTorch DCP load into Shard(1) DTensors on %d processes + save (sync_files, dir fsync)\n", to);
+    printf("%4s %9s %8s %8s %9s %8s %8s %9s %9s %8s %6s\n", "rep", "reshard_s", "load_s", "save_s", "export_s", "read_s",
+           "resave_s", "exp+res_s", "dcp_s", "dcp_ld_s", "check");
+  }
+  double t[BENCH_MAX_REPS][R_N];
+  memset(t, 0, sizeof t);
+  int all_equal = 1;
+  for (int rep = 0; rep < reps && !st; ++rep) {
+    double *x = t[rep];
+    drop_dir(sd);
+    rs_ckpt_reshard_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ro.src = src;
+    ro.layout_path = "bench layout";
+    ro.layout_text = lay;
+    ro.dst = dst;
+    ro.step = 2;
+    ro.opt = 1;
+    ro.oo = o;
+    rs_ckpt_reshard_result res;
+    double t0 = mono();
+    st = rs_ckpt_reshard(&ro, &res);
+    x[R_RESHARD] = mono() - t0;
+    x[R_RS_LOAD] = res.t_load;
+    x[R_RS_SAVE] = res.t_save + res.t_verify;
+    if (st) break;
+    int equal = 1;
+    if (rep == 0) { /* the result holds the source's tensors: exports compared once (untimed) */
+      char e1[4500], e2[4500];
+      snprintf(e1, sizeof e1, "%s/e1.safetensors", dir);
+      snprintf(e2, sizeof e2, "%s/e2.safetensors", dir);
+      uint8_t *a = NULL, *b = NULL;
+      size_t na = 0, nb = 0;
+      equal = !rs_ckpt_export(src, e1) && !rs_ckpt_export(dst, e2) && !rs__read_file_bench(e1, &a, &na) &&
+              !rs__read_file_bench(e2, &b, &nb) && na == nb && !memcmp(a, b, na);
+      free(a);
+      free(b);
+      unlink(e1);
+      unlink(e2);
+    }
+    all_equal &= equal;
+    rm_dir(dst);
+    drop_dir(sd);
+    st = export_resave(src, dir, &target, &o, &x[R_EXPORT], &x[R_READ], &x[R_RESAVE]);
+    x[R_ER] = x[R_EXPORT] + x[R_READ] + x[R_RESAVE];
+    if (!st && dcp) st = run_dcp_reshard(dcp, dcp_timeout, bytes, from, to, threads, dir, &x[R_DCP], &x[R_DCPL]);
+    if (!st)
+      printf("%4d %9.3f %8.3f %8.3f %9.3f %8.3f %8.3f %9.3f %9.3f %8.3f %6s\n", rep, x[R_RESHARD], x[R_RS_LOAD],
+             x[R_RS_SAVE], x[R_EXPORT], x[R_READ], x[R_RESAVE], x[R_ER], x[R_DCP], x[R_DCPL],
+             rep ? "" : equal ? "equal" : "DIFFERS");
+    fflush(stdout);
+  }
+  if (st) rc = fail_rc(NULL, st);
+  else {
+    double v[BENCH_MAX_REPS];
+    for (int i = 0; i < reps; ++i) v[i] = (double)payload / 1e6 / t[i][R_RESHARD];
+    printf("  reshard: %.0f MB/s of checkpoint (median)\n", median(v, reps));
+    print_rratio("reshard vs export+resave", t, reps, R_ER, R_RESHARD, "time of export + re-save / time of ckpt reshard");
+    if (dcp) print_rratio("reshard vs DCP load+save", t, reps, R_DCP, R_RESHARD, "time of DCP's load + save / time of ckpt reshard");
+    if (!all_equal) rc = 1;
+  }
+  rm_dir(src);
+  rs_state_spec_free(&s);
+  rs_state_spec_free(&target);
+  return rc;
+}
+#endif
+
 int rs_bench_ckpt_main(int argc, char **argv) {
   int64_t bytes = (int64_t)2 << 30;
   const char *dir = NULL, *json = NULL, *transport = "local", *dcp = NULL;
   double dcp_timeout = 1800; /* seconds for one DCP run (save and load) */
   int reps = 5, direct = 0, threads = 0, ranks[8] = {1, 2, 4}, nr = 3;
   int64_t seg = (int64_t)8 << 20;
+  int reshard = 0, to = 2, ranks_given = 0;
+  const char *dcp_reshard = NULL;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     rs_status fst = RS_OK;
     if (rs_bench_int_flag(B, argc, argv, &i, "--reps", 1, BENCH_MAX_REPS, &reps, &fst) ||
         rs_bench_int_flag(B, argc, argv, &i, "--threads", 1, 64, &threads, &fst)) {
       if (fst) return usage_fail();
+    } else if (rs_bench_int_flag(B, argc, argv, &i, "--to", 1, 64, &to, &fst)) {
+      if (fst) return usage_fail();
+    } else if (!strcmp(a, "--reshard")) reshard = 1;
+    else if (!strcmp(a, "--dcp-reshard") && v) {
+      dcp_reshard = v;
+      i++;
     } else if (!strcmp(a, "--direct")) direct = 1;
     else if (!strcmp(a, "--bytes") && v) {
       if (rs__flag_bytes(v, 65536, (int64_t)1000 << 30, &bytes)) {
@@ -335,12 +592,15 @@ int rs_bench_ckpt_main(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--ranks") && v) {
       if (rs_bench_int_list(B, "--ranks", v, 1, 64, ranks, 8, &nr)) return usage_fail();
+      ranks_given = 1;
       i++;
     } else {
       fprintf(stderr,
               "usage: reshard bench ckpt [--bytes 2G] [--ranks 1,2,4] [--reps 5] [--dir DIR] [--threads T] [--direct]\n"
               "                         [--transport local|local-device] [--dcp 'PYTHON tools/pytorch/bench_dcp.py']\n"
               "                         [--dcp-timeout SEC (default 1800)]\n"
+              "       reshard bench ckpt --reshard [--ranks N (default 4)] [--to M (default 2)] [--bytes 2G] [--reps 5]\n"
+              "                         [--dir DIR] [--threads T] [--direct] [--dcp-reshard 'PYTHON tools/pytorch/bench_dcp_reshard.py']\n"
               "                         [--json FILE]\n");
       return 2;
     }
@@ -353,6 +613,20 @@ int rs_bench_ckpt_main(int argc, char **argv) {
   }
   mkdir(dir, 0777);
   if (!threads) threads = rs_opt_ckpt_default_threads(direct);
+  if (reshard || dcp_reshard) {
+#ifdef RS_BENCH_LIVE
+    if (!reshard || strcmp(transport, "local") || dcp || json) {
+      fprintf(stderr, "reshard bench ckpt: --dcp-reshard needs --reshard, which takes no --transport, --dcp or --json\n");
+      return 2;
+    }
+    int rc = bench_reshard(bytes, ranks_given ? ranks[0] : 4, to, reps, threads, direct, dir, dcp_reshard, dcp_timeout);
+    if (dir == dbuf) rm_dir(dir);
+    return rc;
+#else
+    fprintf(stderr, "reshard bench ckpt: --reshard needs a build with conform/ and props/\n");
+    return 2;
+#endif
+  }
   rs_world *world = NULL;
   int sim = 0;
   if (!strcmp(transport, "local-device")) {
