@@ -114,8 +114,11 @@ typedef struct rs_cf_result {
 rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r);
 void rs_cf_result_free(rs_cf_result *r);
 /* Replay one saved failure (a file written by rs_conform_run) against b: *failed = 1 when it
- * still fails; msg gets the outcome. */
-rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, char *msg, size_t cap);
+ * still fails; msg gets the outcome. r (when set) gets a result of one item (the file, of its
+ * suite, with its message and replay command) for the reports (--junit, --json, --report);
+ * *suite (when set) the suite's bit. */
+rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, char *msg, size_t cap,
+                            rs_cf_result *r, unsigned *suite);
 
 /* Reports: JUnit XML (one testsuite per suite, one testcase per property and fixture file) and
  * JSON. */

@@ -125,6 +125,7 @@ static void campaign(rs_cf_run *run) {
   co.props = 1u << RS_PROP_BACKEND;
   co.env.backend = judge;
   co.env.backend_ctx = run->b;
+  co.env.backend_spec = rs_cf_backend_spec(run->b);
   co.regress_dir = run->failures;
   co.replay = run->replay;
   co.quiet = o->quiet;
@@ -190,6 +191,7 @@ void rs_cf_suite_redistribute(rs_cf_run *run) {
   x->run = run;
   x->env.backend = judge;
   x->env.backend_ctx = run->b;
+  x->env.backend_spec = rs_cf_backend_spec(run->b);
   for (size_t i = 0; i < sizeof CORPORA / sizeof CORPORA[0]; i++) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/%s", run->fixtures, CORPORA[i]);

@@ -71,8 +71,9 @@ rs_cf_item *rs_cf_add_item(rs_cf_result *r, unsigned suite, int fixture, const c
 void rs_cf_item_failed(const rs_cf_run *run, rs_cf_item *it, const char *where, const char *msg,
                        const char *saved_path) {
   if (it->fail++) return;
-  RS_CF_PRINT(it->message, "%s: %s", where, msg);
-  it->message[strcspn(it->message, "\n")] = 0;
+  char head[1024];
+  rs_message_head(head, sizeof head, msg); /* with the first differing element, as the console shows */
+  RS_CF_PRINT(it->message, "%s: %s", where, head);
   if (saved_path) rs_cf_item_saved(run, it, saved_path);
   printf("FAIL %s fixture %s\n  %s\n", rs_cf_suite_name(it->suite), where, msg);
   if (saved_path) printf("  replay: %s\n", it->replay);
@@ -282,8 +283,10 @@ static const struct {
              {"tp_dim", RS_CF_SUITE_TP, RS_CF_TP, rs_cf_tp_replay},
              {NULL, RS_CF_SUITE_REDISTRIBUTE, RS_CF_REDISTRIBUTE, rs_cf_redistribute_replay}};
 
-rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, char *msg, size_t cap) {
+rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, char *msg, size_t cap,
+                            rs_cf_result *r, unsigned *suite) {
   *failed = 0;
+  if (r) memset(r, 0, sizeof *r);
   char *text = rs_read_text(path);
   if (!text) return rs_fail(RS_ERR_INVALID, "--replay: %s", rs_last_error());
   cJSON *root = NULL;
@@ -312,6 +315,25 @@ rs_status rs_conform_replay(rs_cf_backend *b, const char *path, int *failed, cha
   *failed = o == RS_FAIL;
   snprintf(msg, cap, "%s: %s%s%s", rs_cf_suite_name(KINDS[k].suite), o == RS_FAIL ? "FAIL" : o == RS_SKIP ? "SKIP" : "PASS",
            m[0] ? ": " : "", m);
+  if (suite) *suite = KINDS[k].suite;
+  if (r) {
+    /* the reports of a replay: one item, the file, as a campaign's fixture item would read */
+    char q[1800];
+    rs_exec_quote(rs_cf_backend_spec(b), q, sizeof q);
+    snprintf(r->replay, sizeof r->replay, "reshard conform --backend %s --replay", q);
+    rs_cf_item *it = rs_cf_add_item(r, KINDS[k].suite, 1, path);
+    if (!it) {
+      free(m);
+      return rs_fail(RS_ERR_NOMEM, "--replay: out of memory");
+    }
+    it->pass = o == RS_PASS, it->fail = o == RS_FAIL, it->skip = o == RS_SKIP;
+    rs_message_head(it->message, sizeof it->message, m);
+    if (o == RS_FAIL) {
+      RS_CF_PRINT(it->saved, "%s", path);
+      RS_CF_PRINT(it->replay, "%s %s", r->replay, path);
+    }
+    r->failed = o == RS_FAIL;
+  }
   free(m);
   return RS_OK;
 }

@@ -153,8 +153,9 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
    * so instead of saving a case that replays as PASS. */
   if (!ok) snprintf(msg, MSG_CAP, "%s (shrinking lost the failure: the saved case may pass)", first_msg);
   rs_prop_stats *s = &r->prop[id];
-  snprintf(s->message, sizeof s->message, "%s", msg);
-  s->message[strcspn(s->message, "\n")] = 0;
+  /* the summary line and the first differing element (the diff's first line), one line: what a
+   * JUnit failure message or a JSON report shows, as the console does */
+  rs_message_head(s->message, sizeof s->message, msg);
   int wrote = 0;
   if (o->print) {
     rs_status st = rs_write_regression(o->regress_dir ? o->regress_dir : "fixtures/regressions", id,

@@ -269,18 +269,24 @@ static int applies(const rs_p2p_campaign *o, rs_p2p_prop p) {
   return 1;
 }
 
+/* The name a saved failure carries: what ran. A backend under test (reshard conform) runs the
+ * oracle property against itself, which conform calls backend_p2p_oracle, not opt's p2p_opt_oracle. */
+static const char *saved_name(const rs_p2p_campaign *o, rs_p2p_prop p) {
+  return o->env.backend && p == RS_P2P_PROP_OPT_ORACLE ? "backend_p2p_oracle" : rs_p2p_prop_name(p);
+}
+
 static void save(const rs_p2p_campaign *o, rs_p2p_prop p, const rs_p2p_model *m, const char *msg,
                  rs_p2p_campaign_result *r) {
   if (!o->regress_dir) return;
   cJSON *x = cJSON_CreateObject();
-  cJSON_AddStringToObject(x, "property", rs_p2p_prop_name(p));
+  cJSON_AddStringToObject(x, "property", saved_name(o, p));
   cJSON_AddStringToObject(x, "message", msg);
   char *extra = cJSON_PrintUnformatted(x), *text = NULL;
   cJSON_Delete(x);
   if (extra && !rs_p2p_model_to_json(m, extra, &text)) {
     uint64_t h = 1469598103934665603ull;
     for (const char *s = text; *s; ++s) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    snprintf(r->fixture[p], sizeof r->fixture[p], "%s/%s-%016llx.json", o->regress_dir, rs_p2p_prop_name(p),
+    snprintf(r->fixture[p], sizeof r->fixture[p], "%s/%s-%016llx.json", o->regress_dir, saved_name(o, p),
              (unsigned long long)h);
     /* no shell: a directory name with a quote in it is a name, never a command */
     if (rs__make_dirs(o->regress_dir) == RS_OK) {
@@ -323,7 +329,9 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
     }
     r->cases++;
     for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
-      if (!applies(o, (rs_p2p_prop)p) || done[p]) continue;
+      /* a property that failed keeps running on every case (its counts cover the whole campaign, as
+       * the redistribute campaign's do); only its first failure is shrunk and saved */
+      if (!applies(o, (rs_p2p_prop)p)) continue;
       char msg[512];
       rs_clear_error();
       rs_outcome out = rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &m, msg, sizeof msg);
@@ -343,6 +351,8 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
       }
       if (out == RS_PASS) r->pass[p]++;
       else if (out == RS_SKIP) r->skip[p]++;
+      else if (done[p])
+        r->fail[p]++;
       else {
         r->fail[p]++;
         r->failed++;
@@ -354,13 +364,18 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
         if (v) {
           memcpy(v, ch.v, n * sizeof *v);
           pred_ctx pc = {o, (rs_p2p_prop)p};
-          rs_shrink_stream(still_fails, &pc, &v, &n, o->shrink_runs > 0 ? o->shrink_runs : 2000);
+          int max = o->shrink_runs > 0 ? o->shrink_runs : 2000, shrink_out = 0;
+          char note[96];
+          rs_shrink_stream_budget(still_fails, &pc, &v, &n, max, o->shrink_seconds, &shrink_out);
+          rs_shrink_budget_note(shrink_out, max, o->shrink_seconds, note, sizeof note);
           rs_choices rc;
           rs_p2p_model sm;
           if (!rs_choices_replay(&rc, v, n) && !rs_p2p_gen(&rc, &o->gen, &sm)) {
             if (rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &sm, msg, sizeof msg) != RS_FAIL)
               snprintf(msg, sizeof msg, "(flaky after shrinking)");
             snprintf(r->message[p], sizeof r->message[p], "%s", msg);
+            if (note[0] && strlen(r->message[p]) + strlen(note) + 4 < sizeof r->message[p])
+              strcat(strcat(strcat(r->message[p], " ("), note), ")");
             if (o->print) save(o, (rs_p2p_prop)p, &sm, msg, r);
             rs_p2p_model_free(&sm);
           }

@@ -132,6 +132,7 @@ typedef struct rs_prop_env {
   rs_outcome (*backend)(void *ctx, const rs_case *c, const rs_locals *in, const rs_locals *expected,
                         char *msg, size_t cap);
   void *backend_ctx;
+  const char *backend_spec; /* what a saved failure names as the backend that ran (conform's --backend) */
 } rs_prop_env;
 
 /* 1 when RS_FAIL came from running out of memory (the last rs_fail on this thread, cleared with
@@ -237,9 +238,14 @@ void rs_campaign_opts_default(rs_campaign_opts *o);
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r);
 
 /* ---- saved failures (props/replay.c) ---- */
+/* A failure message as one line: its first line, then "; " and its second (a comparison's first
+ * differing element), cut to cap. */
+void rs_message_head(char *out, size_t cap, const char *msg);
 /* Write the shrunk failing case as JSON (case + "property" + "message" + what it failed with:
- * "impl" ref|opt, "transport" local|mpi and, for mpi, "world_size") to dir; path_out gets the file
- * name (<property>-<hash>.json). The case itself carries its planner, cost and values. */
+ * "impl" ref|opt, "transport" local|mpi and, for mpi, "world_size"; for a backend under test
+ * (env->backend set) "backend": env->backend_spec instead of impl and transport, since neither ran)
+ * to dir; path_out gets the file name (<property>-<hash>.json). The case itself carries its
+ * planner, cost and values. */
 rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, const char *msg,
                               const rs_prop_env *env, char *path_out, size_t cap);
 

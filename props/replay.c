@@ -34,6 +34,16 @@ rs_status rs__make_dirs(const char *dir) {
   return RS_OK;
 }
 
+void rs_message_head(char *out, size_t cap, const char *msg) {
+  if (!cap) return;
+  size_t a = strcspn(msg, "\n");
+  const char *second = msg[a] ? msg + a + 1 : NULL;
+  while (second && (*second == ' ' || *second == '\t')) second++;
+  size_t b = second ? strcspn(second, "\n") : 0;
+  if (b) snprintf(out, cap, "%.*s; %.*s", (int)a, msg, (int)b, second);
+  else snprintf(out, cap, "%.*s", (int)a, msg);
+}
+
 rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, const char *msg,
                               const rs_prop_env *env, char *path_out, size_t cap) {
   cJSON *root = rs__case_to_cjson(c);
@@ -49,9 +59,14 @@ rs_status rs_write_regression(const char *dir, rs_prop_id id, const rs_case *c, 
   cJSON_AddStringToObject(root, "message", line);
   rs_impl impl = env ? env->impl : RS_IMPL_REF;
   if (RS_MUTANT(235)) impl = RS_IMPL_REF; /* planted: the saved case forgets it failed under opt */
-  cJSON_AddStringToObject(root, "impl", impl == RS_IMPL_OPT ? "opt" : "ref");
   int mpi = env && env->distributed;
-  cJSON_AddStringToObject(root, "transport", mpi ? "mpi" : "local");
+  if (env && env->backend) {
+    /* a backend under test ran, not ref or opt: name it (its replay is reshard conform --replay) */
+    cJSON_AddStringToObject(root, "backend", env->backend_spec ? env->backend_spec : "(under test)");
+  } else {
+    cJSON_AddStringToObject(root, "impl", impl == RS_IMPL_OPT ? "opt" : "ref");
+    cJSON_AddStringToObject(root, "transport", mpi ? "mpi" : "local");
+  }
 #ifdef RS_HAVE_OPT
   if (mpi && env->world) cJSON_AddNumberToObject(root, "world_size", rs_world_size((rs_world *)env->world));
 #endif

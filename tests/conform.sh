@@ -86,6 +86,11 @@ replays tpranks.json
 conform p2plast.json 1 --backend "$plugin?bug=last_rank" --suite p2p --cases 100 --fixtures none --quiet
 [ "$(status p2plast.json p2p)" = failed ] || fail "bug=last_rank (p2p plug-in): not caught"
 replays p2plast.json
+# the p2p campaign counts every case after its first failure, as redistribute does; its saved
+# failure is named for the property that ran
+[ "$(field p2plast.json "sum(j['suites']['p2p'][k] for k in ('pass','fail','skip'))")" = 100 ] || fail "p2p campaign: did not count all 100 cases"
+[ "$(field p2plast.json "j['suites']['p2p']['fail']")" -gt 1 ] || fail "p2p campaign: stopped counting at its first failure"
+grep -qE "replay [^ ]+/backend_p2p_oracle-[0-9a-f]+\.json" "$tmp/p2plast.json.log" || fail "p2p saved failure: not named backend_p2p_oracle-*"
 
 # 3b. plans handed to p2p_execute (RS_BACKEND_P2P_ANY_PLAN; the opt plug-in and its child declare
 # it and passed 1. and 2. with reshard's opt plan and ref's plan given): bug=given_plan (a given
@@ -119,9 +124,22 @@ conform py.json 0 --backend "exec:$py" --suite redistribute,tp --cases 120 --fix
 [ "$(status py.json tp)" = skipped ] || fail "python backend without tp: suite tp is $(status py.json tp)"
 
 # 6. the Python backend's planted bug (numpy.array_split's uneven chunks): caught, shrunk
-conform pybug.json 1 --backend "exec:$py --bug array_split" --suite redistribute --cases 200 --fixtures none --quiet
+conform pybug.json 1 --backend "exec:$py --bug array_split" --suite redistribute --cases 200 --fixtures none --quiet --junit "$tmp/pybug.xml"
 replays pybug.json
 mesh_dims_at_most pybug.json 2
+
+# 6b. reports: the JUnit failure message carries the first differing element (as the console shows);
+# the saved failure names the backend that ran (not "impl":"ref","transport":"local"); --replay
+# writes --junit, --json and --report
+grep -qE 'message="backend vs oracle: [^"]*; rank [0-9]+ ' "$tmp/pybug.xml" || fail "junit: the failure message lacks the first differing element"
+saved=$(grep -m1 -oE "\-\-replay [^ ]+\.json" "$tmp/pybug.json.log" | cut -d' ' -f2)
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if 'impl' not in j and 'transport' not in j and 'array_split' in j.get('backend','') else 1)" "$saved" \
+  || fail "saved redistribute failure: does not name the backend that ran ($saved)"
+"$bin" conform --backend "exec:$py --bug array_split" --replay "$saved" --junit "$tmp/rr.xml" --json "$tmp/rr.json" --report "$tmp/rr" >"$tmp/rr.log" 2>&1
+[ $? = 1 ] || fail "--replay of a failure: exit is not 1"
+grep -qE '<failure [^>]*message="backend vs oracle: [^"]*; rank' "$tmp/rr.xml" 2>/dev/null || fail "--replay: --junit not written (or without the failure)"
+[ "$(field rr.json "j['suites']['redistribute']['fail']")" = 1 ] || fail "--replay: --json not written (or without the failure)"
+grep -q "array_split" "$tmp/rr/conform.html" 2>/dev/null || fail "--replay: --report not written"
 
 # 7. children that crash, hang, write garbage, answer another id: those cases fail, the campaign
 # goes on (other cases pass), exit 1

@@ -139,12 +139,20 @@ int cmd_conform(int argc, char **argv) {
   if (replay) {
     int failed = 0;
     char msg[8192];
-    st = rs_conform_replay(b, replay, &failed, msg, sizeof msg);
+    rs_cf_result res;
+    unsigned suite = 0;
+    st = rs_conform_replay(b, replay, &failed, msg, sizeof msg, &res, &suite);
     if (st) rc = cli_status_error(C, NULL);
     else {
       printf("%s\n", msg);
       rc = failed ? CLI_FAIL : CLI_OK;
+      /* the reports a campaign writes, of this one file (--cases 1: one case ran) */
+      o.suites = suite, o.cases = 1;
+      if (o.junit && rs_cf_write_junit(o.junit, b, &res)) rc = cli_status_error(C, NULL);
+      else if (o.json && rs_cf_write_json(o.json, &o, b, &res)) rc = cli_status_error(C, NULL);
+      else if (o.report && rs_cf_write_html(o.report, &o, b, &res)) rc = cli_status_error(C, NULL);
     }
+    rs_cf_result_free(&res);
     rs_cf_backend_close(b);
     return rc;
   }
