@@ -61,8 +61,14 @@ typedef struct rs_ckpt_campaign_result {
 rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_result *r);
 /* CI reports of a campaign: JUnit XML (one testcase per property, failures carry the shrunk
  * message and the replay command) and JSON (counts per property, failures, seed, timing). */
-rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r);
-rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r);
+/* r: the reference campaign's result, NULL when it did not run (--impl opt); opt: the ckpt_opt
+ * cross property's (struct rs_ckpt_opt_campaign_result, props/ckpt_opt.h), NULL when it did not run
+ * (--impl ref). --impl both reports both in one file. */
+struct rs_ckpt_opt_campaign_result;
+rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r,
+                               const struct rs_ckpt_opt_campaign_result *opt);
+rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r,
+                              const struct rs_ckpt_opt_campaign_result *opt);
 /* Replays a regression fixture (property + choice stream); *failed = 1 if it still fails. */
 rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, char *msg, size_t cap);
 /* ---- props-internal (ckpt_fixture.c), shared by the ref and opt checkpoint campaigns ---- */

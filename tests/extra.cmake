@@ -101,6 +101,12 @@ if(TARGET reshard)
            $<TARGET_FILE:report_demo> ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/reports-venv ${RS_REPORTS_BROWSER})
   set_tests_properties(reports PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+# report_flags: every campaign verb (check, p2p/tp/ckpt check under each impl, conform, fuzz-planner
+# of both kinds) with each report flag its --help lists; the files are read back.
+if(TARGET reshard)
+  add_test(NAME report_flags COMMAND bash ${CMAKE_SOURCE_DIR}/tests/report_flags.sh $<TARGET_FILE:reshard>)
+  set_tests_properties(report_flags PROPERTIES TIMEOUT 300)
+endif()
 # install: `cmake --install` into a temporary prefix; an outside program built against it with
 # find_package(reshard) and with pkg-config; an outside backend plug-in held to `reshard conform`.
 add_test(NAME install COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})

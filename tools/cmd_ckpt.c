@@ -342,8 +342,7 @@ int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **imp
   return -1;
 }
 
-int ckpt_ref_campaign(const rs_ckpt_campaign *oc, const char *junit, const char *jsonp) {
-  const char *C = "ckpt check";
+int ckpt_ref_campaign(const rs_ckpt_campaign *oc, rs_ckpt_campaign_result *rp) {
   rs_ckpt_campaign o = *oc;
   rs_ckpt_campaign_result res;
   rs_ckpt_campaign_run(&o, &res);
@@ -358,9 +357,16 @@ int ckpt_ref_campaign(const rs_ckpt_campaign *oc, const char *junit, const char 
   printf("ckpt check: %lld cases (seed %llu, impl ref) in %.1fs (%.0f cases/s): %lld property runs passed, %lld skipped, %d properties failed\n",
          (long long)res.cases, (unsigned long long)o.seed, res.seconds, res.seconds > 0 ? res.cases / res.seconds : 0.0,
          (long long)pass, (long long)skip, res.failed);
-  if (junit && rs_ckpt_report_junit(junit, &o, &res)) return cli_status_error(C, "");
-  if (jsonp && rs_ckpt_report_json(jsonp, &o, &res)) return cli_status_error(C, "");
+  *rp = res;
   return res.failed ? CLI_FAIL : CLI_OK;
+}
+
+int ckpt_check_reports(const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *ref,
+                       const struct rs_ckpt_opt_campaign_result *opt, const char *junit, const char *jsonp) {
+  const char *C = "ckpt check";
+  if (junit && rs_ckpt_report_junit(junit, o, ref, opt)) return cli_status_error(C, "");
+  if (jsonp && rs_ckpt_report_json(jsonp, o, ref, opt)) return cli_status_error(C, "");
+  return CLI_OK;
 }
 
 static int cmd_check_ckpt(int argc, char **argv) {
@@ -370,7 +376,11 @@ static int cmd_check_ckpt(int argc, char **argv) {
   if (r >= 0) return r;
   /* --impl opt|both or another transport: the ckpt_opt cross property (cmd_ckpt_opt.c) */
   if (ckpt_wants_opt(impl, tr)) return cmd_ckpt_opt_check(&o, impl, tr, junit, jsonp);
-  return ckpt_ref_campaign(&o, junit, jsonp);
+  rs_ckpt_campaign_result *res = malloc(sizeof *res);
+  if (!res) return cli_nomem("ckpt check", "campaign result");
+  int rc = ckpt_ref_campaign(&o, res), wr = ckpt_check_reports(&o, res, NULL, junit, jsonp);
+  free(res);
+  return wr != CLI_OK ? wr : rc;
 }
 
 static int cmd_replay_ckpt(int argc, char **argv) {

@@ -259,15 +259,25 @@ int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char 
   rs_world *world = NULL;
   if ((r = start_world(C, tr, &world))) return r;
   int me = rs_world_rank(world), failed = 0;
+  rs_ckpt_campaign_result *ref = NULL; /* --impl both: ref's own result, reported beside opt's */
   if (!strcmp(impl, "both") && rs_world_is_local(world)) {
-    /* the reference's own campaign first (its reports hold ref's properties), then opt beside it */
-    int rc = ckpt_ref_campaign(&o, junit, jsonp);
-    if (rc == CLI_USAGE || rc == CLI_NOMEM) return rc;
+    /* the reference's own campaign first, then opt beside it; one report holds both */
+    if (!(ref = malloc(sizeof *ref))) {
+      rs_world_finalize(world);
+      return cli_nomem(C, "campaign result");
+    }
+    int rc = ckpt_ref_campaign(&o, ref);
+    if (rc == CLI_USAGE || rc == CLI_NOMEM) {
+      free(ref);
+      rs_world_finalize(world);
+      return rc;
+    }
     failed |= rc != CLI_OK;
   }
   rs_ckpt_opt_campaign_result res;
   if (rs_ckpt_opt_campaign_run(world, &o, &res) == RS_ERR_TIMEOUT) { /* a stalled or dead peer */
     int rc = cli_status_error(C, "");
+    free(ref);
     rs_world_finalize(world);
     return rc;
   }
@@ -277,8 +287,10 @@ int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char 
            rs_world_size(world) > 1 ? "es" : "", res.seconds, (long long)res.pass, (long long)res.skip, (long long)res.fail);
   failed |= res.fail != 0;
   if (me == 0 && ckpt_opt_features(&o, &res)) failed = 1;
+  int wr = me == 0 ? ckpt_check_reports(&o, ref, &res, junit, jsonp) : CLI_OK;
+  free(ref);
   rs_world_finalize(world);
-  return failed ? CLI_FAIL : CLI_OK;
+  return wr != CLI_OK ? wr : failed ? CLI_FAIL : CLI_OK;
 }
 
 int ckpt_opt_replay_file(const char *path) {

@@ -34,8 +34,14 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a);
 struct rs_ckpt_campaign;
 int ckpt_check_args(int argc, char **argv, struct rs_ckpt_campaign *o, const char **impl, const char **tr,
                     const char **junit, const char **jsonp);
-/* ref's campaign with its summary and reports: the exit code */
-int ckpt_ref_campaign(const struct rs_ckpt_campaign *o, const char *junit, const char *jsonp);
+/* ref's campaign with its summary, its result in *res: the exit code */
+struct rs_ckpt_campaign_result;
+struct rs_ckpt_opt_campaign_result;
+int ckpt_ref_campaign(const struct rs_ckpt_campaign *o, struct rs_ckpt_campaign_result *res);
+/* --junit / --json of `ckpt check` (either NULL: not asked) for what ran: ref NULL under --impl
+ * opt, opt NULL under --impl ref. CLI_OK or the exit code of a write error. */
+int ckpt_check_reports(const struct rs_ckpt_campaign *o, const struct rs_ckpt_campaign_result *ref,
+                       const struct rs_ckpt_opt_campaign_result *opt, const char *junit, const char *jsonp);
 int cmd_ckpt_opt_check(const struct rs_ckpt_campaign *o, const char *impl, const char *tr, const char *junit,
                        const char *jsonp);
 /* -1: not a ckpt_opt fixture (the caller replays it); else the exit code */
