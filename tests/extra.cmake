@@ -151,3 +151,9 @@ if(TARGET reshard)
            ${CMAKE_SOURCE_DIR})
   set_tests_properties(fuzz_planner PROPERTIES TIMEOUT 300)
 endif()
+# p2p_mcore_ranks: the P2P template expansion against Megatron-Core's own RankGenerator (the python
+# in RS_MCORE_PYTHON, default python3); skipped (77) where megatron-core does not import.
+if(TARGET reshard)
+  add_test(NAME p2p_mcore_ranks COMMAND bash ${CMAKE_SOURCE_DIR}/tests/p2p_mcore_ranks.sh $<TARGET_FILE:reshard>)
+  set_tests_properties(p2p_mcore_ranks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
