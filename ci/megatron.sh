@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# megatron.sh RESHARD - the live Megatron-Core stages: Megatron-Core's own code (megatron-core 0.16.1,
+# pinned by ci/torch_env.sh, with torch 2.15.0 on CPU) under reshard's harness, through the process
+# protocol (docs/conformance.md, "Live Megatron-Core"). Bounded campaigns, then the planted bugs of
+# each wrapper, which must be caught.
+#   RS_MCORE_SECONDS  seconds per campaign (default 45)
+#   RS_MCORE_OUT      where reports, decline logs and failures go (default build/megatron)
+# Exit 0: every block passed; 1: a block failed; 77: megatron-core could not be installed (skipped,
+# with a message). The megatron-core version is in every report (the backend's / planner's name).
+set -uo pipefail
+[ $# -ge 1 ] || { echo "usage: ci/megatron.sh RESHARD" >&2; exit 2; }
+reshard=$(realpath "$1")
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+py=$(bash ci/torch_env.sh)
+rc=$?
+if [ $rc = 77 ]; then
+  echo "skip: live Megatron-Core stages (megatron-core / torch could not be installed; see ci/torch_env.sh)"
+  exit 77
+fi
+[ $rc = 0 ] || { echo "megatron.sh: ci/torch_env.sh failed ($rc)" >&2; exit 1; }
+secs=${RS_MCORE_SECONDS:-45}
+out=${RS_MCORE_OUT:-$top/build/megatron}
+mkdir -p "$out"
+fail=0
+note() { echo "== megatron: $*"; }
+
+# ==== BEGIN p2p: Megatron-Core's resharding planner and executor (tools/megatron/p2p.py) ====
+# The planner role under fuzz-planner --kind p2p (exact cover, legal senders, traffic vs the lower
+# bound) and the backend role under conform --suite p2p (Megatron's own plan and reshard's opt and
+# ref plans executed with GlooCopyService on a gloo world, bit for bit against the oracle). Cases
+# Megatron cannot express are declined (skipped) and counted by reason from the --log files.
+# Then each planted bug (--bug drop_transfer, --bug wrong_slice) must make the harness exit 1.
+p2p_child="$py tools/megatron/p2p.py"
+summary_declines() {  # FILE: count the declined cases of a --log file by reason
+  [ -s "$1" ] && "$py" - "$1" <<'PY'
+import collections, json, sys
+c = collections.Counter(json.loads(l)["reason"] for l in open(sys.argv[1]) if l.strip())
+print("   declined by reason: " + ", ".join("%s %d" % kv for kv in c.most_common()))
+PY
+  return 0
+}
+rm -f "$out"/p2p-*-declines.jsonl
+note "p2p planner: fuzz-planner --kind p2p, $secs s"
+t0=$SECONDS
+nice "$reshard" fuzz-planner --kind p2p --planner "exec:$p2p_child --role planner --log $out/p2p-planner-declines.jsonl" \
+  --seconds "$secs" --seed 1 --timeout 300 --regress-dir "$out/p2p-planner-failures" --json "$out/p2p-planner.json" \
+  > "$out/p2p-planner.log" 2>&1
+rc=$?
+grep -E "^fuzz-planner:|passed [0-9]|^FAIL|traffic vs" "$out/p2p-planner.log" | sed 's/^/   /'
+summary_declines "$out/p2p-planner-declines.jsonl"
+echo "   exit $rc, $((SECONDS - t0)) s"
+[ $rc = 0 ] || { echo "FAIL: Megatron-Core's P2P planner under fuzz-planner (log: $out/p2p-planner.log)"; fail=1; }
+
+note "p2p backend: conform --suite p2p, $secs s"
+t0=$SECONDS
+nice "$reshard" conform --suite p2p --backend "exec:$p2p_child --role backend --log $out/p2p-backend-declines.jsonl" \
+  --seconds "$secs" --seed 1 --timeout 300 --failures "$out/p2p-backend-failures" --json "$out/p2p-backend.json" \
+  > "$out/p2p-backend.log" 2>&1
+rc=$?
+grep -E "^backend |^p2p|FAIL" "$out/p2p-backend.log" | sed 's/^/   /'
+summary_declines "$out/p2p-backend-declines.jsonl"
+echo "   exit $rc, $((SECONDS - t0)) s"
+[ $rc = 0 ] || { echo "FAIL: Megatron-Core's P2P executor under conform (log: $out/p2p-backend.log)"; fail=1; }
+
+# planted bugs: fuzz-planner must fail the planner (drop_transfer: an element written 0 times,
+# `illegal`), conform the backend (both bugs: bytes differ from the oracle)
+for check in "planner drop_transfer" "backend drop_transfer" "backend wrong_slice"; do
+  set -- $check
+  note "planted bug $2 in the $1 wrapper: must be caught"
+  if [ "$1" = planner ]; then
+    nice "$reshard" fuzz-planner --kind p2p --planner "exec:$p2p_child --role planner --bug $2" --cases 300 --seed 2 \
+      --timeout 300 --regress-dir "$out/p2p-bug-$1-$2" > "$out/p2p-bug-$1-$2.log" 2>&1
+  else
+    nice "$reshard" conform --suite p2p --backend "exec:$p2p_child --role backend --bug $2" --cases 300 --seed 1 \
+      --fixtures none --timeout 300 --shrink-runs 50 --failures "$out/p2p-bug-$1-$2" > "$out/p2p-bug-$1-$2.log" 2>&1
+  fi
+  rc=$?
+  grep -m2 -E "^FAIL|FAIL" "$out/p2p-bug-$1-$2.log" | sed 's/^/   /'
+  if [ $rc = 1 ]; then echo "   caught (exit 1)"; else echo "FAIL: planted bug $2 ($1) not caught (exit $rc)"; fail=1; fi
+done
+# ==== END p2p ====
+
+exit $fail
