@@ -12,10 +12,17 @@ set -uo pipefail
 reshard=$(realpath "$1")
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
-py=$(bash ci/torch_env.sh)
-rc=$?
+# RS_MCORE_PYTHON, when set, is used as it is (ci/test.sh sets it to the venv it made); else
+# ci/torch_env.sh makes or reuses build/torch-venv.
+if [ -n "${RS_MCORE_PYTHON:-}" ]; then
+  py=$RS_MCORE_PYTHON
+  "$py" -c "import megatron.core.resharding" >/dev/null 2>&1 && rc=0 || rc=77
+else
+  py=$(bash ci/torch_env.sh)
+  rc=$?
+fi
 if [ $rc = 77 ]; then
-  echo "skip: live Megatron-Core stages (megatron-core / torch could not be installed; see ci/torch_env.sh)"
+  echo "skip: live Megatron-Core stages (megatron-core / torch could not be installed or do not import; see ci/torch_env.sh)"
   exit 77
 fi
 [ $rc = 0 ] || { echo "megatron.sh: ci/torch_env.sh failed ($rc)" >&2; exit 1; }
@@ -32,10 +39,12 @@ note() { echo "== megatron: $*"; }
 # Megatron cannot express are declined (skipped) and counted by reason from the --log files.
 # Then each planted bug (--bug drop_transfer, --bug wrong_slice) must make the harness exit 1.
 p2p_child="$py tools/megatron/p2p.py"
-summary_declines() {  # FILE: count the declined cases of a --log file by reason
+summary_declines() {  # FILE: count the declined models of a --log file by reason
   [ -s "$1" ] && "$py" - "$1" <<'PY'
 import collections, json, sys
-c = collections.Counter(json.loads(l)["reason"] for l in open(sys.argv[1]) if l.strip())
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+# one line per model: its p2p_plan (conform also sends the declined model's p2p_execute)
+c = collections.Counter(r["reason"] for r in rows if r.get("op") == "p2p_plan")
 print("   declined by reason: " + ", ".join("%s %d" % kv for kv in c.most_common()))
 PY
   return 0
