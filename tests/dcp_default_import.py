@@ -95,7 +95,8 @@ def _worker(rank, world, mesh_shape, tensors, extra, path, port):
     mesh = init_device_mesh("cpu", mesh_shape)
     sd = {}
     for key, dtype, shape, pl in tensors:
-        sd[key] = distribute_tensor(full_tensor(key, dtype, shape), mesh, _placements(pl))
+        # every rank holds the same global tensor: no scatter (gloo has no float8), each takes its shard
+        sd[key] = distribute_tensor(full_tensor(key, dtype, shape), mesh, _placements(pl), src_data_rank=None)
     if extra:
         sd["step"] = 7
         sd["note"] = "not a tensor"
