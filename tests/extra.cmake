@@ -157,3 +157,11 @@ if(TARGET reshard)
   add_test(NAME p2p_mcore_ranks COMMAND bash ${CMAKE_SOURCE_DIR}/tests/p2p_mcore_ranks.sh $<TARGET_FILE:reshard>)
   set_tests_properties(p2p_mcore_ranks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
+# ckpt_py_reader: the C readers' flip and hostile suites through the Python reader of the
+# reshard-dcp package (tools/pytorch/reshard_dcp; numpy and xxhash, no torch) in RS_TORCH_PYTHON
+# (default python3); 77 = skipped where they do not import. ci/dcp_interop.sh adds dcp.load.
+if(TARGET reshard)
+  add_test(NAME ckpt_py_reader COMMAND sh -c "exec \"\${RS_TORCH_PYTHON:-python3}\" \"$1/tests/ckpt_py_reader.py\" \"$0\" \"$1\" --flips 100"
+           $<TARGET_FILE:reshard> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(ckpt_py_reader PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
