@@ -28,9 +28,10 @@ not ascending (torch.distributed orders a group's ranks, so Megatron's TP rank i
 position), a rank in two TP or DP groups of one config, a parameter tensor-parallel in one config
 only or on other dims, experts that do not divide by EP.
 
---bug drop_transfer | wrong_slice plants a bug in this wrapper (Megatron's plan loses its last
-transfer / one transfer's box moves by one element on both sides), for the CI check that the
-harness catches it. Stdout carries only protocol lines; everything else goes to stderr.
+--bug drop_transfer | wrong_slice plants a bug in this wrapper, for the CI check that the harness
+catches it: Megatron's plan loses its last transfer / one transfer's box moves by one element (on
+both sides where both have room, else on the sending side). The planner answers the changed plan;
+the backend answers Megatron's plan to p2p_plan and executes the changed one. Stdout carries only protocol lines; everything else goes to stderr.
 """
 import argparse
 import base64
@@ -510,7 +511,9 @@ class Driver:
     def p2p_plan(self, model):
         tr = translate(model)
         per, planted = self.megatron_plan(model, tr)
-        return to_transfers(planted, tr, model)
+        # a planted bug is in the plan the planner answers, and in what the backend executes (its
+        # p2p_plan answers Megatron's plan as it is, so the oracle is what catches the executor)
+        return to_transfers(planted if self.args.role == "planner" else per, tr, model)
 
     def p2p_execute(self, model, plan, src):
         tr = translate(model)
