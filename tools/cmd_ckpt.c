@@ -134,6 +134,37 @@ int ckpt_load_target(const char *C, const char *root, long long step) {
 
 int ckpt_wants_opt(const char *impl, const char *tr) { return strcmp(impl, "ref") || strcmp(tr, "local"); }
 
+/* load's --root may be a step directory, as verify, inspect and export take one: ROOT/step_<N> with
+ * its metadata.json means --root ROOT --step N (a --step that names another step is refused, and
+ * so is a step directory not named step_<N>, whose step the load could not name). -1 when a->root
+ * is left as given or rewritten, else the exit code. */
+static int ckpt_step_dir_root(const char *C, ckpt_io_args *a) {
+  static char parent[4200];
+  char md[4300], canon[64];
+  struct stat sb;
+  snprintf(md, sizeof md, "%s/metadata.json", a->root);
+  if (lstat(md, &sb) != 0) return -1; /* no metadata.json: a checkpoint root */
+  size_t l = strlen(a->root);
+  while (l > 1 && a->root[l - 1] == '/') l--;
+  if (l >= sizeof parent) return cli_usage_error(C, "--root: path too long");
+  memcpy(parent, a->root, l);
+  parent[l] = 0;
+  char *slash = strrchr(parent, '/');
+  const char *base = slash ? slash + 1 : parent;
+  long long n = -1;
+  if (!strncmp(base, "step_", 5) && !cli_int(base + 5, 0, INT64_MAX, &n)) snprintf(canon, sizeof canon, "step_%lld", n);
+  if (n < 0 || strcmp(canon, base))
+    return cli_usage_error(C, "--root: '%s' is a step directory not named step_<N>: give the checkpoint root that holds it", a->root);
+  if (a->step >= 0 && a->step != n)
+    return cli_usage_error(C, "--root: '%s' is step %lld, --step says %lld", a->root, n, a->step);
+  a->step = n;
+  if (slash == parent) parent[1] = 0;
+  else if (slash) *slash = 0;
+  else snprintf(parent, sizeof parent, ".");
+  a->root = parent;
+  return -1;
+}
+
 int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_args *a) {
   const char *stepv = NULL, *blk = NULL, *thr = NULL, *seg = NULL, *v;
   int r;
@@ -167,6 +198,7 @@ int ckpt_io_args_parse(const char *C, int argc, char **argv, int load, ckpt_io_a
   if (!a->spec || !a->root || (!load && !stepv))
     return cli_usage_error(C, load ? "needs STATE.json --root DIR" : "needs STATE.json --root DIR --step N");
   if (stepv && cli_int(stepv, 0, INT64_MAX, &a->step)) return cli_usage_error(C, "--step: expected an integer >= 0");
+  if (load && (r = ckpt_step_dir_root(C, a)) >= 0) return r;
   if (blk && cli_int(blk, 64, 1 << 30, &a->block)) return cli_usage_error(C, "--block: expected 64..2^30");
   if (thr && cli_int(thr, 1, 64, &a->threads)) return cli_usage_error(C, "--threads: expected 1..64");
   if (seg && (cli_int(seg, 4096, 1 << 30, &a->segment) || (a->segment & (a->segment - 1))))
@@ -321,7 +353,7 @@ int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **imp
   unsigned long long u;
   long long n;
   if (seedv) {
-    if (cli_u64(seedv, &u)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+    if (cli_u64(seedv, &u)) return cli_usage_error(C, "--seed: expected decimal digits (0 .. 18446744073709551615)");
     o->seed = u;
   }
   if (shrv) {
@@ -516,7 +548,7 @@ static int cmd_torture(int argc, char **argv) {
   long long kills = 100;
   unsigned long long seed = 1;
   if (killsv && cli_int(killsv, 1, 1000000, &kills)) return cli_usage_error(C, "--kills: expected a positive integer");
-  if (seedv && cli_u64(seedv, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+  if (seedv && cli_u64(seedv, &seed)) return cli_usage_error(C, "--seed: expected decimal digits (0 .. 18446744073709551615)");
   /* both: every other save is opt's */
   int use_opt = !strcmp(impl, "opt") ? 1 : !strcmp(impl, "both") ? 2 : 0;
   if (!use_opt && strcmp(impl, "ref")) return cli_usage_error(C, "--impl: '%s', expected ref, opt or both", impl);

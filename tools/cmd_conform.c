@@ -90,7 +90,7 @@ int cmd_conform(int argc, char **argv) {
     CLI_OPT(C, "--report", o.report);
     if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
       unsigned long long s;
-      if (r < 0 || cli_u64(v, &s)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+      if (r < 0 || cli_u64(v, &s)) return cli_usage_error(C, "--seed: expected decimal digits (0 .. 18446744073709551615)");
       o.seed = s;
       continue;
     }

@@ -27,7 +27,7 @@ int cmd_gen(int argc, char **argv) {
       return CLI_OK;
     }
     if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected decimal digits (0 .. 18446744073709551615)");
     } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
       if (r < 0 || cli_int(v, 0, (long long)1 << 40, &cases)) return cli_usage_error(C, "--cases: expected a count");
     } else if ((r = cli_gen_opt(C, argc, argv, &i, &g)) != 0) {

@@ -212,9 +212,22 @@ def translate(model):
                 raise Decline("two dp groups", "%s rank %d is in %d DP groups (Megatron: one per rank)" % (cname, r, len(cand[r]["dp"])))
             g["dp"] = next(iter(cand[r]["dp"]))
             ranks[r] = {"groups": g, "hl": hl}
-        # pipeline groups: the same position in the meshes of the same shape as the rank's dense mesh
+        # pipeline groups: the same position in every stage's dense mesh, when the config's
+        # non-expert meshes are stages (one shape, disjoint ranks, as a template makes them);
+        # else each rank alone (Megatron's planner reads the PP group only into the metadata)
+        used = {cfg["params"][n]["mesh"] for n in cfg["params"]}
+        expert_m = {cfg["params"][n]["mesh"] for n in cfg["params"] if ".experts." in n}
+        dense = [meshes[i] for i in sorted(used - expert_m)]
+        flat = [r for me in dense for r in me["ranks"]]
+        stages = len(dense) > 0 and len({tuple(me["shape"]) for me in dense}) == 1 and len(flat) == len(set(flat))
         for r, info in ranks.items():
             info["groups"]["pp"] = (r,)
+        if stages:
+            for q in range(len(dense[0]["ranks"])):
+                grp = tuple(me["ranks"][q] for me in dense)
+                for r in grp:
+                    if r in ranks:
+                        ranks[r]["groups"]["pp"] = grp
         out_cfg.append(ranks)
     for name, k in kinds.items():
         a, b = k
@@ -341,7 +354,7 @@ def worker(rank, world, port, conn, timeout_s):
                 pgc = ProcessGroupCollection()
                 gr = side["groups"] if side else {"dp": (rank,), "pp": (rank,), "tp": (rank,)}
                 for k in ("tp", "dp", "pp", "ep", "expt_tp"):
-                    setattr(pgc, k, groups[gr[k]] if k in gr else None)
+                    setattr(pgc, k, groups[tuple(sorted(gr[k]))] if k in gr else None)
                 if pgc.tp is None:
                     pgc.tp = groups[(rank,)]
                 return pgc
