@@ -13,7 +13,7 @@
 /* Decimal digits with a leading '-' only when lo < 0; the value must lie in [lo, hi]. No spaces,
  * '+', hex, fraction or exponent; overflow is refused. */
 int rs__flag_int(const char *s, long long lo, long long hi, long long *out);
-/* Decimal digits, or 0x and hex digits: any unsigned 64-bit value (seeds). */
+/* Decimal digits only (no sign, space, '+' or hex): any unsigned 64-bit value (seeds). */
 int rs__flag_u64(const char *s, unsigned long long *out);
 /* A byte count: decimal digits with an optional binary suffix K, M, G or T (KiB .. TiB, either case,
  * an optional trailing B or iB: 2G, 512MiB, 4096), in [lo, hi]; overflow is refused. */

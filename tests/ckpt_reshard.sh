@@ -110,6 +110,13 @@ for impl in ref opt; do
   expect 1 "rank_1.safetensors" "$R" ckpt reshard "$tmp/dmg" --layout "$tmp/tp3.json" --root "$tmp/dd" --step 1 --impl $impl
   [ -e "$tmp/dd" ] || [ -e "$tmp/dd.partial" ] && bad "a refused source left $tmp/dd or dd.partial ($impl)"
 done
+# a flipped byte in metadata.json, a truncated data file: exit 1 naming the file
+cp -r "$tmp/ck" "$tmp/mdd"
+printf 'X' | dd of="$tmp/mdd/step_10/metadata.json" bs=1 seek=200 conv=notrunc status=none
+expect 1 "metadata.json: .*digest" "$R" ckpt reshard "$tmp/mdd" --layout "$tmp/tp3.json" --root "$tmp/dm" --step 1
+cp -r "$tmp/ck" "$tmp/trn"
+truncate -s -5 "$tmp/trn/step_10/rank_2.safetensors"
+expect 1 "rank_2.safetensors" "$R" ckpt reshard "$tmp/trn" --layout "$tmp/tp3.json" --root "$tmp/dt" --step 1 --impl opt
 # a data file that is a symbolic link: exit 2 naming it
 cp -r "$tmp/ck" "$tmp/lnk"
 mv "$tmp/lnk/step_10/rank_0.safetensors" "$tmp/r0"

@@ -44,6 +44,20 @@ expect_rc 2 "$R" check --seed -1 --cases 1
 expect_rc 2 "$R" check --seed 0x --cases 1
 expect_rc 2 "$R" check --cases 99999999999999999999
 expect_rc 2 "$R" gen --seed " 5" --cases 1
+# --seed is decimal digits only, in every verb that takes one (hex used to be read: `gen --seed
+# 0x10` made case gen-16-0, exit 0); a refusal names --seed
+L=$(dirname "$R")/tests
+for s in 0x10 0X10 +16 16.0 1e1; do
+  for v in "gen --cases 1" "check --cases 1" "tp check --cases 1" "tp gen --cases 1" "p2p check --cases 1" \
+           "ckpt check --cases 1" "ckpt torture" "conform --backend $L/libconform_opt_plugin.so --cases 1" \
+           "fuzz-planner --planner $L/libplanner_greedy.so --cases 1"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "$R" $v --seed "$s"
+    names --seed
+  done
+done
+expect_rc 0 "$R" gen --seed 16 --cases 1
+expect_out '"name":"gen-16-0"'
 
 # --- case JSON: exact integers, duplicates, overflowing sizes ---
 mk() { # mk FILE MESH SHAPE SRC_EXTRA TAIL

@@ -349,7 +349,8 @@ static void test_numflags(void) {
       rs_test_failures++;
     }
   CHECK(rs__flag_u64("18446744073709551615", &u) == 0 && u == UINT64_MAX);
-  CHECK(rs__flag_u64("0xdeadBEEF", &u) == 0 && u == 0xdeadbeefull);
+  CHECK(rs__flag_u64("0xdeadBEEF", &u) != 0 && rs__flag_u64("0x10", &u) != 0 && rs__flag_u64("0X1", &u) != 0);
+  CHECK(rs__flag_u64("16", &u) == 0 && u == 16 && rs__flag_u64("+1", &u) != 0 && rs__flag_u64(" 1", &u) != 0);
   CHECK(rs__flag_u64("18446744073709551616", &u) != 0 && rs__flag_u64("-1", &u) != 0 && rs__flag_u64("0x", &u) != 0);
   CHECK(rs__flag_bytes("2G", 1, INT64_MAX, &b) == 0 && b == (int64_t)2 << 30);
   CHECK(rs__flag_bytes("512MiB", 1, INT64_MAX, &b) == 0 && b == (int64_t)512 << 20);

@@ -144,7 +144,7 @@ int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaig
   const char *v;
   int r;
   if ((r = cli_opt(argc, argv, i, "--seed", &v)) != 0) {
-    if (r < 0 || cli_u64(v, &a->seed)) return flag_error(cmd, "--seed: expected an unsigned integer");
+    if (r < 0 || cli_u64(v, &a->seed)) return flag_error(cmd, "--seed: expected decimal digits (0 .. 18446744073709551615)");
   } else if ((r = cli_opt(argc, argv, i, "--cases", &v)) != 0) {
     if (r < 0 || cli_int(v, 1, (long long)1 << 40, &a->cases)) return flag_error(cmd, "--cases: expected a positive integer");
   } else if (!a->no_seconds && (r = cli_opt(argc, argv, i, "--seconds", &v)) != 0) {

@@ -401,7 +401,7 @@ static int tp_gen(int argc, char **argv) {
       continue;
     }
     if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected decimal digits (0 .. 18446744073709551615)");
     } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, (long long)1 << 30, &cases)) return cli_usage_error(C, "--cases: expected a positive integer");
     } else if ((r = cli_opt(argc, argv, &i, "--max-ranks", &v)) != 0) {
@@ -479,7 +479,7 @@ static int tp_mpi(const char *sub, int argc, char **argv) {
     if ((r = cli_opt(argc, argv, &i, "--impl", &v)) != 0) {
       if (r < 0 || strcmp(v, "opt") != 0) return cli_usage_error(C, "--impl: --transport mpi runs opt only");
     } else if ((r = cli_opt(argc, argv, &i, "--seed", &v)) != 0) {
-      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected an unsigned integer");
+      if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected decimal digits (0 .. 18446744073709551615)");
     } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
       if (r < 0 || cli_int(v, 1, (long long)1 << 30, &cases)) return cli_usage_error(C, "--cases: expected a positive integer");
     } else if (argv[i][0] != '-' && !file && strcmp(sub, "run") == 0) {
