@@ -46,7 +46,7 @@ int cli_is_help(const char *a);
     continue;                                                                 \
   }
 
-/* Parse a decimal (or 0x hex) unsigned, or a decimal int in [lo, hi]: digits only (no spaces,
+/* Parse a decimal unsigned (no hex), or a decimal int in [lo, hi]: digits only (no spaces,
  * signs on unsigned, fractions), overflow refused; 0 on success. */
 int cli_u64(const char *s, unsigned long long *out);
 int cli_int(const char *s, long long lo, long long hi, long long *out);
