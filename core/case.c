@@ -65,6 +65,6 @@ rs_status rs_case_validate(rs_case *c) {
   if (st) return st;
   if (c->values == RS_VALUES_BITS && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst)))
     return rs_fail(RS_ERR_INVALID, "values: bits mode cannot carry Partial placements (use exact or order)");
-  if ((unsigned)c->values > RS_VALUES_ORDER) return rs_fail(RS_ERR_INVALID, "values: invalid mode");
+  if ((unsigned)c->values > RS_VALUES_WRAP) return rs_fail(RS_ERR_INVALID, "values: invalid mode");
   return rs_case_check_values(c);
 }

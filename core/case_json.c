@@ -174,7 +174,8 @@ static rs_status case_from_cjson(const cJSON *root, rs_case *c) {
     if (strcmp(text, "bits") == 0) c->values = RS_VALUES_BITS;
     else if (strcmp(text, "exact") == 0) c->values = RS_VALUES_EXACT;
     else if (strcmp(text, "order") == 0) c->values = RS_VALUES_ORDER;
-    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits, exact or order", text);
+    else if (strcmp(text, "wrap") == 0) c->values = RS_VALUES_WRAP;
+    else return rs_fail(RS_ERR_INVALID, "values: '%s' is not bits, exact, order or wrap", text);
   } else {
     c->values = rs_case_default_values(c);
   }
@@ -252,6 +253,7 @@ cJSON *rs__case_to_cjson(const rs_case *c) {
   cJSON_AddItemToObject(root, "seed", cJSON_CreateRaw(seed));
   cJSON_AddStringToObject(root, "values", c->values == RS_VALUES_EXACT   ? "exact"
                                         : c->values == RS_VALUES_ORDER ? "order"
+                                        : c->values == RS_VALUES_WRAP  ? "wrap"
                                                                        : "bits");
   cJSON_AddStringToObject(root, "planner", rs_planner_name(c->planner));
   cJSON_AddStringToObject(root, "cost", c->cost == RS_COST_PYTORCH ? "pytorch" : "seed");

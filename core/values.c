@@ -30,12 +30,24 @@ static void store_units(rs_dtype t, int64_t v, void *out) {
   }
 }
 
+int64_t rs_values_wrap_bound(rs_dtype t) {
+  switch (t) {
+    case RS_I64: return ((int64_t)1 << 62) - 2;
+    case RS_I32: return INT32_MAX;
+    case RS_I16: return INT16_MAX;
+    case RS_I8: return INT8_MAX;
+    case RS_U8: return UINT8_MAX;
+    default: return 0;
+  }
+}
+
 static int exact_mode(const rs_case *c) {
   return c->values == RS_VALUES_EXACT && rs_dtype_reducible(c->tensor.dtype);
 }
 
+/* wrap values are order values with wider integer bounds (order_int_bound) */
 static int order_mode(const rs_case *c) {
-  return c->values == RS_VALUES_ORDER && rs_dtype_reducible(c->tensor.dtype);
+  return (c->values == RS_VALUES_ORDER || c->values == RS_VALUES_WRAP) && rs_dtype_reducible(c->tensor.dtype);
 }
 
 /* The range of the integer U with G = U * unit (unit = the mesh's rank count), chosen so that every
@@ -115,6 +127,8 @@ static int order_minmax_only(const rs_case *c) {
 
 static int64_t order_int_bound(const rs_case *c) {
   int64_t mx;
+  /* wrap values: the whole range (I64: 2^62 - 2, so that the span fits an int64), sums wrap */
+  if (c->values == RS_VALUES_WRAP) return rs_values_wrap_bound(c->tensor.dtype);
   switch (c->tensor.dtype) {
     case RS_I64: mx = (int64_t)1 << 40; break;
     case RS_I32: mx = INT32_MAX; break;
@@ -250,7 +264,7 @@ static void value_ctx_init(value_ctx *x, const rs_case *c) {
   if (x->mode == MODE_EXACT) x->e = exact_range(c);
   if (x->mode == MODE_ORDER && !rs_dtype_is_float(x->t)) {
     x->obound = order_int_bound(c);
-    x->olo = x->t == RS_U8 ? 0 : order_minmax_only(c) ? -x->obound - 1 : -x->obound;
+    x->olo = x->t == RS_U8 ? 0 : order_minmax_only(c) || c->values == RS_VALUES_WRAP ? -x->obound - 1 : -x->obound;
     x->ospan = x->obound - x->olo + 1;
   }
   if (x->mode == MODE_ORDER && x->t == RS_F16) {

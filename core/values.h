@@ -18,6 +18,10 @@
 extern "C" {
 #endif
 
+/* The bound B of wrap values of integer dtype t: they lie in [-B - 1, B] (U8: [0, B]); 0 for a
+ * dtype without wrap values (floats: wrap values are order values). */
+int64_t rs_values_wrap_bound(rs_dtype t);
+
 /* splitmix64's finalizer, and three words hashed into one; inline: the value generator calls them
  * several times per element. */
 static inline uint64_t rs_mix64(uint64_t x) {

@@ -267,7 +267,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
       if (!pass && gst == RS_OK) tally_features(c, r);
       if (!pass && gst == RS_OK && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst))) {
         r->partial_cases++;
-        r->order_cases += c->values == RS_VALUES_ORDER;
+        r->order_cases += c->values == RS_VALUES_ORDER || c->values == RS_VALUES_WRAP;
       }
       for (int p = 0; p < RS_PROP_COUNT; p++) {
         rs_prop_id id = (rs_prop_id)p;

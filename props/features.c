@@ -15,7 +15,9 @@ enum {
   F_GRAPH_BOUNDED,
   F_ENUM_PYTORCH, F_ZERO_FILL, F_PARTITION_ODD,
   F_DTYPE0, /* one per dtype */
-  F_COUNT = F_DTYPE0 + RS_DTYPE_COUNT
+  /* added after the dtypes, so the measured rates' indexes above keep their rows */
+  F_INT_SUM_WRAPS = F_DTYPE0 + RS_DTYPE_COUNT,
+  F_COUNT
 };
 
 /* Cases above this many elements count as "numel_big" (the old generator's ceiling). */
@@ -37,6 +39,7 @@ const char *rs_feature_name(int f) {
   static char dt[F_COUNT][32];
   if (f < 0 || f >= F_COUNT) return "?";
   if (f < F_DTYPE0) return NAMES[f];
+  if (f == F_INT_SUM_WRAPS) return "int_sum_wraps";
   if (!dt[f][0]) snprintf(dt[f], sizeof dt[f], "dtype_%s", rs_dtype_name((rs_dtype)(f - F_DTYPE0)));
   return dt[f];
 }
@@ -142,6 +145,15 @@ void rs__features_of_case(const rs_case *c, int *hit) {
   hit[F_PARTITION_ODD] = odd_parts >= 2 && c->values == RS_VALUES_ORDER && rs_dtype_is_float(c->tensor.dtype) &&
                          rs_dtype_reducible(c->tensor.dtype);
   if ((unsigned)c->tensor.dtype < RS_DTYPE_COUNT) hit[F_DTYPE0 + c->tensor.dtype] = 1;
+  /* an integer Partial(sum) reduced on wrap values (the dtype's whole range): its sums leave the
+   * dtype, so the contract's wrap-around is what the oracle and the backend must agree on */
+  int sum_reduced = 0;
+  for (int m = 0; m < c->mesh.ndim; m++)
+    if (c->src.p[m].kind == RS_PARTIAL && c->src.p[m].op == RS_SUM &&
+        !(c->dst.p[m].kind == RS_PARTIAL && c->dst.p[m].op == RS_SUM))
+      sum_reduced = 1;
+  hit[F_INT_SUM_WRAPS] = sum_reduced && c->values == RS_VALUES_WRAP && rs_dtype_reducible(c->tensor.dtype) &&
+                         !rs_dtype_is_float(c->tensor.dtype);
 }
 
 static int dtype_allowed(const rs_gen_opts *o, rs_dtype t) {
@@ -188,7 +200,13 @@ int rs__feature_required(const rs_gen_opts *o, int f) {
       return fl && partial && o->max_mesh_dims >= 2 && o->order_share > 0 && o->max_ranks >= 9 &&
              (o->world_size <= 0 || o->world_size >= 9) && (!o->ops || (o->ops & (1u << RS_SUM)));
     }
+    case F_INT_SUM_WRAPS: {
+      int ints = 0;
+      const rs_dtype it[] = {RS_I64, RS_I32, RS_I16, RS_I8, RS_U8};
+      for (int i = 0; i < 5; i++) ints |= dtype_allowed(o, it[i]);
+      return ints && partial && o->order_share > 0 && (!o->ops || (o->ops & (1u << RS_SUM)));
+    }
     default:
-      return f >= F_DTYPE0 && f < F_COUNT && dtype_allowed(o, (rs_dtype)(f - F_DTYPE0));
+      return f >= F_DTYPE0 && f < F_INT_SUM_WRAPS && dtype_allowed(o, (rs_dtype)(f - F_DTYPE0));
   }
 }

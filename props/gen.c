@@ -355,6 +355,32 @@ static void gen_partition_bias(rs_choices *ch, const rs_gen_opts *o, rs_case *c)
   c->values = o->order_share > 0 ? RS_VALUES_ORDER : RS_VALUES_EXACT;
 }
 
+/* 1 when the case's src holds a Partial(sum) that the dst does not keep (a reduction of sums). */
+static int reduces_sum(const rs_case *c) {
+  for (int m = 0; m < c->mesh.ndim; m++)
+    if (c->src.p[m].kind == RS_PARTIAL && c->src.p[m].op == RS_SUM &&
+        !(c->dst.p[m].kind == RS_PARTIAL && c->dst.p[m].op == RS_SUM))
+      return 1;
+  return 0;
+}
+
+/* 1 case in 3 of those reducing an integer Partial(sum) (drawn last, and picked by 1, not 0, so
+ * existing fixtures and shrunk streams replay unchanged): wrap values, whose sums leave the dtype,
+ * so the contract's wrap-around (SPEC 6) is exercised. Not with avg anywhere: an avg divides a
+ * wrapped sum, and which sum is divided depends on the event order the avg cases already pin. */
+static void gen_int_wrap(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
+  if (o->order_share <= 0 || rs_dtype_is_float(c->tensor.dtype) || !rs_dtype_reducible(c->tensor.dtype) ||
+      (c->values != RS_VALUES_ORDER && c->values != RS_VALUES_EXACT) || !reduces_sum(c))
+    return;
+  for (int k = 0; k < 2; k++) {
+    const rs_sharding *s = k ? &c->dst : &c->src;
+    for (int m = 0; m < s->mesh_ndim; m++)
+      if (s->p[m].kind == RS_PARTIAL && s->p[m].op == RS_AVG) return;
+  }
+  /* Mutant 297: the draw is taken but never picks wrap values (int_sum_wraps is never produced). */
+  if (rs_draw(ch, 3) == 1 && !RS_MUTANT(297)) c->values = RS_VALUES_WRAP;
+}
+
 static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   int fam;
   rs_status st = gen_parts(ch, o, c, &fam);
@@ -379,6 +405,7 @@ static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   /* new draws go last: older campaigns' earlier draws keep their meaning */
   gen_enumeration(ch, o, c, drawn);
   gen_partition_bias(ch, o, c);
+  gen_int_wrap(ch, o, c);
   return RS_OK;
 }
 

@@ -9,13 +9,18 @@
  *                  the plan's last transfer and the last destination local are dropped; ckpt:
  *                  the last shard of a load is not filled);
  *   bug=given_plan p2p_execute drops the last transfer of a plan it is given (plan_json), its own
- *                  plan stays right: only the harness's given-plan checks can see it.
+ *                  plan stays right: only the harness's given-plan checks can see it;
+ *   bug=int_saturate integer sums do not wrap: a redistribute of an I8/I16/I32/U8 case with a Partial
+ *                  source runs in I64 and each result is clamped to the dtype (saturation, as a
+ *                  backend that accumulates wide and converts with a clamp): only values whose
+ *                  sums leave the dtype (wrap values, SPEC 8) can see it.
  * It declares RS_BACKEND_P2P_ANY_PLAN: a plan given as plan_json is read with conform's one
  * transfers reader (conform/p2p_transfers.c) and run by opt's executor. Built with
  * RS_CONFORM_PLUGIN_V1 it says the struct_size of the header before p2p_flags (an older plug-in:
  * the harness must not see the flag, and hands it no plan).
  * The same file built into a program (conform_serve_child.c) serves it over the process protocol. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +36,7 @@
 
 typedef struct plugin {
   rs_opt *opt;
-  int dst_order, tp_ranks, last_rank, given_plan;
+  int dst_order, tp_ranks, last_rank, given_plan, int_saturate;
 } plugin;
 
 static int create(const char *options, void **self, char *msg, size_t cap) {
@@ -41,6 +46,7 @@ static int create(const char *options, void **self, char *msg, size_t cap) {
   p->tp_ranks = strstr(options, "bug=tp_ranks") != NULL;
   p->last_rank = strstr(options, "bug=last_rank") != NULL;
   p->given_plan = strstr(options, "bug=given_plan") != NULL;
+  p->int_saturate = strstr(options, "bug=int_saturate") != NULL;
   if (rs_opt_create(&p->opt)) {
     snprintf(msg, cap, "rs_opt_create: %s", rs_last_error());
     free(p);
@@ -91,6 +97,61 @@ static int give(const plugin *p, const rs_locals *from, const int *map, rs_backe
   return RS_BACKEND_OK;
 }
 
+/* bug=int_saturate: the case run in I64 (locals widened), each result clamped to the dtype. */
+static int64_t narrow_get(rs_dtype t, const void *p, int64_t i) {
+  switch (t) {
+    case RS_I32: { int32_t v; memcpy(&v, (const char *)p + 4 * i, 4); return v; }
+    case RS_I16: { int16_t v; memcpy(&v, (const char *)p + 2 * i, 2); return v; }
+    case RS_I8: return ((const int8_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+  }
+}
+
+static void narrow_put(rs_dtype t, void *p, int64_t i, int64_t v) {
+  int64_t lo = t == RS_I32 ? INT32_MIN : t == RS_I16 ? INT16_MIN : t == RS_I8 ? INT8_MIN : 0;
+  int64_t hi = t == RS_I32 ? INT32_MAX : t == RS_I16 ? INT16_MAX : t == RS_I8 ? INT8_MAX : UINT8_MAX;
+  v = v < lo ? lo : v > hi ? hi : v; /* planted: saturate instead of wrapping */
+  switch (t) {
+    case RS_I32: { int32_t x = (int32_t)v; memcpy((char *)p + 4 * i, &x, 4); break; }
+    case RS_I16: { int16_t x = (int16_t)v; memcpy((char *)p + 2 * i, &x, 2); break; }
+    case RS_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+  }
+}
+
+static int saturating(plugin *p, const rs_case *c, const rs_locals *src, rs_locals *dst, char *msg, size_t cap) {
+  rs_dtype t = c->tensor.dtype;
+  int es = rs_dtype_size(t);
+  rs_case w = *c;
+  w.tensor.dtype = RS_I64;
+  rs_locals ws = {0, NULL}, wd = {0, NULL};
+  int r = RS_BACKEND_OK;
+  if (rs_locals_alloc(&ws, src->n)) r = RS_BACKEND_ERROR;
+  for (int i = 0; i < src->n && r == RS_BACKEND_OK; i++) {
+    const rs_local *l = &src->r[i];
+    if (rs_local_resize(&ws.r[i], l->ndim, l->shape, 8)) r = RS_BACKEND_ERROR;
+    for (int64_t k = 0; r == RS_BACKEND_OK && k < l->nbytes / es; k++) {
+      int64_t v = narrow_get(t, l->data, k);
+      memcpy((char *)ws.r[i].data + 8 * k, &v, 8);
+    }
+  }
+  if (r == RS_BACKEND_OK && rs_opt_redistribute(p->opt, NULL, &w, &ws, &wd, NULL)) r = RS_BACKEND_ERROR;
+  if (r == RS_BACKEND_OK && rs_locals_alloc(dst, wd.n)) r = RS_BACKEND_ERROR;
+  for (int i = 0; i < wd.n && r == RS_BACKEND_OK; i++) {
+    const rs_local *l = &wd.r[i];
+    if (rs_local_resize(&dst->r[i], l->ndim, l->shape, es)) r = RS_BACKEND_ERROR;
+    for (int64_t k = 0; r == RS_BACKEND_OK && k < l->nbytes / 8; k++) {
+      int64_t v;
+      memcpy(&v, (const char *)l->data + 8 * k, 8);
+      narrow_put(t, dst->r[i].data, k, v);
+    }
+  }
+  if (r != RS_BACKEND_OK) snprintf(msg, cap, "int_saturate: %s", rs_last_error());
+  rs_locals_free(&ws);
+  rs_locals_free(&wd);
+  return r;
+}
+
 static int redistribute(void *self, const char *case_json, const rs_backend_bufs *in, rs_backend_bufs *out,
                         char *msg, size_t cap) {
   plugin *p = self;
@@ -102,8 +163,12 @@ static int redistribute(void *self, const char *case_json, const rs_backend_bufs
   }
   rs_locals src = {0, NULL}, dst = {0, NULL};
   int r = RS_BACKEND_OK;
+  rs_dtype t = c.tensor.dtype;
+  int narrow_int = t == RS_I32 || t == RS_I16 || t == RS_I8 || t == RS_U8;
   if (!view(in, &src)) r = RS_BACKEND_ERROR, snprintf(msg, cap, "out of memory");
-  else if (rs_opt_redistribute(p->opt, NULL, &c, &src, &dst, NULL))
+  else if (p->int_saturate && narrow_int && rs_sharding_has_partial(&c.src)) {
+    if ((r = saturating(p, &c, &src, &dst, msg, cap)) == RS_BACKEND_OK) r = give(p, &dst, NULL, out, msg, cap);
+  } else if (rs_opt_redistribute(p->opt, NULL, &c, &src, &dst, NULL))
     r = RS_BACKEND_ERROR, snprintf(msg, cap, "rs_opt_redistribute: %s", rs_last_error());
   else r = give(p, &dst, NULL, out, msg, cap);
   unview(&src);

@@ -10,9 +10,16 @@
 extern "C" {
 #endif
 
-/* SPEC 8 test values: raw bits (copy-only), exact integers (any order gives the same bits) and
- * ordinary random finite values (results depend on the event sequence, SPEC 5). */
-typedef enum rs_value_mode { RS_VALUES_BITS = 0, RS_VALUES_EXACT = 1, RS_VALUES_ORDER = 2 } rs_value_mode;
+/* SPEC 8 test values: raw bits (copy-only), exact integers (any order gives the same bits),
+ * ordinary random finite values (results depend on the event sequence, SPEC 5) and wrap: order
+ * values whose integers take the dtype's whole range (I64: +-2^62), so integer sums leave the dtype
+ * and wrap around (SPEC 8; float dtypes: as order). */
+typedef enum rs_value_mode {
+  RS_VALUES_BITS = 0,
+  RS_VALUES_EXACT = 1,
+  RS_VALUES_ORDER = 2,
+  RS_VALUES_WRAP = 3
+} rs_value_mode;
 
 typedef struct rs_case {
   char name[128];

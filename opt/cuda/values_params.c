@@ -4,6 +4,7 @@
  * test (tests/test_device_values.c) checks the math the kernel runs. */
 #include <string.h>
 #include "core/mutant.h"
+#include "core/values.h"
 #include "cuda/cuda_api.h"
 #include "cuda/values_math.h"
 #include "reshard/case.h"
@@ -60,7 +61,8 @@ static void order_bounds(const rs_case *c, rs_dvals *p) {
     default: mx = 0; break;
   }
   p->ibound = minmax_only ? mx : mx / c->mesh.nranks;
-  p->ilo = c->tensor.dtype == RS_U8 ? 0 : minmax_only ? -p->ibound - 1 : -p->ibound;
+  if (c->values == RS_VALUES_WRAP) p->ibound = rs_values_wrap_bound(c->tensor.dtype);
+  p->ilo = c->tensor.dtype == RS_U8 ? 0 : minmax_only || c->values == RS_VALUES_WRAP ? -p->ibound - 1 : -p->ibound;
   p->f16_ehi = 13 - ceil_log2(c->mesh.nranks);
 }
 
@@ -81,7 +83,10 @@ rs_status rs_dvals_make(const rs_case *c, const int64_t coord[RS_MAX_MESH_DIMS],
   p->is_unsigned = t == RS_U8;
   p->unit = c->mesh.nranks;
   int red = rs_dtype_reducible(t);
-  p->mode = red && c->values == RS_VALUES_ORDER ? RS_DV_ORDER : red && c->values == RS_VALUES_EXACT ? RS_DV_EXACT : RS_DV_BITS;
+  /* wrap values are order values with the whole integer range (core/values.c) */
+  p->mode = red && (c->values == RS_VALUES_ORDER || c->values == RS_VALUES_WRAP) ? RS_DV_ORDER
+          : red && c->values == RS_VALUES_EXACT                                ? RS_DV_EXACT
+                                                                               : RS_DV_BITS;
   p->partial = rs_sharding_has_partial(&c->src);
   if (p->mode == RS_DV_EXACT) exact_range(c, p);
   if (p->mode == RS_DV_ORDER) order_bounds(c, p);
