@@ -1,0 +1,242 @@
+"""mcore_ckpt_pool.py - a pool of gloo processes that run Megatron-Core's dist_checkpointing.
+
+One worker process per rank (spawned, so torch and megatron are imported once per worker and
+reused across cases). Worker 0 hosts a TCPStore on a free port; every worker connects to it once.
+A world of N ranks is the first N workers joined into a fresh default process group
+(`init_process_group("gloo", store=PrefixStore("g<gen>", store))`, world N); a request for another
+N destroys the group on every worker and makes the new one. Megatron's save and load use the
+default group, so the group must be exactly the saving (or loading) world.
+
+Every wait has a timeout. A worker that does not answer in time, dies, or raises a protocol error
+makes the pool kill every worker (terminate, then kill) and start afresh on the next request.
+Workers die with the parent (PR_SET_PDEATHSIG) and sit in its process group, so the harness's kill
+of the child's process group takes them too: no orphans.
+
+Used by tools/megatron/ckpt.py (the conform backend) and tools/megatron/mcore_ckpt_cross.py.
+"""
+import multiprocessing as mp
+import multiprocessing.connection  # noqa: F401
+import os
+import signal
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _pdeathsig():
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _worker(conn, rank, port_conn, port, group_timeout):
+    """A worker's loop: commands ("group", gen, n), ("call", module, fn, args), ("exit",)."""
+    _pdeathsig()
+    sys.stdout = sys.stderr
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    import datetime
+    import importlib
+    import warnings
+    warnings.filterwarnings("ignore")
+    import logging
+    logging.disable(logging.WARNING)
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    sys.path.insert(0, HERE)
+    if rank == 0:
+        store = dist.TCPStore("127.0.0.1", 0, None, True, timeout=datetime.timedelta(seconds=group_timeout),
+                              wait_for_workers=False)
+        port_conn.send(store.port)
+        port_conn.close()
+    else:
+        store = dist.TCPStore("127.0.0.1", port, None, False, timeout=datetime.timedelta(seconds=group_timeout))
+    conn.send(("ready", rank))
+    size = 0
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            break
+        if msg[0] == "exit":
+            break
+        try:
+            if msg[0] == "group":
+                gen, n = msg[1], msg[2]
+                if size:
+                    dist.destroy_process_group()
+                    size = 0
+                if rank < n:
+                    dist.init_process_group("gloo", store=dist.PrefixStore("g%d" % gen, store), rank=rank,
+                                            world_size=n, timeout=datetime.timedelta(seconds=group_timeout))
+                    size = n
+                conn.send(("ok", None))
+            elif msg[0] == "call":
+                mod = importlib.import_module(msg[1])
+                conn.send(("ok", getattr(mod, msg[2])(rank, size, *msg[3])))
+        except BaseException as e:  # the case's failure, answered; the worker lives on
+            tb = traceback.format_exc()
+            sys.stderr.write("[rank %d] %s" % (rank, tb))
+            conn.send(("error", "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:400]), tb))
+
+
+def _descendants(roots):
+    """Every live process below the given pids (from /proc: pid -> parent pid)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], list(roots)
+    while todo:
+        p = todo.pop()
+        for c, pp in parent.items():
+            if pp == p:
+                out.append(c)
+                todo.append(c)
+    return out
+
+
+class PoolError(Exception):
+    """The pool broke (timeout, dead worker): it has been torn down."""
+
+
+class Pool:
+    def __init__(self, timeout=90.0, group_timeout=60):
+        self.ctx = mp.get_context("spawn")
+        self.timeout = timeout
+        self.group_timeout = group_timeout
+        self.procs, self.conns = [], []
+        self.port = None
+        self.gen = 0
+        self.size = 0  # the current default group's world size
+
+    def _start(self, rank):
+        a, b = self.ctx.Pipe()
+        pa = pb = None
+        if rank == 0:
+            pa, pb = self.ctx.Pipe(duplex=False)
+        # not daemonic: Megatron's torch_dist writer starts processes of its own (a Manager queue,
+        # forked writers); they are reaped in close() with the workers
+        p = self.ctx.Process(target=_worker, args=(b, rank, pb, self.port, self.group_timeout), daemon=False)
+        p.start()
+        b.close()
+        if rank == 0:
+            pb.close()
+            if not pa.poll(self.timeout):
+                raise PoolError("worker 0 did not start its store within %.0f s" % self.timeout)
+            self.port = pa.recv()
+        self.procs.append(p)
+        self.conns.append(a)
+
+    def _recv(self, i, deadline):
+        c = self.conns[i]
+        left = deadline - time.monotonic()
+        if left <= 0 or not c.poll(left):
+            raise PoolError("rank %d did not answer within %.0f s" % (i, self.timeout))
+        try:
+            return c.recv()
+        except (EOFError, OSError):
+            raise PoolError("rank %d died (exit status %s)" % (i, self.procs[i].exitcode))
+
+    def grow(self, n):
+        try:
+            while len(self.procs) < n:
+                self._start(len(self.procs))
+                ans = self._recv(len(self.procs) - 1, time.monotonic() + self.timeout)
+                if ans[0] != "ready":
+                    raise PoolError("worker %d: %r" % (len(self.procs) - 1, ans))
+        except PoolError:
+            self.close()
+            raise
+
+    def group(self, n):
+        """Make the default process group of the first n workers."""
+        if self.size == n and len(self.procs) >= n:
+            return
+        self.grow(n)
+        self.gen += 1
+        self._all([("group", self.gen, n)] * len(self.procs), range(len(self.procs)))
+        self.size = n
+
+    def _all(self, msgs, ranks):
+        """Send each rank its message and gather the answers. Megatron raises on one rank (its
+        validation runs on rank 0 alone) while the others wait in a collective for ever: the first
+        error answer tears the pool down at once (the others are killed, not waited for)."""
+        ranks = list(ranks)
+        try:
+            for r, m in zip(ranks, msgs):
+                self.conns[r].send(m)
+            deadline = time.monotonic() + self.timeout
+            got = {}
+            while len(got) < len(ranks):
+                left = deadline - time.monotonic()
+                ready = mp.connection.wait([self.conns[r] for r in ranks if r not in got], max(0.0, left))
+                if not ready:
+                    late = [r for r in ranks if r not in got]
+                    raise PoolError("rank(s) %s did not answer within %.0f s" % (late, self.timeout))
+                for c in ready:
+                    r = self.conns.index(c)
+                    try:
+                        got[r] = c.recv()
+                    except (EOFError, OSError):
+                        raise PoolError("rank %d died (exit status %s)" % (r, self.procs[r].exitcode))
+                    if got[r][0] == "error":
+                        if len(got) < len(ranks):
+                            self.close()
+                        self.size = 0  # the group may hold unmatched messages: make a fresh one
+                        return [got.get(x, ("error", "not waited for (rank %d failed first)" % r, ""))
+                                for x in ranks]
+            return [got[r] for r in ranks]
+        except PoolError:
+            self.close()
+            raise
+        except (BrokenPipeError, OSError) as e:
+            self.close()
+            raise PoolError("a worker's pipe broke: %s" % e)
+
+    def call(self, n, module, fn, per_rank_args):
+        """module.fn(rank, n, *per_rank_args[rank]) on ranks 0..n-1 of a world of n; a list of answers
+        ("ok", value) or ("error", message, traceback)."""
+        self.group(n)
+        return self._all([("call", module, fn, tuple(a)) for a in per_rank_args], range(n))
+
+    def close(self):
+        doomed = _descendants([p.pid for p in self.procs if p.pid])
+        for c in self.conns:
+            try:
+                c.send(("exit",))
+            except Exception:
+                pass
+        t = time.monotonic() + 2
+        for p in self.procs:
+            p.join(max(0.0, t - time.monotonic()))
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+        for p in self.procs:
+            p.join(1)
+            if p.is_alive():
+                p.kill()
+                p.join(1)
+        for pid in doomed:  # what the workers started (Megatron's Manager, writers) and outlived them
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for c in self.conns:
+            try:
+                c.close()
+            except Exception:
+                pass
+        self.procs, self.conns = [], []
+        self.port = None
+        self.size = 0
