@@ -104,7 +104,9 @@ def main():
         """every tensor and object through the Python reader (its verify first)"""
         with ckpt.Reader(root) as r:
             r.verify()
-            return {k: r.read_tensor(k) for k in r.tensors}
+            got = {k: r.read_tensor(k) for k in r.tensors}
+            got.update({k: r.read_object(k) for k in r.objects})
+            return got
 
     def dcp_read():
         with ckpt.Reader(root) as r:  # shapes and dtypes only (pristine metadata is restored per case)
@@ -118,10 +120,11 @@ def main():
     with ckpt.Reader(root) as r:
         shapes = dict(r.tensors)
         obj_ranges = [(fi, off, ln) for fi, off, ln in r.objects.values()]
-    check(set(got) == {k for k in want if k in got} and len(got) == len(shapes), "tensor keys")
+    check(set(got) == set(want), f"keys: Python reader {sorted(got)}, export {sorted(want)}")
     for k, b in got.items():
         check(want.get(k, (None, None, None))[2] == b, f"undamaged: {k} differs from reshard ckpt export")
-    print(f"undamaged: {len(got)} tensors read by the Python reader equal reshard ckpt export bit for bit")
+    print(f"undamaged: {len(shapes)} tensors and {len(got) - len(shapes)} objects read by the Python reader "
+          "equal reshard ckpt export bit for bit")
     if a.dcp:
         from reshard_dcp.storage import DTYPES as DT
         got = dcp_read()
