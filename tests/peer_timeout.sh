@@ -87,8 +87,12 @@ scenario() {
     local via=""
     if [ -n "$named" ] && [ "$named" != "$victim" ] && [ "$named" != "$r" ] && [ -s "$d/err.$named" ] &&
        grep -q "for rank $victim\|with rank $victim" "$d/err.$named"; then via=$named; fi
+    # a timeout follows the chain of waits: the message ends naming the rank that stopped answering
+    local ends; ends=$(grep -o "the stalled or dead rank is [0-9]*" "$d/err.$r" | head -n 1 | grep -o "[0-9]*$")
     if [ "$rc" -ne 4 ] || { [ "$named" != "$victim" ] && [ -z "$via" ]; }; then
       bad "$name: rank $r exit $rc after ${el}s: $(tail -n 2 "$d/err.$r")"
+    elif [ "$sig" = STOP ] && [ "$ends" != "$victim" ]; then
+      bad "$name: rank $r does not end its message naming the stalled rank $victim: $(tail -n 1 "$d/err.$r")"
     else
       say "$name: rank $r exit 4 ${el}s after SIG$sig: $(tail -n 1 "$d/err.$r")"
     fi
@@ -99,9 +103,50 @@ scenario() {
   wait $job 2>/dev/null
 }
 
+# chain NAME NP VICTIM VERB...: the launcher's defaults (the job ends at the first exit 4, so only
+# the first messages survive); rank VICTIM is stopped. Whatever rank's message survives, it must
+# end naming VICTIM as the stalled rank, even when that rank waited for another one that waited
+# for VICTIM (the chain of waits, docs/transports.md).
+chain() {
+  local name=$1 np=$2 victim=$3; shift 3
+  local d="$work/$name"
+  mkdir -p "$d"
+  timeout 300 "$mpiexec" --oversubscribe --allow-run-as-root -np "$np" \
+    "$work/rank.sh" "$d" "$bin" "$@" --timeout $T --quiet >"$d/mpirun.log" 2>&1 &
+  local job=$! k=0
+  while [ $k -lt 600 ] && [ "$(ls "$d"/pid.* 2>/dev/null | wc -l)" -lt "$np" ]; do sleep 0.1; k=$((k+1)); done
+  if [ $k -ge 600 ]; then bad "$name: the ranks did not start"; kill $job 2>/dev/null; return; fi
+  sleep 2 # past MPI_Init and the world's start-up collectives (a blocking start-up has no timeout)
+  local vp; vp=$(cat "$d/pid.$victim")
+  local ts; ts=$(date +%s.%N)
+  kill -STOP "$vp"
+  local deadline; deadline=$(echo "$ts + $T + $SLACK" | bc)
+  while kill -0 $job 2>/dev/null && [ "$(echo "$(date +%s.%N) < $deadline" | bc)" = 1 ]; do sleep 0.2; done
+  if kill -0 $job 2>/dev/null; then bad "$name: the job still runs $((T + SLACK)) s after rank $victim stopped"; fi
+  # every message of the ranks other than the victim (the victim itself may print after the
+  # launcher's SIGCONT, which Open MPI sends before SIGTERM; a rank asking it then hears that it
+  # did not run, and still names it)
+  local said="" r
+  for r in $(seq 0 $((np - 1))); do
+    [ "$r" != "$victim" ] && [ -s "$d/err.$r" ] && said+=$(grep "waited" "$d/err.$r")$'\n'
+  done
+  said=$(grep . <<<"$said")
+  local named; named=$(grep -o "the stalled or dead rank is [0-9]*" <<<"$said" | grep -o "[0-9]*$" | sort -u | tr '\n' ' ')
+  if [ -z "$said" ] || [ "$named" != "$victim " ]; then
+    bad "$name: the surviving messages do not end naming rank $victim: ${said:-none}"
+  else
+    say "$name: $(head -n 1 <<<"$said")"
+  fi
+  for p in "$d"/pid.*; do kill -9 "$(cat "$p")" 2>/dev/null; done
+  kill -CONT "$vp" 2>/dev/null
+  kill $job 2>/dev/null
+  wait $job 2>/dev/null
+}
+
 # RS_PEER_TIMEOUT_SCENARIOS picks a subset (the sanitizer and coverage builds run one)
-want=" ${RS_PEER_TIMEOUT_SCENARIOS:-check-stall check-dead p2p-stall} "
+want=" ${RS_PEER_TIMEOUT_SCENARIOS:-check-stall check-dead p2p-stall chain-stall} "
 [[ $want == *" check-stall "* ]] && scenario check-stall STOP check --impl opt --transport mpi --seconds 120
 [[ $want == *" check-dead "* ]] && scenario check-dead KILL check --impl opt --transport mpi --seconds 120
 [[ $want == *" p2p-stall "* ]] && scenario p2p-stall STOP p2p check --impl opt --transport mpi --seconds 120
+[[ $want == *" chain-stall "* ]] && chain chain-stall 4 1 check --impl opt --transport mpi --seconds 120
 exit $fail

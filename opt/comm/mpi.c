@@ -15,7 +15,12 @@
  * Nothing here blocks in MPI: run() and the agreement poll their requests against the progress
  * timeout (timeout.c) and, when no request completes for that long, fail naming the peer they
  * waited for. The agreement is a dissemination OR over point-to-point messages on a communicator
- * of its own, so that a stalled rank is named, not just "the allreduce did not finish". */
+ * of its own, so that a stalled rank is named, not just "the allreduce did not finish".
+ * The rank waited for may itself be waiting for another (a chain behind one stalled rank): every
+ * waiting rank answers progress queries on a third communicator (whom it waits for, since when),
+ * and a rank that times out follows the chain before it fails, so that its message ends with the
+ * rank that stopped answering: the one that stalled or died, whichever rank's message survives the
+ * launcher ending the job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +106,110 @@ static char g_cma_state[160] = "off (the MPI transport is not started)";
 static MPI_Comm g_agree = MPI_COMM_NULL; /* the agreement's own communicator */
 static int g_rank, g_size;
 
+/* ---- the wait chain: progress queries between waiting ranks ----
+ * g_probe carries queries (tag Q_TAG, one int, the asker's rank) and answers (tag A_TAG: whom the
+ * answering rank waits for, -1 when none, the ms since its last completed transfer, and the longest
+ * gap in ms between two turns of its own wait loop since then: a rank that was stopped (SIGSTOP, a
+ * debugger) or starved of CPU and runs again, e.g. when the launcher sends SIGCONT before ending the
+ * job, knows it did not run, and says so instead of passing the blame on). Each rank keeps one
+ * receive for a query posted; wait loops serve it (answer, post the next). */
+enum { Q_TAG = 1, A_TAG = 2 };
+static MPI_Comm g_probe = MPI_COMM_NULL;
+static MPI_Request g_q_req = MPI_REQUEST_NULL;
+static int g_q_buf;
+static int32_t (*g_answer)[3];        /* g_answer[q]: the answer last sent to rank q (kept for its send) */
+static int32_t g_waits_for = -1;      /* the rank this process waits for now (-1: not in a wait) */
+static double g_progress = 0;         /* the clock of this process's last completed transfer */
+static double g_gap = 0;              /* the longest gap between two turns of the wait loop since then */
+
+static void serve_queries(void) {
+  if (g_q_req == MPI_REQUEST_NULL) return;
+  for (int k = 0; k < 64; ++k) { /* at most a few asks are ever queued; bounded all the same */
+    int got = 0;
+    MPI_Status stt;
+    if (MPI_Test(&g_q_req, &got, &stt) != MPI_SUCCESS || !got) return;
+    int q = stt.MPI_SOURCE;
+    if (q >= 0 && q < g_size && g_answer) {
+      double ms = (rs__comm_clock() - g_progress) * 1e3;
+      g_answer[q][0] = g_waits_for;
+      g_answer[q][1] = (int32_t)(ms > 2e9 ? 2e9 : ms);
+      g_answer[q][2] = (int32_t)(g_gap * 1e3 > 2e9 ? 2e9 : g_gap * 1e3);
+      MPI_Request r;
+      if (MPI_Isend(g_answer[q], 3, MPI_INT32_T, q, A_TAG, g_probe, &r) == MPI_SUCCESS) MPI_Request_free(&r);
+    }
+    if (MPI_Irecv(&g_q_buf, 1, MPI_INT, MPI_ANY_SOURCE, Q_TAG, g_probe, &g_q_req) != MPI_SUCCESS) {
+      g_q_req = MPI_REQUEST_NULL;
+      return;
+    }
+  }
+}
+
+/* Ask rank `peer` whom it waits for, for at most `limit` s (serving queries meanwhile). 1 with
+ * ans[0] (-1: none), ans[1] (ms since its last progress) and ans[2] (its longest gap between two
+ * turns of its wait loop, ms), 0 when it did not answer. */
+static int ask_peer(int peer, double limit, int32_t ans[3]) {
+  static int32_t in[3];        /* static: an unanswered receive is left posted (the process fails) */
+  static int me;
+  MPI_Request rq, sq;
+  me = g_rank;
+  if (MPI_Irecv(in, 3, MPI_INT32_T, peer, A_TAG, g_probe, &rq) != MPI_SUCCESS) return 0;
+  if (MPI_Isend(&me, 1, MPI_INT, peer, Q_TAG, g_probe, &sq) != MPI_SUCCESS) return 0;
+  MPI_Request_free(&sq);
+  double t0 = rs__comm_clock();
+  for (;;) {
+    int got = 0;
+    if (MPI_Test(&rq, &got, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 0;
+    if (got) {
+      ans[0] = in[0], ans[1] = in[1], ans[2] = in[2];
+      return 1;
+    }
+    serve_queries();
+    double now = rs__comm_clock();
+    if (now - t0 > limit) return 0;
+    rs__comm_backoff(now - t0 < 1e-3 ? 0 : 1.5); /* sleep 1 ms between tests */
+  }
+}
+
+/* Follow the chain of waits from `peer` (the rank this one timed out on) and write where it ends:
+ * "; rank 2 waits for rank 1 (3.1 s); rank 1 does not answer: the stalled or dead rank is 1". */
+static void wait_chain(int peer, char *out, size_t cap) {
+  size_t n = 0;
+  out[0] = 0;
+  if (g_probe == MPI_COMM_NULL || peer < 0 || peer >= g_size) return;
+  double limit = rs__comm_timeout() / 2;
+  if (limit > 2) limit = 2;
+  if (limit < 0.25) limit = 0.25;
+  int seen[64], nseen = 0;
+  seen[nseen++] = g_rank;
+  for (int hop = 0; hop < 64 && n < cap; ++hop) {
+    int32_t ans[3];
+    if (!ask_peer(peer, limit, ans)) {
+      snprintf(out + n, cap - n, "; rank %d does not answer a progress query in %g s: the stalled or dead rank is %d",
+               peer, limit, peer);
+      return;
+    }
+    if (ans[2] > 1000 * limit) { /* it did not run for longer than a query's wait: it was stopped */
+      snprintf(out + n, cap - n, "; rank %d did not run for %.1f s itself (stopped, or starved of CPU): the stalled "
+               "or dead rank is %d", peer, ans[2] / 1e3, peer);
+      return;
+    }
+    if (ans[0] < 0) {
+      snprintf(out + n, cap - n, "; rank %d answers and waits for nobody (last progress %.1f s ago): it is busy, "
+               "not stalled", peer, ans[1] / 1e3);
+      return;
+    }
+    n += (size_t)snprintf(out + n, cap - n, "; rank %d waits for rank %d (%.1f s)", peer, (int)ans[0], ans[1] / 1e3);
+    for (int i = 0; i < nseen; ++i)
+      if (seen[i] == ans[0]) {
+        if (n < cap) snprintf(out + n, cap - n, ": a cycle of waits (a deadlock), no rank stalled");
+        return;
+      }
+    if (nseen < 64) seen[nseen++] = peer;
+    peer = ans[0];
+    if (peer < 0 || peer >= g_size) return;
+  }
+}
+
 int rs_mpi_available(void) { return 1; }
 
 static const char *mpi_errstr(int rc, char *buf) {
@@ -134,6 +243,9 @@ static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
   double limit = rs__comm_timeout(), last = rs__comm_clock();
   int left = n;
   char eb[MPI_MAX_ERROR_STRING + 64];
+  g_progress = last;
+  g_gap = 0;
+  double turn = last;
   while (left > 0) {
     int done = 0;
     int rc = MPI_Testsome(n, req, &done, idx, sts);
@@ -148,28 +260,37 @@ static rs_status wait_requests(MPI_Request *req, int n, const wait_ctx *w) {
     }
     if (done == MPI_UNDEFINED) break;
     double now = rs__comm_clock();
+    if (now - turn > g_gap) g_gap = now - turn;
+    turn = now;
     if (done > 0) {
       for (int k = 0; w->done && k < done && !st; ++k) st = w->done(w->self, idx[k]);
       if (st) break;
       left -= done;
-      last = now;
+      last = g_progress = now;
+      g_gap = 0;
       continue;
     }
+    /* name a receive still open (the peer whose data never came), else a send */
+    int pick = -1;
+    for (int i = 0; i < n && pick < 0; ++i)
+      if (req[i] != MPI_REQUEST_NULL && w->is_recv_of(w->self, i)) pick = i;
+    for (int i = 0; i < n && pick < 0; ++i)
+      if (req[i] != MPI_REQUEST_NULL) pick = i;
+    g_waits_for = pick >= 0 ? w->peer_of(w->self, pick) : -1;
+    if (now - last > 0.05) serve_queries(); /* only once a wait is slow: no cost on the fast path */
     if (now - last > limit && !RS_MUTANT(902)) { /* 902: the progress timeout is never checked */
-      /* name a receive still open (the peer whose data never came), else a send */
-      int pick = -1;
-      for (int i = 0; i < n && pick < 0; ++i)
-        if (req[i] != MPI_REQUEST_NULL && w->is_recv_of(w->self, i)) pick = i;
-      for (int i = 0; i < n && pick < 0; ++i)
-        if (req[i] != MPI_REQUEST_NULL) pick = i;
-      st = rs__comm_fail("mpi: rank %d waited %g s for rank %d (%s %s it, %d of %d transfers open): "
-                         "the peer is stalled or dead (--timeout)", g_rank, limit,
-                         pick >= 0 ? w->peer_of(w->self, pick) : -1, w->what,
-                         pick >= 0 && w->is_recv_of(w->self, pick) ? "receiving from" : "sending to", left, n);
+      char chain[400];
+      if (RS_MUTANT(904)) chain[0] = 0; /* 904: the chain of waits is not followed */
+      else wait_chain(g_waits_for, chain, sizeof chain);
+      st = rs__comm_fail("mpi: rank %d waited %g s for rank %d (%s %s it, %d of %d transfers open)%s%s (--timeout)",
+                         g_rank, limit, g_waits_for, w->what,
+                         pick >= 0 && w->is_recv_of(w->self, pick) ? "receiving from" : "sending to", left, n,
+                         chain, chain[0] ? "" : ": the peer is stalled or dead");
       break;
     }
     rs__comm_backoff(now - last);
   }
+  g_waits_for = -1;
   free(idx);
   free(sts);
   return st;
@@ -228,6 +349,16 @@ rs_status rs_mpi_start(int *argc, char ***argv, int *rank, int *size, int *owned
       return rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Comm_dup failed");
     MPI_Comm_set_errhandler(g_agree, MPI_ERRORS_RETURN);
   }
+  if (g_probe == MPI_COMM_NULL) {
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &g_probe) != MPI_SUCCESS)
+      return rs_fail(RS_ERR_TRANSPORT, "mpi: MPI_Comm_dup failed");
+    MPI_Comm_set_errhandler(g_probe, MPI_ERRORS_RETURN);
+    g_answer = calloc((size_t)g_size, sizeof *g_answer);
+    if (!g_answer) return rs_fail(RS_ERR_NOMEM, "mpi: out of memory");
+    if (MPI_Irecv(&g_q_buf, 1, MPI_INT, MPI_ANY_SOURCE, Q_TAG, g_probe, &g_q_req) != MPI_SUCCESS)
+      g_q_req = MPI_REQUEST_NULL;
+    g_progress = rs__comm_clock();
+  }
   return RS_OK;
 }
 
@@ -237,6 +368,13 @@ void rs_mpi_stop(int owned) {
   /* after a peer failure MPI_Finalize would wait for that peer: leave it to process exit */
   if (fin || rs__comm_failure()) return;
   if (g_agree != MPI_COMM_NULL) MPI_Comm_free(&g_agree);
+  if (g_q_req != MPI_REQUEST_NULL) {
+    MPI_Cancel(&g_q_req);
+    MPI_Wait(&g_q_req, MPI_STATUS_IGNORE);
+  }
+  if (g_probe != MPI_COMM_NULL) MPI_Comm_free(&g_probe);
+  free(g_answer);
+  g_answer = NULL;
   if (owned) MPI_Finalize();
 }
 
