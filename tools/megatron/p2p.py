@@ -8,8 +8,10 @@ protocol (docs/conformance.md, "Live Megatron-Core"):
 Every model the harness sends is translated into Megatron's terms and handed to Megatron's code on
 a world of real gloo processes (one per rank, forked by this child, reused across cases, torn down
 on exit): per rank a source and a destination nn.Module whose parameters carry Megatron's
-tensor-parallel attributes (tensor_model_parallel, partition_dim, partition_stride, allreduce=False
-for experts), per-expert tensors named weight<k> as TEGroupedMLP names them, pipeline layers named
+tensor-parallel attributes (tensor_model_parallel, partition_dim, partition_stride; allreduce=False
+on expert weights when ep > 1, as Megatron's linear layers set it), per-expert tensors named
+weight<k> as TEGroupedMLP names them (--experts sequential: local_experts.<k>. as SequentialMLP
+does), pipeline layers named
 by their local index with the layer module's global layer_number, and a ProcessGroupCollection of
 real gloo groups (tp, dp, pp, ep, expt_tp) on both configs. Then, on every rank:
 
@@ -65,6 +67,7 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF1
           "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2, "I8": torch.int8,
           "I16": torch.int16, "I32": torch.int32, "I64": torch.int64, "U8": torch.uint8, "BOOL": torch.bool}
 LAYER = re.compile(r"^layers\.(\d+)\.(.*)$")
+EXPERTS = "grouped"
 
 
 class Decline(Exception):
@@ -263,8 +266,13 @@ def translate(model):
                     per = E // ep
                     for k in range(per):
                         e = coord[1] * per + k
-                        mps.append(dict(base, name="%s%d" % (mname, k), shape=loc[1:], pdim=(tdim - 1 if tdim else 0),
-                                        ep=True, off=[e] + off[1:], expert=True))
+                        if EXPERTS == "sequential":  # SequentialMLP: experts.local_experts.<k>.fc1.weight
+                            head, _, tail = mname.partition(".experts.")
+                            ename = "%s.experts.local_experts.%d.%s" % (head, k, tail)
+                        else:  # TEGroupedMLP: experts.fc1.weight<k>
+                            ename = "%s%d" % (mname, k)
+                        mps.append(dict(base, name=ename, k=k, shape=loc[1:], pdim=(tdim - 1 if tdim else 0),
+                                        ep=ep > 1, off=[e] + off[1:], expert=True))
                 else:
                     mps.append(dict(base, name=mname, shape=loc, pdim=(tdim or 0), ep=False, off=off, expert=False))
             info["params"] = mps
@@ -546,7 +554,7 @@ class Driver:
                     per_e = es
                     for x in mp_["shape"]:
                         per_e *= x
-                    k = int(mp_["name"].rsplit("weight", 1)[1])
+                    k = mp_["k"]
                     raw = raw[k * per_e:(k + 1) * per_e]
                 data[r][mp_["name"]] = raw
         mutate = None
@@ -722,7 +730,12 @@ def main():
     ap.add_argument("--case-timeout", type=float, default=25.0,
                     help="seconds the gloo world has for one case (a hung world is killed and restarted)")
     ap.add_argument("--min-world", type=int, default=4)
+    ap.add_argument("--experts", choices=("grouped", "sequential"), default="grouped",
+                    help="name expert weights as TEGroupedMLP does (experts.fc1.weight<k>, the default) "
+                         "or as SequentialMLP does (experts.local_experts.<k>.fc1.weight)")
     args = ap.parse_args()
+    global EXPERTS
+    EXPERTS = args.experts
     drv = Driver(args)
 
     def bye(*_):
