@@ -138,7 +138,17 @@ void rs__cf_bad_answer(rs_cf_backend *b, rs_cf_call *call, const char *why) {
 cJSON *rs__cf_request(rs_cf_backend *b, cJSON *req, rs_cf_call *call) {
   cJSON *ans = NULL;
   rs_exec_fault fault;
+  if (rs_cf_backend_gave_up(b)) { /* --max-timeouts: no request waits for a backend that stopped answering */
+    char why[96];
+    snprintf(why, sizeof why, "%lld", (long long)b->timeouts);
+    /* a skip, not a failure: no case is blamed (or shrunk toward) for a request never sent */
+    rs__cf_call_set(call, RS_BACKEND_UNSUPPORTED, RS_EXEC_FINE,
+                    "not sent: the backend timed out %s times (--max-timeouts), the run stopped asking it", why);
+    return NULL;
+  }
   rs_proto_result r = rs_proto_call(b->proto, req, &ans, call->msg, sizeof call->msg, &fault);
+  /* Mutant 760: timeouts are never counted, so --max-timeouts never stops a hanging backend. */
+  if (fault == RS_EXEC_TIMEOUT && !RS_MUTANT(760)) b->timeouts++;
   call->fault = fault;
   call->result = r == RS_PROTO_OK ? RS_BACKEND_OK : r == RS_PROTO_UNSUPPORTED ? RS_BACKEND_UNSUPPORTED : RS_BACKEND_ERROR;
   return ans;
@@ -358,3 +368,7 @@ out:
   free(t);
   free(cj);
 }
+
+void rs_cf_backend_set_max_timeouts(rs_cf_backend *b, int64_t k) { b->max_timeouts = k; }
+int64_t rs_cf_backend_timeouts(const rs_cf_backend *b) { return b->timeouts; }
+int rs_cf_backend_gave_up(const rs_cf_backend *b) { return b->max_timeouts > 0 && b->timeouts >= b->max_timeouts; }

@@ -16,6 +16,8 @@ struct rs_cf_backend {
   char name[128];
   unsigned caps;
   int ckpt_reshard;
+  int64_t timeouts;     /* requests that timed out (rs__cf_request) */
+  int64_t max_timeouts; /* > 0: after this many, requests are no longer sent (--max-timeouts) */
 };
 
 /* Set a call's outcome with a message (fmt takes one string). */

@@ -287,12 +287,16 @@ static void campaign(rs_cf_run *run) {
       snprintf(first, sizeof first, "%s", msg);
       if (v) {
         memcpy(v, ch.v, n * sizeof *v);
-        rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs);
+        int shrink_out = 0;
+        char note[96];
+        rs_shrink_stream_budget(still_fails, &x, &v, &n, o->shrink_runs, o->shrink_seconds, &shrink_out);
+        rs_shrink_budget_note(shrink_out, o->shrink_runs, o->shrink_seconds, note, sizeof note);
         rs_choices rc;
         if (rs_choices_replay(&rc, v, n) == RS_OK) {
           if (!still_fails(&x, &rc)) snprintf(msg, 4096, "%s (shrinking lost the failure)", first);
           rs_choices_free(&rc);
         }
+        if (note[0] && strlen(msg) + strlen(note) + 4 < 4096) strcat(strcat(strcat(msg, " ("), note), ")");
         free(v);
       }
       if (x.last.save.nt && save_failure(run, &x.last, msg, path, sizeof path) == RS_OK)

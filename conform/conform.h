@@ -39,6 +39,11 @@ const char *rs_cf_backend_name(const rs_cf_backend *b);
 const char *rs_cf_backend_spec(const rs_cf_backend *b);
 /* 1 when checkpoints it saves are in reshard's format (then held to `reshard ckpt verify`). */
 int rs_cf_backend_ckpt_reshard(const rs_cf_backend *b);
+/* --max-timeouts: after k requests timed out (k > 0; 0: never), the backend is asked nothing more
+ * (each later call fails at once, "not sent"); the run stops its campaigns and suites. */
+void rs_cf_backend_set_max_timeouts(rs_cf_backend *b, int64_t k);
+int64_t rs_cf_backend_timeouts(const rs_cf_backend *b);
+int rs_cf_backend_gave_up(const rs_cf_backend *b);
 
 /* How one call ended: RS_BACKEND_OK, _ERROR (msg says why; fault says whether a process
  * crashed, hung or wrote garbage) or _UNSUPPORTED (a skip). */
@@ -89,7 +94,17 @@ typedef struct rs_conform_opts {
   const char *junit, *json;
   const char *report;       /* --report DIR (rs_cf_write_html) */
   int quiet;
+  /* --max-skip-share P: an item (a property campaign, a corpus file) whose backend declined more
+   * than this share of its cases fails (>= 1: never); suites skipped for a missing capability
+   * are not judged */
+  double max_skip_share;
+  double shrink_seconds;    /* --shrink-seconds: wall-clock cap per shrunk failure (0: none) */
+  int64_t max_timeouts;     /* --max-timeouts (rs_cf_backend_set_max_timeouts) */
 } rs_conform_opts;
+
+#define RS_CF_MAX_SKIP_SHARE 1.0
+#define RS_CF_MAX_TIMEOUTS 25
+#define RS_CF_SHRINK_SECONDS 120.0
 
 /* One line of the report: a property campaign or a fixture file of one suite. */
 typedef struct rs_cf_item {
@@ -101,12 +116,15 @@ typedef struct rs_cf_item {
   char message[1024];       /* first failure (shrunk) or why skipped */
   char replay[1536];        /* the command that replays the first failure */
   char saved[1024];         /* the saved (shrunk) failure it replays ("" when none was saved) */
+  int capability_skip;      /* skipped as a whole: the backend lacks the capability */
 } rs_cf_item;
 
 typedef struct rs_cf_result {
   rs_cf_item *item;
   int n, cap;
   int failed;               /* items with a failure */
+  int64_t timeouts;         /* requests that timed out */
+  int stopped;              /* the run stopped: the backend timed out --max-timeouts times */
   char replay[2048];        /* "reshard conform --backend '<spec>' --replay", before a saved file */
 } rs_cf_result;
 

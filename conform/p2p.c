@@ -159,6 +159,7 @@ static void campaign(rs_cf_run *run) {
   c.quiet = run->o->quiet;
   c.print = 1;
   c.shrink_runs = run->o->shrink_runs;
+  c.shrink_seconds = run->o->shrink_seconds;
   rs_p2p_campaign_result *r = calloc(1, sizeof *r);
   if (!r) return;
   if (rs_p2p_campaign_run(&c, r)) {

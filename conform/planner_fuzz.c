@@ -13,6 +13,7 @@
 #include "core/case_json.h"
 #include "core/mutant.h"
 #include "core/values.h"
+#include "props/features.h"
 #include "props/report.h"
 #include "reshard/ref.h"
 
@@ -49,7 +50,20 @@ void rs_pf_opts_default(rs_pf_opts *o) {
   rs_p2p_gen_opts_default(&o->p2p);
   o->regress_dir = "fuzz-planner-failures";
   o->shrink_runs = 500;
+  o->shrink_seconds = RS_PF_SHRINK_SECONDS;
+  o->max_decline_share = RS_PF_MAX_DECLINE_SHARE;
   o->worst = 3;
+}
+
+/* The generator options of the run: `reshard check`'s generator (one stream per case), on the
+ * enumeration the planner is held to: --enumeration pytorch draws every case on the pytorch
+ * enumeration (zero-fill S -> P(sum) included, as `reshard gen --enumeration pytorch` prints them);
+ * seed draws no pytorch case. */
+static rs_gen_opts run_gen(const rs_pf_opts *o) {
+  rs_gen_opts g = o->gen;
+  g.redraws = NULL;
+  g.enumerations = o->enumeration == RS_ENUM_PYTORCH ? RS_GEN_ENUM_PYTORCH : RS_GEN_ENUM_SEED;
+  return g;
 }
 
 /* ---- one case: what the planner's plan is worth ---- */
@@ -298,8 +312,7 @@ static void describe_model(const rs_p2p_model *m, char *buf, size_t cap) {
 /* Generate case i from the stream, check the planner on it and score it. RS_FAIL fills *why. */
 static rs_outcome redistribute_case(rs_planner_host *h, const rs_pf_opts *o, rs_choices *ch, rs_case *c,
                                     pf_eval *e, rs_pf_fail *why, char *msg) {
-  rs_gen_opts gen = o->gen;
-  gen.redraws = NULL;
+  rs_gen_opts gen = run_gen(o);
   memset(e, 0, sizeof *e);
   if (rs_gen_case(ch, &gen, c) != RS_OK) return with_error(RS_SKIP, msg, MSG_CAP, "generator");
   c->enumeration = o->enumeration;
@@ -437,7 +450,10 @@ static void record_failure(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result
   } else {
   memcpy(v, ch->v, n * sizeof *v);
   pf_pred x = {h, o, f, c, &m, e, msg};
-  int runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs);
+  int out = 0;
+  int runs = rs_shrink_stream_budget(still_fails, &x, &v, &n, o->shrink_runs, o->shrink_seconds, &out);
+  r->shrink_runs[f] = runs;
+  r->shrink_out[f] = out;
   rs_choices rc;
   int ok = rs_choices_replay(&rc, v, n) == RS_OK;
   if (ok) {
@@ -455,7 +471,10 @@ static void record_failure(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result
     char layout[320];
     if (o->kind == RS_PF_P2P) describe_model(&m, layout, sizeof layout);
     else describe_case(c, layout, sizeof layout);
-    printf("FAIL %s plan (shrunk in %d runs to %zu draws): %s\n  %s\n", rs_pf_fail_name(f), runs, n, layout, msg);
+    char note[96];
+    rs_shrink_budget_note(out, o->shrink_runs, o->shrink_seconds, note, sizeof note);
+    printf("FAIL %s plan (shrunk in %d runs to %zu draws%s%s): %s\n  %s\n", rs_pf_fail_name(f), runs, n,
+           note[0] ? "; " : "", note, layout, msg);
     char args[1024];
     rs__pf_replay_args(o, r->fixture[f], args, sizeof args);
     printf("  replay: reshard fuzz-planner %s\n", args);
@@ -467,6 +486,32 @@ static void record_failure(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result
   free(e);
   free(msg);
   free(v);
+}
+
+/* The run's own verdicts, after the cases: feature coverage (redistribute: props' table and gate,
+ * judged from RS_PF_FEATURE_MIN_CASES cases), nothing checked (every case declined or not
+ * generated), and declines over --max-decline-share. Each counts as one failure. */
+static void pf_gates(const rs_pf_opts *o, rs_pf_result *r) {
+  if (o->kind == RS_PF_REDISTRIBUTE) {
+    rs_gen_opts g = run_gen(o);
+    double rate[RS_FEATURES_MAX];
+    for (int f = 0; f < rs_feature_count(); f++) {
+      r->feature_required[f] = rs__feature_required(&g, f);
+      rate[f] = rs__feature_rate(&g, f);
+    }
+    /* Mutant 803: fuzz-planner's coverage gate is never judged. */
+    if (!RS_MUTANT(803))
+      r->features_missing = rs_feature_gate(r->cases, RS_PF_FEATURE_MIN_CASES, rs_feature_count(), r->feature, rate,
+                                            r->feature_min);
+    r->failed += r->features_missing != 0;
+  }
+  /* a failed case was checked; a run of only declines and undrawable cases checked nothing */
+  r->nothing_checked = r->passed == 0 && r->failed_cases == 0;
+  r->failed += r->nothing_checked;
+  r->decline_over = rs_share_over(r->declined, r->cases, o->max_decline_share);
+  r->failed += r->decline_over;
+  if ((r->features_missing || r->nothing_checked || r->decline_over) && !r->first_failure_case)
+    r->first_failure_case = r->cases;
 }
 
 rs_status rs_pf_run(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r) {
@@ -504,6 +549,11 @@ rs_status rs_pf_run(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r) {
     } else {
       out = redistribute_case(h, o, &ch, c, e, &why, msg);
       describe_case(c, layout, sizeof layout);
+      if (strncmp(msg, "generator:", 10) != 0 || out != RS_SKIP) {
+        int hit[RS_FEATURES_MAX];
+        rs__features_of_case(c, hit);
+        for (int f = 0; f < rs_feature_count(); f++) r->feature[f] += hit[f];
+      }
     }
     r->cases++;
     if (out == RS_FAIL && why < RS_PF_NFAIL) {
@@ -527,6 +577,7 @@ rs_status rs_pf_run(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r) {
   }
   rs_progress_end(&prog);
   r->seconds = rs_now() - t0;
+  pf_gates(o, r);
   free(c);
   free(e);
   free(msg);

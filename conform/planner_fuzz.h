@@ -51,7 +51,16 @@ typedef struct rs_pf_opts {
   rs_p2p_gen_opts p2p;
   const char *json, *junit, *regress_dir;
   int quiet, shrink_runs, worst;
+  /* a planner declining more than this share of the cases fails (--max-decline-share, default
+   * RS_PF_MAX_DECLINE_SHARE); >= 1: never */
+  double max_decline_share;
+  double shrink_seconds; /* --shrink-seconds: the time all shrinking of one run may take (0: none) */
 } rs_pf_opts;
+
+#define RS_PF_MAX_DECLINE_SHARE 0.5
+#define RS_PF_SHRINK_SECONDS 120.0
+/* fuzz-planner judges feature coverage from this many cases (its default case count) */
+#define RS_PF_FEATURE_MIN_CASES 1000
 
 void rs_pf_opts_default(rs_pf_opts *o);
 
@@ -70,6 +79,14 @@ typedef struct rs_pf_result {
   char message[RS_PF_NFAIL][1024];
   char fixture[RS_PF_NFAIL][512];
   int shrink_lost[RS_PF_NFAIL];
+  int shrink_runs[RS_PF_NFAIL];  /* predicate runs the shrinker took */
+  int shrink_out[RS_PF_NFAIL];   /* RS_SHRINK_RUNS_OUT / RS_SHRINK_TIME_OUT: the budget ran out */
+  /* redistribute: feature coverage of the drawn cases (props' table and gate, as `reshard check`) */
+  int64_t feature[RS_FEATURES_MAX], feature_min[RS_FEATURES_MAX];
+  int feature_required[RS_FEATURES_MAX];
+  int features_missing;          /* features under their minimum count (rs_feature_gate) */
+  int nothing_checked;           /* no plan was checked (every case declined or not generated) */
+  int decline_over;              /* declined > max_decline_share of the cases */
   /* score table: [objective][baseline column, the last = best of them] */
   int64_t win[RS_PF_NOBJ][RS_PF_MAX_BASE], tie[RS_PF_NOBJ][RS_PF_MAX_BASE], loss[RS_PF_NOBJ][RS_PF_MAX_BASE];
   double sum_mine[RS_PF_NOBJ], sum_best[RS_PF_NOBJ];
@@ -80,7 +97,7 @@ typedef struct rs_pf_result {
   rs_pf_worst worst[RS_PF_NOBJ][RS_PF_WORST];
   int nworst[RS_PF_NOBJ];
   double seconds;
-  int failed; /* failure kinds seen */
+  int failed; /* failure kinds seen, plus 1 each for coverage, nothing checked, too many declines */
 } rs_pf_result;
 
 /* The campaign; RS_OK whether or not the planner failed (r->failed). Errors: the planner could not

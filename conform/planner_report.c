@@ -6,6 +6,7 @@
 #include <string.h>
 #include "conform/planner_fuzz.h"
 #include "props/report.h"
+#include "props/props.h"
 
 static double mean(double sum, int64_t n) { return n ? sum / (double)n : 0.0; }
 
@@ -54,11 +55,28 @@ void rs_pf_print(FILE *f, rs_planner_host *h, const rs_pf_opts *o, const rs_pf_r
   }
   for (int k = 0; k < RS_PF_NFAIL; k++) {
     if (!r->fail[k]) continue;
-    char args[1024];
+    char args[1024], note[96];
     rs__pf_replay_args(o, r->fixture[k], args, sizeof args);
-    fprintf(f, "FAIL %s plan (%lld cases, first shrunk): %s\n  replay: reshard fuzz-planner %s\n",
-            rs_pf_fail_name((rs_pf_fail)k), (long long)r->fail[k], r->message[k], args);
+    rs_shrink_budget_note(r->shrink_out[k], o->shrink_runs, o->shrink_seconds, note, sizeof note);
+    fprintf(f, "FAIL %s plan (%lld cases, first shrunk in %d runs%s%s): %s\n  replay: reshard fuzz-planner %s\n",
+            rs_pf_fail_name((rs_pf_fail)k), (long long)r->fail[k], r->shrink_runs[k], note[0] ? "; " : "", note,
+            r->message[k], args);
   }
+  if (o->kind == RS_PF_REDISTRIBUTE && r->features_missing) {
+    fprintf(f, "FAIL feature coverage: %d required feature(s) under their minimum count (rs_feature_gate):",
+            r->features_missing);
+    for (int i = 0; i < rs_feature_count(); i++)
+      if (r->feature[i] < r->feature_min[i])
+        fprintf(f, " %s %lld < %lld", rs_feature_name(i), (long long)r->feature[i], (long long)r->feature_min[i]);
+    fprintf(f, "\n");
+  }
+  if (r->nothing_checked)
+    fprintf(f, "FAIL nothing checked: the planner planned none of %lld cases (declined %lld)\n", (long long)r->cases,
+            (long long)r->declined);
+  else if (r->decline_over)
+    fprintf(f, "FAIL declined %lld of %lld cases (%.1f%%), over --max-decline-share %g\n", (long long)r->declined,
+            (long long)r->cases, r->cases ? 100.0 * (double)r->declined / (double)r->cases : 0.0,
+            o->max_decline_share);
 }
 
 static cJSON *wtl(const rs_pf_result *r, int obj, int b) {
@@ -85,6 +103,18 @@ rs_status rs_pf_json(const char *path, rs_planner_host *h, const rs_pf_opts *o, 
   cJSON_AddNumberToObject(root, "failed_cases", (double)r->failed_cases);
   cJSON_AddNumberToObject(root, "first_failure_case", (double)r->first_failure_case);
   cJSON_AddNumberToObject(root, "seconds", r->seconds);
+  cJSON_AddBoolToObject(root, "nothing_checked", r->nothing_checked);
+  cJSON_AddNumberToObject(root, "max_decline_share", o->max_decline_share);
+  cJSON_AddBoolToObject(root, "decline_over", r->decline_over);
+  if (o->kind == RS_PF_REDISTRIBUTE) {
+    cJSON *feat = cJSON_AddObjectToObject(root, "features"), *fmin = cJSON_AddObjectToObject(root, "features_min");
+    cJSON *miss = cJSON_AddArrayToObject(root, "features_missing");
+    for (int i = 0; i < rs_feature_count(); i++) {
+      cJSON_AddNumberToObject(feat, rs_feature_name(i), (double)r->feature[i]);
+      if (r->feature_min[i] > 0) cJSON_AddNumberToObject(fmin, rs_feature_name(i), (double)r->feature_min[i]);
+      if (r->feature[i] < r->feature_min[i]) cJSON_AddItemToArray(miss, cJSON_CreateString(rs_feature_name(i)));
+    }
+  }
   cJSON *fails = cJSON_AddArrayToObject(root, "failures");
   for (int k = 0; k < RS_PF_NFAIL; k++) {
     if (!r->fail[k]) continue;
@@ -98,6 +128,11 @@ rs_status rs_pf_json(const char *path, rs_planner_host *h, const rs_pf_opts *o, 
     cJSON_AddStringToObject(x, "fixture", r->fixture[k]);
     cJSON_AddStringToObject(x, "replay", cmd);
     cJSON_AddBoolToObject(x, "shrink_lost", r->shrink_lost[k]);
+    cJSON_AddNumberToObject(x, "shrink_runs", r->shrink_runs[k]);
+    cJSON_AddBoolToObject(x, "shrink_budget_out", r->shrink_out[k] != 0);
+    char note[96];
+    rs_shrink_budget_note(r->shrink_out[k], o->shrink_runs, o->shrink_seconds, note, sizeof note);
+    if (note[0]) cJSON_AddStringToObject(x, "shrink_note", note);
     cJSON_AddItemToArray(fails, x);
   }
   cJSON *score = cJSON_AddObjectToObject(root, "score");
@@ -134,9 +169,13 @@ rs_status rs_pf_json(const char *path, rs_planner_host *h, const rs_pf_opts *o, 
 rs_status rs_pf_junit(const char *path, const rs_pf_opts *o, const rs_pf_result *r) {
   static const char *const NAMES[RS_PF_NFAIL] = {"planner_answers", "plans_legal", "plans_match_oracle"};
   const char *suite = o->kind == RS_PF_P2P ? "reshard.fuzz_planner.p2p" : "reshard.fuzz_planner";
-  int skipped = 0;
-  for (int k = 0; k < RS_PF_NFAIL; k++) skipped += r->passed == 0 && !r->fail[k];
-  FILE *f = rs__junit_open(path, suite, RS_PF_NFAIL, r->failed, skipped, r->seconds);
+  int skipped = 0, kinds = 0;
+  for (int k = 0; k < RS_PF_NFAIL; k++) {
+    skipped += r->passed == 0 && !r->fail[k];
+    kinds += r->fail[k] != 0;
+  }
+  int policy = r->features_missing || r->nothing_checked || r->decline_over;
+  FILE *f = rs__junit_open(path, suite, RS_PF_NFAIL + 1, kinds + policy, skipped, r->seconds);
   if (!f) return RS_ERR_IO;
   for (int k = 0; k < RS_PF_NFAIL; k++) {
     /* "replay: reshard fuzz-planner --planner .. --case FILE", then the shrunk case's contents */
@@ -148,5 +187,18 @@ rs_status rs_pf_junit(const char *path, const rs_pf_opts *o, const rs_pf_result 
     rs__junit_property(f, suite, NAMES[k], r->fail[k] ? r->message[k] : NULL, cmd, r->fixture[k],
                        r->passed == 0 && !r->fail[k]);
   }
+  /* the run's own verdicts: feature coverage, nothing checked, the decline share */
+  char why[256] = "";
+  if (r->nothing_checked)
+    snprintf(why, sizeof why, "nothing checked: the planner planned none of %lld cases", (long long)r->cases);
+  else if (r->decline_over)
+    snprintf(why, sizeof why, "declined %lld of %lld cases, over --max-decline-share %g", (long long)r->declined,
+             (long long)r->cases, o->max_decline_share);
+  else if (r->features_missing)
+    snprintf(why, sizeof why, "feature coverage: %d required feature(s) under their minimum count",
+             r->features_missing);
+  fprintf(f, "  <testcase classname=\"%s\" name=\"run_checks\">", suite);
+  if (why[0]) fprintf(f, "<failure type=\"policy\" message=\"%s\"/>", why);
+  fprintf(f, "</testcase>\n");
   return rs__junit_close(f, path);
 }

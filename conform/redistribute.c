@@ -113,6 +113,16 @@ rs_outcome rs_cf_redistribute_replay(rs_cf_backend *b, const char *text, char *m
 
 /* ---- the property campaign ---- */
 
+/* --max-timeouts: the campaign stops once the backend stopped being asked. */
+static const char *gave_up(void *ctx) {
+  static char why[160];
+  rs_cf_backend *b = ctx;
+  if (!rs_cf_backend_gave_up(b)) return NULL;
+  snprintf(why, sizeof why, "stopped: the backend timed out %lld times (--max-timeouts)",
+           (long long)rs_cf_backend_timeouts(b));
+  return why;
+}
+
 static void campaign(rs_cf_run *run) {
   const rs_conform_opts *o = run->o;
   rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_REDISTRIBUTE, 0, rs_prop_name(RS_PROP_BACKEND));
@@ -130,6 +140,9 @@ static void campaign(rs_cf_run *run) {
   co.replay = run->replay;
   co.quiet = o->quiet;
   co.shrink_runs = o->shrink_runs;
+  co.shrink_seconds = o->shrink_seconds;
+  co.stop = gave_up;
+  co.stop_ctx = run->b;
   rs_campaign_result *cr = calloc(1, sizeof *cr);
   if (!cr) return;
   if (rs_campaign_run(&co, cr) != RS_OK) {
@@ -144,7 +157,7 @@ static void campaign(rs_cf_run *run) {
     } else if (cr->failed) {
       /* the campaign's own checks: feature coverage, the share of order values */
       it->fail++;
-      RS_CF_PRINT(it->message, "%s", cr->features_missing ? "feature coverage: a required feature was never generated"
+      RS_CF_PRINT(it->message, "%s", cr->features_missing ? "feature coverage: a required feature under its minimum count"
                                                                           : "too few Partial cases carried order values");
     }
     it->seconds = cr->seconds;

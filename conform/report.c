@@ -170,6 +170,10 @@ rs_status rs_cf_write_json(const char *path, const rs_conform_opts *o, const rs_
   cJSON_AddNumberToObject(root, "fail", (double)tot[1]);
   cJSON_AddNumberToObject(root, "skip", (double)tot[2]);
   cJSON_AddNumberToObject(root, "failed_items", r->failed);
+  cJSON_AddNumberToObject(root, "timeouts", (double)r->timeouts);
+  cJSON_AddBoolToObject(root, "stopped_on_timeouts", r->stopped);
+  cJSON_AddNumberToObject(root, "max_skip_share", o->max_skip_share);
+  cJSON_AddNumberToObject(root, "max_timeouts", (double)o->max_timeouts);
   cJSON_AddItemToObject(root, "suites", suites);
   cJSON_AddItemToObject(root, "items", items);
   return rs__report_json_write(root, path);

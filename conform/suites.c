@@ -14,6 +14,7 @@
 #include <zlib.h>
 #include "conform/suite.h"
 #include "core/json.h"
+#include "core/mutant.h"
 
 static const struct {
   const char *name;
@@ -115,6 +116,7 @@ int rs_cf_require(rs_cf_run *run, unsigned suite, unsigned caps, const char *nam
   rs_cf_item *it = rs_cf_add_item(run->r, suite, 0, name);
   if (it) {
     it->skip = 1;
+    it->capability_skip = 1;
     RS_CF_PRINT(it->message, "the backend lacks %s", rs_cf_caps_text(caps));
   }
   return 0;
@@ -249,6 +251,29 @@ rs_status rs_cf_save_failure(const rs_cf_run *run, const char *text, const char 
 
 /* ---- the run ---- */
 
+/* The run's policy gates after the suites: an item whose backend declined more than
+ * --max-skip-share of its cases fails (props' one share gate; capability skips are not judged),
+ * and the timeouts counted, with a run stopped by --max-timeouts. */
+static void rs_cf_policy(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r) {
+  r->timeouts = rs_cf_backend_timeouts(b);
+  r->stopped = rs_cf_backend_gave_up(b);
+  r->failed = 0;
+  for (int i = 0; i < r->n; i++) {
+    rs_cf_item *it = &r->item[i];
+    int64_t n = it->pass + it->fail + it->skip;
+    /* Mutant 761: the skip share is never judged (a backend declining every Partial case passes). */
+    if (!it->capability_skip && !RS_MUTANT(761) && rs_share_over(it->skip, n, o->max_skip_share)) {
+      char why[1024];
+      snprintf(why, sizeof why, "declined %lld of %lld cases (%.1f%%), over --max-skip-share %g%s%.600s",
+               (long long)it->skip, (long long)n, 100.0 * (double)it->skip / (double)n, o->max_skip_share,
+               it->message[0] ? "; first: " : "", it->message);
+      if (!it->fail) RS_CF_PRINT(it->message, "%s", why);
+      it->fail += it->fail == 0;
+    }
+    r->failed += it->fail > 0;
+  }
+}
+
 rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r) {
   memset(r, 0, sizeof *r);
   rs_cf_run run = {o, b, r, o->fixtures, o->failures ? o->failures : "conform-failures", ""};
@@ -256,9 +281,19 @@ rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_resul
   rs_exec_quote(rs_cf_backend_spec(b), q, sizeof q);
   snprintf(run.replay, sizeof run.replay, "reshard conform --backend %s --replay", q);
   memcpy(r->replay, run.replay, sizeof r->replay);
+  rs_cf_backend_set_max_timeouts(b, o->max_timeouts);
   for (size_t i = 0; i < NSUITES; i++) {
     unsigned s = SUITES[i].bit;
     if (!(o->suites & s)) continue;
+    if (rs_cf_backend_gave_up(b)) { /* --max-timeouts: the suites left are not run, and say so */
+      rs_cf_item *it = rs_cf_add_item(r, s, 0, "not_run");
+      if (it) {
+        it->fail = 1;
+        RS_CF_PRINT(it->message, "not run: the backend timed out %lld times (--max-timeouts %lld)",
+                    (long long)rs_cf_backend_timeouts(b), (long long)o->max_timeouts);
+      }
+      continue;
+    }
     if (!o->quiet) printf("== suite %s (backend %s)\n", SUITES[i].name, rs_cf_backend_name(b));
     fflush(stdout);
     if (s == RS_CF_SUITE_REDISTRIBUTE) rs_cf_suite_redistribute(&run);
@@ -266,8 +301,7 @@ rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_resul
     else if (s == RS_CF_SUITE_P2P) rs_cf_suite_p2p(&run);
     else rs_cf_suite_ckpt(&run);
   }
-  r->failed = 0;
-  for (int i = 0; i < r->n; i++) r->failed += r->item[i].fail > 0;
+  rs_cf_policy(o, b, r);
   return RS_OK;
 }
 

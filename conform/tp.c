@@ -57,6 +57,7 @@ static void campaign(rs_cf_run *run) {
   t.cases = run->o->cases > 0 ? run->o->cases : 0;
   t.seconds = run->o->seconds; /* with --seconds: the same case stream as `reshard tp check --seconds` */
   t.shrink_runs = run->o->shrink_runs;
+  t.shrink_seconds = run->o->shrink_seconds;
   t.regress_dir = run->failures;
   t.quiet = run->o->quiet;
   t.keep_going = 1;

@@ -81,3 +81,22 @@ int rs__flag_seconds(const char *s, double *out) {
   *out = v;
   return 0;
 }
+
+int rs__flag_share(const char *s, double *out) {
+  if (!s) return -1;
+  double v = 0, scale = 1;
+  int digits = 0;
+  for (; isdigit((unsigned char)*s); ++s, ++digits) {
+    v = v * 10 + (*s - '0');
+    if (v > 1) return -1;
+  }
+  if (*s == '.') {
+    for (++s; isdigit((unsigned char)*s); ++s, ++digits) {
+      scale /= 10;
+      v += (*s - '0') * scale;
+    }
+  }
+  if (*s || !digits || !(v >= 0 && v <= 1)) return -1;
+  *out = v;
+  return 0;
+}

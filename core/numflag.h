@@ -21,6 +21,9 @@ int rs__flag_bytes(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* A time in seconds: digits with an optional fraction (10, 0.5, .25), 0 < t <= RS_MAX_SECONDS.
  * No sign, exponent, nan or inf. */
 int rs__flag_seconds(const char *s, double *out);
+/* A share of cases: digits with an optional fraction (0, 0.25, 1, .5), 0 <= v <= 1. No sign,
+ * percent sign, exponent, nan or inf. */
+int rs__flag_share(const char *s, double *out);
 /* 1 when t is a time limit a campaign can keep: finite, > 0 and <= RS_MAX_SECONDS (NaN fails
  * every comparison, so `t <= 0` alone lets it through). */
 int rs__seconds_ok(double t);

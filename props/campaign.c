@@ -136,11 +136,11 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
                            char *msg, rs_html *html) {
   size_t n = ch->n;
   uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-  int runs = 0;
+  int runs = 0, shrink_out = 0;
   pred_ctx x = {id, env, &o->gen, c, msg};
   if (v) {
     memcpy(v, ch->v, n * sizeof *v);
-    runs = rs_shrink_stream(still_fails, &x, &v, &n, o->shrink_runs);
+    runs = rs_shrink_stream_budget(still_fails, &x, &v, &n, o->shrink_runs, o->shrink_seconds, &shrink_out);
   }
   /* Decode the final stream once more: its case and message are what gets reported. */
   rs_choices rc;
@@ -156,6 +156,8 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
   /* the summary line and the first differing element (the diff's first line), one line: what a
    * JUnit failure message or a JSON report shows, as the console does */
   rs_message_head(s->message, sizeof s->message, msg);
+  s->shrink_runs = runs;
+  s->shrink_out = shrink_out;
   int wrote = 0;
   if (o->print) {
     rs_status st = rs_write_regression(o->regress_dir ? o->regress_dir : "fixtures/regressions", id,
@@ -163,7 +165,10 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
     wrote = st == RS_OK;
     if (!wrote) snprintf(s->fixture, sizeof s->fixture, "(not written: %s)", rs_last_error());
     char *cj = rs_case_to_json(c);
-    printf("FAIL %s (shrunk in %d runs to %zu draws)\n  %s\n", rs_prop_name(id), runs, n, msg);
+    char note[96];
+    rs_shrink_budget_note(shrink_out, o->shrink_runs, o->shrink_seconds, note, sizeof note);
+    printf("FAIL %s (shrunk in %d runs to %zu draws%s%s)\n  %s\n", rs_prop_name(id), runs, n, note[0] ? "; " : "",
+           note, msg);
     if (cj) {
       /* The codec may pretty-print; one line is easier to read in a log. */
       for (char *p = cj; *p; p++)
@@ -191,10 +196,13 @@ static void tally_features(const rs_case *c, rs_campaign_result *r) {
 
 /* Campaigns stopped early by a failure are not judged: they may be short for a reason. */
 static void check_features(const rs_campaign_opts *o, rs_campaign_result *r) {
-  for (int f = 0; f < rs_feature_count(); f++) r->feature_required[f] = rs__feature_required(&o->gen, f);
-  if (r->cases < RS_FEATURE_MIN_CASES) return;
-  for (int f = 0; f < rs_feature_count(); f++)
-    if (r->feature_required[f] && r->feature[f] == 0) r->features_missing++;
+  double rate[RS_FEATURES_MAX];
+  for (int f = 0; f < rs_feature_count(); f++) {
+    r->feature_required[f] = rs__feature_required(&o->gen, f);
+    rate[f] = rs__feature_rate(&o->gen, f);
+  }
+  r->features_missing = rs_feature_gate(r->cases, RS_FEATURE_MIN_CASES, rs_feature_count(), r->feature, rate,
+                                        r->feature_min);
   if (r->features_missing) {
     r->failed++;
     if (!r->first_failure_case) r->first_failure_case = r->cases;
@@ -249,6 +257,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   rs_progress prog;
   rs_progress_init(&prog, o->print && !o->quiet);
   rs_status oom_st = RS_OK, st = RS_OK;
+  const char *stop_msg = NULL;
   double t0 = rs_now(), el = 0;
   clock_t c0 = clock();
   int64_t i = 0;
@@ -256,7 +265,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     el = rs_now() - t0;
     int stop = o->cases > 0 ? i >= o->cases : el >= o->seconds;
     if (o->cases <= 0) stop = agree(&env, stop); /* time is local: agree on when to stop */
-    if (stop || peer_failure()) break;
+    if (stop || peer_failure() || (o->stop && (stop_msg = o->stop(o->stop_ctx)) != NULL)) break;
     for (int pass = 0; pass < 2; pass++) {
       /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case, drawn
        * only when a property wants one (--properties may leave them all out). */
@@ -321,9 +330,9 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     }
   }
 stopped:
-  if (oom_st || peer_failure()) {
+  if (oom_st || peer_failure() || stop_msg) {
     rs_progress_end(&prog);
-    st = oom_st ? oom_st : rs_fail(RS_ERR_TIMEOUT, "%s", peer_failure());
+    st = oom_st ? oom_st : rs_fail(RS_ERR_TIMEOUT, "%s", stop_msg ? stop_msg : peer_failure());
     r->cases = i;
     goto out;
   }

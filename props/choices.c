@@ -74,3 +74,22 @@ uint64_t rs_draw(rs_choices *ch, uint64_t n) {
   ch->pos++;
   return r;
 }
+
+int rs_choices_item(rs_choices *ch, size_t count_at, uint64_t less, size_t start, size_t end) {
+  if (ch->nitems >= RS_CHOICE_ITEMS || end <= start || count_at >= start) return -1;
+  rs_choice_item *it = &ch->item[ch->nitems];
+  it->count_at = (uint32_t)count_at;
+  it->less = less;
+  it->nspan = 1;
+  it->start[0] = (uint32_t)start;
+  it->end[0] = (uint32_t)end;
+  return ch->nitems++;
+}
+
+void rs_choices_item_span(rs_choices *ch, int idx, size_t start, size_t end) {
+  if (idx < 0 || idx >= ch->nitems || end <= start) return;
+  rs_choice_item *it = &ch->item[idx];
+  if (it->nspan >= RS_CHOICE_SPANS || start < it->end[it->nspan - 1]) return;
+  it->start[it->nspan] = (uint32_t)start;
+  it->end[it->nspan++] = (uint32_t)end;
+}

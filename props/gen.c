@@ -138,8 +138,13 @@ static void fit_shape(const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
 }
 
 /* Dim sizes (some tied to mesh sizes), halved until the case is small enough. */
-static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t) {
-  for (int d = 0; d < t->ndim; d++) t->shape[d] = gen_dim_size(ch, o, m);
+static void gen_shape(rs_choices *ch, const rs_gen_opts *o, const rs_mesh *m, rs_tensor *t, size_t tnd_at,
+                      int64_t tnd_less) {
+  for (int d = 0; d < t->ndim; d++) {
+    size_t at = ch->pos;
+    t->shape[d] = gen_dim_size(ch, o, m);
+    if (tnd_less >= 0) rs_choices_item(ch, tnd_at, (uint64_t)tnd_less, at, ch->pos);
+  }
   fit_shape(o, m, t);
 }
 
@@ -174,11 +179,13 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
   memset(c, 0, sizeof *c);
   int maxd = o->max_mesh_dims < 1 ? 1 : o->max_mesh_dims > RS_MAX_MESH_DIMS ? RS_MAX_MESH_DIMS : o->max_mesh_dims;
   int maxt = o->max_tensor_dims < 0 ? 0 : o->max_tensor_dims > RS_MAX_DIMS ? RS_MAX_DIMS : o->max_tensor_dims;
+  size_t nd_at = ch->pos;
   int nd = PICK(ch, MESH_ND);
   if (nd > maxd) nd = maxd;
   /* Mutant 264: the mesh-rank table tops out at 5 dims. */
   if (RS_MUTANT(264) && nd > 5) nd = 5;
   c->tensor.dtype = gen_dtype(ch, o);
+  size_t tnd_at = ch->pos;
   c->tensor.ndim = PICK(ch, TENSOR_ND);
   /* Mutant 284: the tensor-rank table tops out at 7 dims: no 8-d tensors. */
   if (RS_MUTANT(284) && c->tensor.ndim > 7) c->tensor.ndim = 7;
@@ -193,11 +200,28 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
   int red = rs_dtype_reducible(c->tensor.dtype), tnd = c->tensor.ndim;
   int64_t size[RS_MAX_MESH_DIMS];
   c->src.mesh_ndim = c->dst.mesh_ndim = nd;
+  /* the draw of the mesh-dims table that gives one dim fewer: the shrinker drops a mesh dim
+   * (its size and placements) with it */
+  int64_t nd_less = -1;
+  for (int k = (int)(sizeof MESH_ND / sizeof MESH_ND[0]) - 1; k >= 0 && nd > 1; k--)
+    if ((MESH_ND[k] > maxd ? maxd : MESH_ND[k]) == nd - 1) {
+      nd_less = k;
+      break;
+    }
   for (int m = 0; m < nd; m++) {
+    size_t at = ch->pos;
     size[m] = PICK(ch, MESH_SZ);
     c->src.p[m] = gen_placement(ch, o, tnd, red, *fam);
     c->dst.p[m] = gen_placement(ch, o, tnd, red, *fam);
+    if (nd_less >= 0) rs_choices_item(ch, nd_at, (uint64_t)nd_less, at, ch->pos);
   }
+  /* the same for a tensor dim (its size draws, in gen_shape) */
+  int64_t tnd_less = -1;
+  for (int k = (int)(sizeof TENSOR_ND / sizeof TENSOR_ND[0]) - 1; k >= 0 && tnd > 0; k--)
+    if ((TENSOR_ND[k] > maxt ? maxt : TENSOR_ND[k]) == tnd - 1) {
+      tnd_less = k;
+      break;
+    }
   /* Mutant 288: a tensor dim is never split by more than 3 mesh dims (the 4th shard of a dim
    * becomes R). */
   for (int side = 0; RS_MUTANT(288) && side < 2; side++) {
@@ -211,7 +235,7 @@ static rs_status gen_parts(rs_choices *ch, const rs_gen_opts *o, rs_case *c, int
   }
   rs_status st = gen_ranks(ch, o, nd, size, &c->mesh);
   if (st) return st;
-  gen_shape(ch, o, &c->mesh, &c->tensor);
+  gen_shape(ch, o, &c->mesh, &c->tensor, tnd_at, tnd_less);
   return RS_OK;
 }
 
@@ -227,6 +251,13 @@ static rs_status gen_order(rs_choices *ch, rs_sharding *s, int ndim) {
       /* Mutant 261: the shuffle never reorders a split over 2 or 3 mesh dims (so no 2-way split,
        * drawn as one or pruned from a 3-way one by the pytorch enumeration, is out of order). */
       if (RS_MUTANT(261) && len <= 3) j = i;
+      /* Mutant 289: a 2-way split is reordered in about 1 case of 150 only (a hash of the draws so
+       * far picks which): order_nondefault_2way falls from ~930 to ~6 in 20,000 cases, never to 0. */
+      if (RS_MUTANT(289) && len == 2 && j != i) {
+        uint64_t hsh = 0;
+        for (size_t k = 0; k < ch->pos && k < ch->n; k++) hsh = hsh * 1000003u + ch->v[k] + 1;
+        if (hsh % 150 != 0) j = i;
+      }
       int8_t t = s->order[d][i];
       s->order[d][i] = s->order[d][j];
       s->order[d][j] = t;
@@ -253,7 +284,9 @@ static rs_status gen_one(rs_choices *ch, const rs_gen_opts *o, rs_case *c);
 rs_status rs_gen_case(rs_choices *ch, const rs_gen_opts *o, rs_case *c) {
   /* A dtype that cannot hold the case's values (exact values for the rank count) is never filled
    * with zeros: the case is drawn again from the following draws of the stream, and counted. */
+  int items0 = ch->nitems;
   for (int attempt = 0;; attempt++) {
+    ch->nitems = items0; /* the shrinker's structure marks: this attempt's draws only */
     rs_status st = gen_one(ch, o, c);
     if (st || attempt >= 63 || rs_case_check_values(c) == RS_OK) return st ? st : rs_case_validate(c);
     rs_clear_error();
@@ -283,7 +316,9 @@ static int has_partial(const rs_case *c) {
  * over the zero-filled mesh dims). */
 static void gen_enumeration(rs_choices *ch, const rs_gen_opts *o, rs_case *c, const rs_placement *drawn) {
   int pyt = rs_draw(ch, 4) == 3;
-  if (!pyt || o->enumerations != RS_GEN_ENUM_BOTH) return;
+  /* RS_GEN_ENUM_PYTORCH (fuzz-planner --enumeration pytorch): every case, the draw still taken */
+  if (o->enumerations == RS_GEN_ENUM_PYTORCH) pyt = 1;
+  else if (!pyt || o->enumerations != RS_GEN_ENUM_BOTH) return;
   c->enumeration = RS_ENUM_PYTORCH;
   for (int m = 0; m < c->mesh.ndim; m++)
     if (drawn[m].kind == RS_PARTIAL && drawn[m].op == RS_SUM && c->src.p[m].kind == RS_SHARD) c->dst.p[m] = drawn[m];

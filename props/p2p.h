@@ -50,6 +50,7 @@ typedef struct rs_p2p_campaign {
   rs_p2p_env env;
   const char *regress_dir;
   int quiet, print, shrink_runs;
+  double shrink_seconds; /* wall-clock cap per shrunk failure (0: none) */
 } rs_p2p_campaign;
 
 typedef struct rs_p2p_campaign_result {

@@ -92,7 +92,9 @@ static rs_status gen_template(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_m
 }
 
 static rs_status gen_explicit(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_model *m) {
+  size_t np_at = ch->pos;
   int64_t np = 1 + (int64_t)rs_draw(ch, 3);
+  int item[3] = {-1, -1, -1}; /* the shrinker's marks: parameter p's draws (rs_choices_item) */
   m->param = calloc((size_t)np, sizeof *m->param);
   if (!m->param) return rs_fail(RS_ERR_NOMEM, "gen: out of memory");
   m->nparams = np;
@@ -103,6 +105,7 @@ static rs_status gen_explicit(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_m
     snprintf(nm, sizeof nm, "p%lld", (long long)p);
     pa->name = strdup(nm);
     if (!pa->name) return rs_fail(RS_ERR_NOMEM, "gen: out of memory");
+    size_t at = ch->pos;
     pa->t.ndim = (int)rs_draw(ch, 4);
     pa->t.dtype = dts[rs_draw(ch, 7)];
     for (int d = 0; d < pa->t.ndim; ++d) pa->t.shape[d] = (int64_t)rs_draw(ch, 7);
@@ -111,6 +114,7 @@ static rs_status gen_explicit(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_m
       pa->t.dtype = RS_BF16;
       pa->t.shape[pa->t.ndim - 1] = 32 * (1 + (int64_t)rs_draw(ch, 2));
     }
+    if (np > 1) item[p] = rs_choices_item(ch, np_at, (uint64_t)np - 2, at, ch->pos);
   }
   int64_t maxr = o->world > 0 ? o->world : o->max_ranks;
   int64_t world = o->world > 0 ? o->world : 1 + (int64_t)rs_draw(ch, (uint64_t)maxr);
@@ -139,6 +143,7 @@ static rs_status gen_explicit(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_m
     for (int64_t p = 0; p < np; ++p) {
       rs_p2p_place *pl = &c->place[p];
       const rs_tensor *t = &m->param[p].t;
+      size_t at = ch->pos;
       pl->mesh = (int32_t)rs_draw(ch, (uint64_t)c->nmesh);
       const rs_p2p_mesh *me = &c->mesh[pl->mesh];
       pl->s.mesh_ndim = me->ndim;
@@ -158,6 +163,7 @@ static rs_status gen_explicit(rs_choices *ch, const rs_p2p_gen_opts *o, rs_p2p_m
             pl->s.order[d][j] = x;
           }
       }
+      rs_choices_item_span(ch, item[p], at, ch->pos);
     }
   }
   return RS_OK;

@@ -14,13 +14,33 @@ extern "C" {
 #endif
 
 /* ---- the choice stream ---- */
+/* A structural item the generator drew (a mesh dim, a tensor dim, a P2P parameter): the draws of
+ * its span(s) and the count draw that, set to `less`, makes one item fewer. The shrinker tries
+ * dropping each item (count lowered, spans deleted) before it lowers values. */
+#define RS_CHOICE_ITEMS 48
+#define RS_CHOICE_SPANS 3
+typedef struct rs_choice_item {
+  uint32_t count_at;
+  uint64_t less;
+  int nspan;
+  uint32_t start[RS_CHOICE_SPANS], end[RS_CHOICE_SPANS];
+} rs_choice_item;
+
 typedef struct rs_choices {
   uint64_t *v;      /* recorded draws (generate mode) or the draws to replay */
   size_t n, cap;
   size_t pos;       /* draws taken so far */
   int replay;       /* 1: read v (value % n), 0 past the end; 0: draw from the PRNG and record */
   uint64_t s[4];    /* xoshiro256** state */
+  int nitems;       /* structural items marked by the generator (rs_choices_item) */
+  rs_choice_item item[RS_CHOICE_ITEMS];
 } rs_choices;
+
+/* Marks a structural item: draws [start, end) (one span; rs_choices_item_span adds later spans to
+ * item `idx`) and the count draw at count_at whose value `less` drops it. Returns the item's index,
+ * -1 when not marked (the table is full: only the shrinker reads marks). */
+int rs_choices_item(rs_choices *ch, size_t count_at, uint64_t less, size_t start, size_t end);
+void rs_choices_item_span(rs_choices *ch, int idx, size_t start, size_t end);
 
 /* Generate mode: draws come from a PRNG seeded by `seed` and are recorded. */
 void rs_choices_seed(rs_choices *ch, uint64_t seed);
@@ -62,12 +82,15 @@ typedef struct rs_gen_opts {
   int64_t graph_states;
   int order_share;     /* percent of Partial cases drawn with `order` values, the rest `exact` (default 50) */
   int64_t *redraws;    /* optional: +1 per case drawn again because its dtype cannot hold its values */
-  /* RS_GEN_ENUM_SEED (rs_gen_opts_default: what direct executor tests assume) or RS_GEN_ENUM_BOTH
-   * (campaigns and `reshard gen`: 1 case in 4 on the pytorch enumeration, zero-fill included) */
+  /* RS_GEN_ENUM_SEED (rs_gen_opts_default: what direct executor tests assume; fuzz-planner
+   * --enumeration seed), RS_GEN_ENUM_BOTH (campaigns and `reshard gen`: 1 case in 4 on the pytorch
+   * enumeration, zero-fill included) or RS_GEN_ENUM_PYTORCH (fuzz-planner --enumeration pytorch,
+   * `reshard gen --enumeration pytorch`: every case on the pytorch enumeration). The three draw the
+   * same stream: case i differs only by the enumeration its draws were given. */
   int enumerations;
 } rs_gen_opts;
 
-enum { RS_GEN_ENUM_SEED = 0, RS_GEN_ENUM_BOTH = 1 };
+enum { RS_GEN_ENUM_SEED = 0, RS_GEN_ENUM_BOTH = 1, RS_GEN_ENUM_PYTORCH = 2 };
 
 void rs_gen_opts_default(rs_gen_opts *o);
 /* A valid redistribute case (validated; S->P and P(x)->P(y) on one mesh dim never appear). */
@@ -177,6 +200,16 @@ typedef int (*rs_stream_pred)(void *ctx, rs_choices *ch);
 /* Shrink *v (malloc'd, length *n) in place while pred keeps failing; at most max_runs calls.
  * Returns the number of predicate calls made. */
 int rs_shrink_stream(rs_stream_pred pred, void *ctx, uint64_t **v, size_t *n, int max_runs);
+/* The same, also bounded by max_seconds of wall clock (0: no bound; the call in progress when it
+ * passes finishes). *out (may be NULL) gets RS_SHRINK_RUNS_OUT or RS_SHRINK_TIME_OUT when a budget
+ * stopped the shrinker before it reached a stream no pass could make smaller, else 0. Structure
+ * first: every item the generator marked (rs_choices_item) is dropped where the failure stays,
+ * then draws are deleted, zeroed and lowered. */
+enum { RS_SHRINK_RUNS_OUT = 1, RS_SHRINK_TIME_OUT = 2 };
+int rs_shrink_stream_budget(rs_stream_pred pred, void *ctx, uint64_t **v, size_t *n, int max_runs,
+                            double max_seconds, int *out);
+/* "shrink budget of N runs used up" / "shrink time cap of T s reached" (empty when out is 0). */
+void rs_shrink_budget_note(int out, int max_runs, double max_seconds, char *buf, size_t cap);
 
 /* ---- campaign ---- */
 typedef struct rs_campaign_opts {
@@ -191,6 +224,11 @@ typedef struct rs_campaign_opts {
   const char *report_dir; /* --report: DIR/check.html (check-opt.html for opt), failing cases drawn */
   int quiet;
   int shrink_runs;      /* default 2000 */
+  double shrink_seconds; /* wall-clock cap per shrunk failure (0: none, the default of check) */
+  /* optional: checked before each case; a message stops the campaign (RS_ERR_TIMEOUT, like a peer
+   * that stalled): conform's --max-timeouts */
+  const char *(*stop)(void *ctx);
+  void *stop_ctx;
   int max_failures;     /* stop after this many distinct failing properties (default: all) */
   rs_prop_env env;
   int print;            /* 0: this process prints nothing (MPI ranks other than 0) */
@@ -202,6 +240,8 @@ typedef struct rs_prop_stats {
   int64_t pass, fail, skip;
   char message[512];    /* first failure (shrunk) */
   char fixture[512];    /* the regression file written for it */
+  int shrink_runs;      /* predicate runs its shrinking took */
+  int shrink_out;       /* RS_SHRINK_RUNS_OUT / RS_SHRINK_TIME_OUT: the shrink budget ran out */
 } rs_prop_stats;
 
 /* ---- feature coverage ---- */
@@ -214,6 +254,22 @@ typedef struct rs_prop_stats {
 #define RS_FEATURE_MIN_CASES 2000
 int rs_feature_count(void);
 const char *rs_feature_name(int f);
+
+/* The coverage gate (props/coverage.c), one for every campaign with a feature table. Feature f
+ * drew count[f] of `cases`; rate[f] > 0 is its designed rate (measured at the campaign's default
+ * options), < 0 required without a designed rate (narrowed options), 0 a figure only. min[f] gets
+ * the least count that passes: rs_feature_min_count for a designed rate, and at least 1 for every
+ * required feature of a campaign of RS_FEATURE_MIN_CASES cases or more; nothing is judged below
+ * judge_from cases. Returns how many features fell below their minimum. */
+int rs_feature_gate(int64_t cases, int64_t judge_from, int n, const int64_t *count, const double *rate,
+                    int64_t *min);
+/* The largest k with P(X < k) <= RS_FEATURE_FLAKE_P for X ~ Binomial(n, RS_FEATURE_RATE_MARGIN *
+ * rate): a campaign drawing at 3/4 of the designed rate or more fails with probability 1e-9 or less. */
+int64_t rs_feature_min_count(int64_t n, double rate);
+#define RS_FEATURE_RATE_MARGIN 0.75
+#define RS_FEATURE_FLAKE_P 1e-9
+/* 1 when part > max_share * total (max_share >= 1: never): the decline and skip share gates. */
+int rs_share_over(int64_t part, int64_t total, double max_share);
 
 typedef struct rs_campaign_result {
   int64_t cases;
@@ -229,7 +285,8 @@ typedef struct rs_campaign_result {
   rs_prop_stats prop[RS_PROP_COUNT];
   int64_t feature[RS_FEATURES_MAX]; /* valid cases that exercised each feature */
   int feature_required[RS_FEATURES_MAX];
-  int features_missing; /* required features with a zero count (checked from RS_FEATURE_MIN_CASES) */
+  int64_t feature_min[RS_FEATURES_MAX]; /* the least count that passes (rs_feature_gate) */
+  int features_missing; /* required features below their minimum count (rs_feature_gate) */
 } rs_campaign_result;
 
 #define RS_ORDER_MIN_PARTIAL 200

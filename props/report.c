@@ -53,9 +53,11 @@ void rs_report_features(FILE *f, const rs_campaign_result *r) {
   }
   if (col) fputc('\n', f);
   if (r->features_missing) {
-    fprintf(f, "FAIL feature coverage: %d required feature(s) never generated:", r->features_missing);
+    fprintf(f, "FAIL feature coverage: %d required feature(s) under their minimum count (rs_feature_gate):",
+            r->features_missing);
     for (int i = 0; i < rs_feature_count(); i++)
-      if (r->feature_required[i] && r->feature[i] == 0) fprintf(f, " %s", rs_feature_name(i));
+      if (r->feature[i] < r->feature_min[i])
+        fprintf(f, " %s %lld < %lld", rs_feature_name(i), (long long)r->feature[i], (long long)r->feature_min[i]);
     fputc('\n', f);
   }
 }
@@ -203,9 +205,11 @@ rs_status rs_report_junit(const char *path, const rs_campaign_result *r, const i
   }
   fprintf(f, "  <testcase classname=\"reshard.props\" name=\"feature_coverage\">");
   if (r->features_missing) {
-    fprintf(f, "\n    <failure type=\"coverage\" message=\"%d required feature(s) never generated:", r->features_missing);
+    fprintf(f, "\n    <failure type=\"coverage\" message=\"%d required feature(s) under their minimum count:",
+            r->features_missing);
     for (int i = 0; i < rs_feature_count(); i++)
-      if (r->feature_required[i] && r->feature[i] == 0) fprintf(f, " %s", rs_feature_name(i));
+      if (r->feature[i] < r->feature_min[i])
+        fprintf(f, " %s %lld &lt; %lld", rs_feature_name(i), (long long)r->feature[i], (long long)r->feature_min[i]);
     fprintf(f, "\">the generator stopped producing what its options allow</failure>\n  ");
   } else if (cov_skipped) {
     fprintf(f, "<skipped message=\"judged from %d cases\"/>", RS_FEATURE_MIN_CASES);
@@ -234,11 +238,12 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   cJSON_AddNumberToObject(root, "first_failure_case", (double)r->first_failure_case);
   cJSON *feat = cJSON_AddObjectToObject(root, "features"), *miss = cJSON_AddArrayToObject(root, "features_missing");
   cJSON *req = cJSON_AddArrayToObject(root, "features_required");
+  cJSON *fmin = cJSON_AddObjectToObject(root, "features_min");
   for (int i = 0; i < rs_feature_count(); i++) {
     cJSON_AddNumberToObject(feat, rs_feature_name(i), (double)r->feature[i]);
     if (r->feature_required[i]) cJSON_AddItemToArray(req, cJSON_CreateString(rs_feature_name(i)));
-    if (r->feature_required[i] && r->feature[i] == 0 && r->cases >= RS_FEATURE_MIN_CASES)
-      cJSON_AddItemToArray(miss, cJSON_CreateString(rs_feature_name(i)));
+    if (r->feature[i] < r->feature_min[i]) cJSON_AddItemToArray(miss, cJSON_CreateString(rs_feature_name(i)));
+    if (r->feature_min[i] > 0) cJSON_AddNumberToObject(fmin, rs_feature_name(i), (double)r->feature_min[i]);
   }
   for (int i = 0; i < RS_PROP_COUNT; i++) {
     if (!enabled[i]) continue;

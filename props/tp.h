@@ -38,6 +38,7 @@ typedef struct rs_tp_check_opts {
   int impls;
   int max_ranks;
   int shrink_runs;
+  double shrink_seconds;   /* wall-clock cap per shrunk failure (0: none) */
   const char *regress_dir; /* default fixtures/tp/regressions */
   int quiet;
   /* A backend under test (reshard conform): when set, it alone is checked (impls ignored). It runs

@@ -179,6 +179,35 @@ grep -qE "previous request" "$tmp/fstray-late.json.log" || fail "--stray-late: n
 grep -q "half a line and then went silent" "$tmp/fhalf.json.log" || fail "--half: reported as a plain timeout"
 grep -q '"loc' "$tmp/fhalf.json.log" || fail "--half: the half line is not quoted"
 
+# 7b. policy: a backend declining every Partial case (the copy-only child: about half the cases)
+# fails under --max-skip-share; a backend that hangs on every case is stopped after --max-timeouts
+# timed-out requests (the suites left fail as not run; the count is in the report), and the
+# shrinking of a hang is bounded by --shrink-seconds
+conform skip.json 1 --backend "exec:$py" --suite redistribute --cases 200 --fixtures none --quiet --max-skip-share 0.25
+grep -q "over --max-skip-share 0.25" "$tmp/skip.json.log" || fail "--max-skip-share: not reported"
+conform skipok.json 0 --backend "exec:$py" --suite redistribute --cases 200 --fixtures none --quiet --max-skip-share 0.9
+cat >"$tmp/hangall.py" <<'PY'
+import json, sys, time
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"ok": True, "version": 1, "name": "hangs", "capabilities": ["redistribute", "tp"]}), flush=True)
+    elif r["op"] == "bye":
+        break
+    else:
+        time.sleep(3600)
+PY
+t0=$(date +%s)
+conform hangall.json 1 --backend "exec:python3 $tmp/hangall.py" --suite redistribute,tp --cases 500 --fixtures none --quiet \
+  --timeout 0.5 --max-timeouts 4 --shrink-seconds 2
+t1=$(date +%s)
+[ "$(field hangall.json "j['timeouts']")" = 4 ] || fail "--max-timeouts 4: $(field hangall.json "j['timeouts']") timeouts counted"
+[ "$(field hangall.json "j['stopped_on_timeouts']")" = True ] || fail "--max-timeouts: the run was not stopped"
+grep -q "backend timeouts: 4" "$tmp/hangall.json.log" || fail "--max-timeouts: the count is not in the summary"
+grep -q "not run: the backend timed out 4 times" "$tmp/hangall.json.log" || fail "--max-timeouts: the tp suite ran"
+# 500 cases at 0.5 s each would be 250 s: stopped after 4 (child restarts included)
+[ $((t1 - t0)) -le 120 ] || fail "--max-timeouts: $((t1 - t0)) s"
+
 # 8. bad input: exit 2 before any case
 bad() {
   "$bin" conform "$@" >"$tmp/bad.log" 2>&1
@@ -196,6 +225,10 @@ bad --backend "$plugin" --suite bogus
 bad --backend "$plugin" --cases 12abc
 bad --backend "$plugin" --cases 5 --seconds 1
 bad --backend "$plugin" --timeout -1
+bad --backend "$plugin" --max-skip-share 2
+bad --backend "$plugin" --max-skip-share -0.5
+bad --backend "$plugin" --max-timeouts x
+bad --backend "$plugin" --shrink-seconds 0
 bad --suite all
 
 if [ $fails -ne 0 ]; then

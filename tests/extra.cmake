@@ -134,10 +134,10 @@ endif()
 
 # ---- planner plug-ins (reshard fuzz-planner, docs/conformance.md "Planner fuzzing") ----
 # tests/planner_plugin.c built once per mode: ref's greedy and graph planners and opt's P2P planner
-# wrapped as plug-ins (must pass), a planted-bug planner and an illegal-plan planner (must be
-# caught).
-set(RS_PLANNER_PLUGINS greedy graph opt_p2p bug illegal)
-foreach(mode RANGE 1 5)
+# wrapped as plug-ins (must pass), a planted-bug planner, an illegal-plan planner and a planner
+# that gathers where PyTorch zero-fills (must be caught).
+set(RS_PLANNER_PLUGINS greedy graph opt_p2p bug illegal gather)
+foreach(mode RANGE 1 6)
   math(EXPR idx "${mode} - 1")
   list(GET RS_PLANNER_PLUGINS ${idx} name)
   add_library(planner_${name} MODULE ${CMAKE_SOURCE_DIR}/tests/planner_plugin.c

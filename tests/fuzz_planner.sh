@@ -10,6 +10,10 @@
 #   - the illegal-plan planner: caught as illegal (never as wrong);
 #   - the Python child's P2P side (ref's plans through the protocol): passes; with --bug caught;
 #   - a child that crashes and answers garbage: those cases fail as errors, the campaign goes on;
+#   - the generator: `reshard gen`'s cases, zero-fill drawn under --enumeration pytorch (a planner
+#     that gathers instead is caught), the feature table judged; a planner declining every case
+#     or more than --max-decline-share fails; shrinking drops structure first, says when its
+#     budget ran out, and bounds a hanging planner by --shrink-seconds;
 #   - bad usage: exit 2 naming the field.
 # Usage: fuzz_planner.sh path/to/reshard SOURCE_DIR
 set -u
@@ -105,6 +109,103 @@ PY
   json "$T/crashy.json" "d['cases'] == 12 and d['failures'][0]['kind'] == 'error' and d['failed_cases'] >= 4"
 fi
 
+# --- the generator is `reshard gen`'s (one per feature, every verb): --enumeration pytorch draws
+# every case on the pytorch enumeration, zero-fill S(d) -> P(sum) included, so the planner that
+# meets zero-fill destinations by gathering only (example-gather-not-zero-fill) is caught within
+# the default case count, and shrunk to one mesh dim; the feature table is judged (zero_fill among
+# the required features, with its minimum count)
+rm -rf "$T/reg"
+expect_rc 1 "$R" fuzz-planner --planner "$lib/libplanner_gather.so" --enumeration pytorch --partial often --quiet \
+  --regress-dir "$T/reg" --json "$T/gather.json"
+expect_out "FAIL wrong plan"
+json "$T/gather.json" "d['failures'][0]['kind'] == 'wrong' and d['features']['zero_fill'] > 0"
+fx=$(ls "$T"/reg/*.json 2>/dev/null | head -1)
+[ -n "$fx" ] && json "$fx" "len(d['mesh']['shape']) == 1 and d['enumeration'] == 'pytorch'"
+expect_rc 0 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --enumeration pytorch --quiet --regress-dir "$T/reg" \
+  --json "$T/zf.json"
+json "$T/zf.json" "d['features_min']['zero_fill'] > 0 and d['features']['zero_fill'] >= d['features_min']['zero_fill'] and d['features_missing'] == []"
+json "$T/zf.json" "d['features_min']['order_nondefault_2way'] > 0 and d['features']['enumeration_pytorch'] == d['cases']"
+# fuzz-planner's case i is gen's case i (gen --enumeration pytorch): the same zero-fill count
+if [ -n "$py" ]; then
+  "$R" gen --seed 1 --cases 1000 --enumeration pytorch >"$T/gen.jsonl"
+  n=$("$py" -c 'import json,sys
+n=0
+for l in open(sys.argv[1]):
+    c=json.loads(l); s=c["src"]["placements"]; d=c["dst"]["placements"]
+    n+=any(a.startswith("S") and b=="P(sum)" for a,b in zip(s,d))
+print(n)' "$T/gen.jsonl")
+  json "$T/zf.json" "d['features']['zero_fill'] == $n"
+fi
+# the seed enumeration draws no zero-fill case (and does not require one)
+expect_rc 0 "$R" fuzz-planner --planner "$lib/libplanner_gather.so" --quiet --regress-dir "$T/reg" --json "$T/seed.json"
+json "$T/seed.json" "d['features']['zero_fill'] == 0 and 'zero_fill' not in d['features_min']"
+
+# --- a run must check something: a planner declining every case fails (both kinds), and one
+# declining more than --max-decline-share of the cases fails (greedy declines ~6%)
+if [ -n "$py" ]; then
+  cat >"$T/decline.py" <<'PY'
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"ok": True, "version": 1, "name": "decliner", "capabilities": ["plan", "p2p_plan"]}), flush=True)
+    elif r["op"] == "bye":
+        break
+    else:
+        print(json.dumps({"id": r["id"], "ok": False, "unsupported": True, "message": "no"}), flush=True)
+PY
+  for k in redistribute p2p; do
+    expect_rc 1 "$R" fuzz-planner --planner "exec:$py $T/decline.py" --kind $k --cases 30 --quiet --regress-dir "$T/reg" \
+      --json "$T/decl.json" --junit "$T/decl.xml"
+    expect_out "FAIL nothing checked"
+    json "$T/decl.json" "d['nothing_checked'] and d['declined'] == 30"
+    grep -q 'name="run_checks"><failure' "$T/decl.xml" || fail "$k: the decline failure is not in the JUnit report"
+  done
+fi
+expect_rc 1 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --seed 3 --cases 200 --quiet --regress-dir "$T/reg" \
+  --max-decline-share 0.01 --json "$T/share.json"
+expect_out "over --max-decline-share 0.01"
+json "$T/share.json" "d['decline_over'] and not d['nothing_checked'] and d['failures'] == []"
+expect_rc 0 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --seed 3 --cases 200 --quiet --regress-dir "$T/reg" \
+  --max-decline-share 0.5
+
+# --- shrinking: structure first (the planted-bug planner needs 2 mesh dims: the shrunk case has
+# exactly 2), the run budget said when used up, and a hanging planner's shrinking bounded by
+# --shrink-seconds (each hung step costs its --timeout)
+rm -rf "$T/reg"
+expect_rc 1 "$R" fuzz-planner --planner "$lib/libplanner_bug.so" --seed 7 --cases 200 --quiet --regress-dir "$T/reg" \
+  --json "$T/sb.json"
+fx=$(ls "$T"/reg/*.json 2>/dev/null | head -1)
+[ -n "$fx" ] && json "$fx" "len(d['mesh']['shape']) == 2 and len(d['tensor']['shape']) <= 1"
+json "$T/sb.json" "not d['failures'][0]['shrink_budget_out']"
+expect_rc 1 "$R" fuzz-planner --planner "$lib/libplanner_bug.so" --seed 7 --cases 200 --quiet --regress-dir "$T/reg" \
+  --shrink-runs 5 --json "$T/sb5.json"
+expect_out "shrink budget of 5 runs used up"
+json "$T/sb5.json" "d['failures'][0]['shrink_budget_out'] and d['failures'][0]['shrink_runs'] == 5"
+if [ -n "$py" ]; then
+  cat >"$T/hang.py" <<'PY'
+import json, sys, time
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"ok": True, "version": 1, "name": "hangs-on-2d", "capabilities": ["plan"]}), flush=True)
+    elif r["op"] == "bye":
+        break
+    elif len(r["case"]["mesh"]["shape"]) >= 2:
+        time.sleep(3600)
+    else:
+        print(json.dumps({"id": r["id"], "ok": False, "unsupported": True, "message": "no"}), flush=True)
+PY
+  t0=$(date +%s)
+  expect_rc 1 "$R" fuzz-planner --planner "exec:$py $T/hang.py" --timeout 0.5 --shrink-seconds 3 --seed 1 --cases 4 \
+    --quiet --regress-dir "$T/reg" --json "$T/hang.json"
+  t1=$(date +%s)
+  expect_out "shrink time cap of 3 s reached"
+  # unbounded, its shrinking would take up to 300 runs of a hung step and a child restart each
+  [ $((t1 - t0)) -le 180 ] || fail "hanging planner: $((t1 - t0)) s (4 cases at --timeout 0.5, shrinking capped at 3 s)"
+  json "$T/hang.json" "d['failures'][0]['shrink_budget_out']"
+fi
+
 # --- the finding on PyTorch's graph planner (docs/conformance.md, "Planner fuzzing"), kept as a
 # regression: reshard's own graph planner (pytorch cost and enumeration) makes PyTorch's zero-fill
 # plan, and the -0.0 at [0,1,32] sums to +0.0 with the filled zeros. The contract (section 7) now
@@ -132,6 +233,14 @@ expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --timeout 0
 expect_err "--timeout"
 expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --cases 3 --seconds 1
 expect_err "--seconds"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --cases 3 --max-decline-share 1.5
+expect_err "--max-decline-share"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --cases 3 --max-decline-share 50%
+expect_err "--max-decline-share"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --cases 3 --shrink-runs -1
+expect_err "--shrink-runs"
+expect_rc 2 "$R" fuzz-planner --planner "$lib/libplanner_greedy.so" --cases 3 --shrink-seconds 0
+expect_err "--shrink-seconds"
 
 [ "$fails" -eq 0 ] && echo "fuzz_planner: all checks passed"
 exit $((fails > 0))

@@ -6,6 +6,10 @@
  *   4 bug      a planted bug: plans like 1/2 but drops the last step of a plan of 2+ steps; its P2P
  *              planner (opt's) sends one transfer twice
  *   5 illegal  plans like 1/2, then names a wrong `from` placement in the last step
+ *   6 gather   a planted bug: plans like 1/2, but meets a destination P(sum) on a mesh dim whose
+ *              source is S(d) (the pytorch enumeration's zero-fill) by gathering only: it plans to R
+ *              there and stops (legal steps that end elsewhere: a wrong plan). Only a run that draws
+ *              zero-fill cases can see it.
  * Modes 1, 2 and 3 must pass fuzz-planner; 4 must be caught as wrong (and as illegal for P2P), 5
  * as illegal. The plan memory is this plug-in's (malloc), returned through free_plan. */
 #include <stdio.h>
@@ -38,6 +42,20 @@ static rs_status plan_(void *self, const rs_planner_problem *pb, rs_planner_step
   self_t *s = self;
   rs_plan p;
   rs_status st;
+  rs_sharding gathered = *pb->dst;
+  int nzf = 0;
+  if (PLANNER_MODE == 6) { /* the planted bug: zero-fill destinations are planned as R */
+    for (int m = 0; m < pb->mesh->ndim; m++)
+      if (pb->dst->p[m].kind == RS_PARTIAL && pb->dst->p[m].op == RS_SUM && pb->src->p[m].kind == RS_SHARD) {
+        gathered.p[m] = rs_pl_replicate();
+        nzf++;
+      }
+    if (nzf) {
+      rs_planner_problem q = *pb;
+      q.dst = &gathered;
+      return plan_(self, &q, out);
+    }
+  }
   int graph = PLANNER_MODE == 2 || !default_orders(pb);
   if (PLANNER_MODE == 1 && graph) return decline(s, "greedy: non-default shard order");
   if (graph) {
@@ -115,6 +133,8 @@ static void destroy_(void *self) { free(self); }
 #define NAME "example-opt-p2p"
 #elif PLANNER_MODE == 4
 #define NAME "example-planted-bug"
+#elif PLANNER_MODE == 6
+#define NAME "example-gather-not-zero-fill"
 #else
 #define NAME "example-illegal"
 #endif

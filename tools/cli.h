@@ -53,6 +53,7 @@ int cli_int(const char *s, long long lo, long long hi, long long *out);
 /* --seconds: digits with an optional fraction, 0 < T <= one week (no nan, inf, sign or exponent);
  * 0 on success. All three are the one checked parser of core/numflag.h. */
 int cli_seconds(const char *s, double *out);
+int cli_share(const char *s, double *out); /* 0..1 (rs__flag_share) */
 #define CLI_SECONDS_EXPECTED "expected a number of seconds, 0 < T <= 604800 (one week)"
 /* A directory the command will write into (--scratch, ...): a writable directory, or a missing one
  * whose parent is a writable directory (the command makes it). CLI_OK, or CLI_USAGE after a message

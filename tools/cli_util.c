@@ -74,6 +74,7 @@ int cli_u64(const char *s, unsigned long long *out) { return rs__flag_u64(s, out
 int cli_int(const char *s, long long lo, long long hi, long long *out) { return rs__flag_int(s, lo, hi, out); }
 
 int cli_seconds(const char *s, double *out) { return rs__flag_seconds(s, out); }
+int cli_share(const char *s, double *out) { return rs__flag_share(s, out); }
 
 int cli_dir_arg(const char *cmd, const char *flag, const char *path) {
   struct stat sb;

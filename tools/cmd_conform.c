@@ -9,6 +9,57 @@
 #include "cli.h"
 #include "conform/conform.h"
 
+/* The corpora `conform` runs: a fixtures folder holds at least one of these. */
+static const char *const CORPUS_DIRS[] = {"curated", "regressions", "pytorch", "tp", "p2p", "ckpt"};
+#define CORPUS_DIRS_TEXT "curated, regressions, pytorch, tp, p2p, ckpt"
+
+static int has_corpora(const char *dir) {
+  for (size_t i = 0; i < sizeof CORPUS_DIRS / sizeof *CORPUS_DIRS; ++i) {
+    char p[4096];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, CORPUS_DIRS[i]);
+    if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) return 1;
+  }
+  return 0;
+}
+
+/* The default fixtures folder, found from this executable's own place (relocatable): the installed
+ * corpora (RS_REL_FIXTURES from the bin dir: ../share/reshard/fixtures), else, for the reshard of a
+ * build tree only (its directory is RS_BUILD_DIR), the source tree's. An installed reshard never
+ * reads the source tree, so it runs the same corpora after the tree is gone. NULL when none holds
+ * corpora; `looked` lists where it looked. */
+static const char *default_fixtures(char *buf, size_t cap, char *looked, size_t lcap) {
+  char exe[4096], bindir[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  looked[0] = 0;
+  if (n <= 0) {
+    snprintf(looked, lcap, "nothing: /proc/self/exe unreadable");
+    return NULL;
+  }
+  exe[n] = 0;
+  snprintf(bindir, sizeof bindir, "%s", exe);
+  char *slash = strrchr(bindir, '/');
+  if (slash) *slash = 0;
+#ifdef RS_REL_FIXTURES
+  snprintf(buf, cap, "%s/%s", bindir, RS_REL_FIXTURES);
+  snprintf(looked, lcap, "%s", buf);
+  if (has_corpora(buf)) return buf;
+#endif
+#if defined(RS_SOURCE_FIXTURES) && defined(RS_BUILD_DIR)
+  char a[4096], b[4096];
+  if (realpath(bindir, a) && realpath(RS_BUILD_DIR, b) && strcmp(a, b) == 0) {
+    size_t l = strlen(looked);
+    snprintf(looked + l, lcap - l, "%s%s", l ? ", " : "", RS_SOURCE_FIXTURES);
+    if (has_corpora(RS_SOURCE_FIXTURES)) {
+      snprintf(buf, cap, "%s", RS_SOURCE_FIXTURES);
+      return buf;
+    }
+  }
+#endif
+  (void)cap;
+  return NULL;
+}
+
 static const char *C = "conform";
 
 static const char *HELP =
@@ -23,7 +74,16 @@ static const char *HELP =
     "  --seconds T        run each suite's campaign for T seconds\n"
     "  --timeout SEC      a process backend's time per exchange (default 30)\n"
     "  --shrink-runs N    attempts per shrunk failure (default 2000; a process backend 300)\n"
-    "  --fixtures DIR|none  the fixtures folder whose corpora run too (default: the source tree's)\n"
+    "  --shrink-seconds T wall-clock cap per shrunk failure (default 120; a step that hangs still\n"
+    "                     takes its --timeout); a budget that ran out is said with the failure\n"
+    "  --max-skip-share P an item (campaign or corpus file) whose backend declined more than the\n"
+    "                     share P (0..1) of its cases fails (default 1: never)\n"
+    "  --max-timeouts K   after K timed-out requests the backend is asked nothing more: the run\n"
+    "                     stops, the suites left fail as not run (default 25; 0: never stop)\n"
+    "  --fixtures DIR|none  the fixtures folder whose corpora run too (default: the installed\n"
+    "                     share/reshard/fixtures beside this reshard, or the source tree's for a\n"
+    "                     reshard in its build tree; none found is an error: --fixtures none runs\n"
+    "                     the campaigns only)\n"
     "  --failures DIR     where shrunk failures are saved (default conform-failures)\n"
     "  --junit F, --json F  reports (JUnit: a testcase per property and fixture file, each failure\n"
     "                     with its replay command and shrunk case); --quiet: only failures and the summary\n"
@@ -59,6 +119,9 @@ static int64_t summary(const rs_conform_opts *o, const rs_cf_backend *b, const r
   printf("backend %s: %lld passed, %lld failed, %lld skipped; %d of %d items failed\n", rs_cf_backend_name(b),
          (long long)p, (long long)f, (long long)s, r->failed, r->n);
   if (!p && !f) printf("nothing passed: every chosen suite was skipped (exit 1, not a pass)\n");
+  if (r->timeouts || r->stopped)
+    printf("backend timeouts: %lld%s\n", (long long)r->timeouts,
+           r->stopped ? " (--max-timeouts reached: the run stopped asking the backend)" : "");
   return p;
 }
 
@@ -68,7 +131,9 @@ int cmd_conform(int argc, char **argv) {
   o.seed = 1;
   const char *backend = NULL, *suite = "all", *replay = NULL, *fixtures = NULL, *v;
   double timeout = 30;
-  long long cases = 0, shrink = 0;
+  long long cases = 0, shrink = 0, max_timeouts = RS_CF_MAX_TIMEOUTS;
+  o.max_skip_share = RS_CF_MAX_SKIP_SHARE;
+  o.shrink_seconds = RS_CF_SHRINK_SECONDS;
   int r;
   int seconds_given = 0;
   for (int i = 1; i < argc; i++) {
@@ -102,6 +167,19 @@ int cmd_conform(int argc, char **argv) {
       if (r < 0 || cli_int(v, 0, 1000000, &shrink)) return cli_usage_error(C, "--shrink-runs: expected 0..1000000");
       continue;
     }
+    if ((r = cli_opt(argc, argv, &i, "--shrink-seconds", &v)) != 0) {
+      if (r < 0 || cli_seconds(v, &o.shrink_seconds)) return cli_usage_error(C, "--shrink-seconds: %s", CLI_SECONDS_EXPECTED);
+      continue;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--max-skip-share", &v)) != 0) {
+      if (r < 0 || cli_share(v, &o.max_skip_share))
+        return cli_usage_error(C, "--max-skip-share: expected a share 0..1 (e.g. 0.25)");
+      continue;
+    }
+    if ((r = cli_opt(argc, argv, &i, "--max-timeouts", &v)) != 0) {
+      if (r < 0 || cli_int(v, 0, 1000000, &max_timeouts)) return cli_usage_error(C, "--max-timeouts: expected 0..1000000");
+      continue;
+    }
     if ((r = cli_opt(argc, argv, &i, "--seconds", &v)) != 0) {
       if (parse_seconds("--seconds", r < 0 ? NULL : v, &o.seconds)) return CLI_USAGE;
       seconds_given = 1;
@@ -119,14 +197,17 @@ int cmd_conform(int argc, char **argv) {
   if (rs_cf_parse_suites(suite, &o.suites)) return cli_status_error(C, NULL);
   int is_exec = strncmp(backend, "exec:", 5) == 0;
   o.shrink_runs = shrink ? (int)shrink : is_exec ? 300 : 2000;
+  o.max_timeouts = max_timeouts;
+  char fixbuf[4096], looked[8192];
   if (fixtures && strcmp(fixtures, "none") == 0) o.fixtures = NULL;
   else if (fixtures) {
     if (access(fixtures, R_OK) != 0) return cli_usage_error(C, "--fixtures: '%s': no such folder", fixtures);
+    if (!has_corpora(fixtures))
+      return cli_usage_error(C, "--fixtures: '%s' holds none of the corpus folders (%s)", fixtures, CORPUS_DIRS_TEXT);
     o.fixtures = fixtures;
-  } else {
-#ifdef RS_SOURCE_FIXTURES
-    if (access(RS_SOURCE_FIXTURES, R_OK) == 0) o.fixtures = RS_SOURCE_FIXTURES;
-#endif
+  } else if (!(o.fixtures = default_fixtures(fixbuf, sizeof fixbuf, looked, sizeof looked))) {
+    return cli_usage_error(C, "--fixtures: no fixtures folder found (looked at %s); give --fixtures DIR, or "
+                              "--fixtures none to run the campaigns only", looked);
   }
   struct stat sb;
   /* refused before the campaign, not after it */

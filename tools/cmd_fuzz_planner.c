@@ -11,6 +11,7 @@ static const char *HELP =
     "                            [--seed S] [--cases N | --seconds T]\n"
     "                            [--objective steps|seed-cost|pytorch-cost|traffic|max-sender]\n"
     "                            [--enumeration seed|pytorch] [--timeout SECONDS] [--worst K]\n"
+    "                            [--max-decline-share P] [--shrink-runs N] [--shrink-seconds T]\n"
     "                            [--json F] [--junit F] [--regress-dir D] [--quiet] [generator options]\n"
     "       reshard fuzz-planner --planner ... [--kind ..] [--enumeration ..] --case FILE\n"
     "Draws cases with the property generators, asks the planner for a plan, checks it (legality,\n"
@@ -22,6 +23,13 @@ static const char *HELP =
     "--objective picks whose worst cases are listed (default seed-cost; traffic for p2p).\n"
     "--enumeration pytorch checks plans against current PyTorch's transitions (SPEC 7).\n"
     "--timeout bounds each request to an exec planner (default 10 s).\n"
+    "--max-decline-share P fails a planner that declines more than the share P (0..1, default 0.5)\n"
+    "of the cases; a run that checked no plan at all fails whatever P says.\n"
+    "--shrink-runs N: attempts per shrunk failure (default 2000; an exec planner 300);\n"
+    "--shrink-seconds T: wall-clock cap per shrunk failure (default 120; a hanging step still\n"
+    "takes its --timeout). A budget that ran out is said on the FAIL line and in the JSON.\n"
+    "Redistribute runs of 1,000 cases or more also fail when a feature of the generator fell\n"
+    "under its minimum count (the feature table of reshard check; docs/harness.md).\n"
     "Exit: 0 every plan legal and right, 1 a failure, 2 bad usage, 3 out of memory.\n";
 
 int cmd_fuzz_planner(int argc, char **argv) {
@@ -31,7 +39,7 @@ int cmd_fuzz_planner(int argc, char **argv) {
   cli_campaign_args ca = {0};
   ca.seed = o.seed;
   const char *planner = NULL, *kind = NULL, *objective = NULL, *enumeration = NULL, *timeout = NULL,
-             *worst = NULL, *case_file = NULL, *v;
+             *worst = NULL, *case_file = NULL, *decline = NULL, *shrink = NULL, *shrink_sec = NULL, *v;
   int r;
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
@@ -55,6 +63,9 @@ int cmd_fuzz_planner(int argc, char **argv) {
     CLI_OPT(C, "--timeout", timeout)
     CLI_OPT(C, "--worst", worst)
     CLI_OPT(C, "--case", case_file)
+    CLI_OPT(C, "--max-decline-share", decline)
+    CLI_OPT(C, "--shrink-runs", shrink)
+    CLI_OPT(C, "--shrink-seconds", shrink_sec)
     return cli_usage_error(C, "unknown argument '%s'", argv[i]);
   }
   if (!planner) return cli_usage_error(C, "--planner: required (a plug-in library or exec:'CMD')");
@@ -75,6 +86,15 @@ int cmd_fuzz_planner(int argc, char **argv) {
     if (cli_int(worst, 0, RS_PF_WORST, &k)) return cli_usage_error(C, "--worst: expected 0..%d", RS_PF_WORST);
     o.worst = (int)k;
   }
+  if (decline && cli_share(decline, &o.max_decline_share))
+    return cli_usage_error(C, "--max-decline-share: expected a share 0..1 (e.g. 0.25)");
+  {
+    long long k = 0;
+    if (shrink && cli_int(shrink, 0, 1000000, &k)) return cli_usage_error(C, "--shrink-runs: expected 0..1000000");
+    o.shrink_runs = k ? (int)k : strncmp(planner, "exec:", 5) == 0 ? 300 : 2000;
+  }
+  if (shrink_sec && cli_seconds(shrink_sec, &o.shrink_seconds))
+    return cli_usage_error(C, "--shrink-seconds: %s", CLI_SECONDS_EXPECTED);
   if (ca.cases && ca.seconds > 0) return cli_usage_error(C, "--cases and --seconds: give one of them");
   o.seed = ca.seed;
   o.cases = ca.seconds > 0 ? 0 : ca.cases ? ca.cases : o.cases;

@@ -8,9 +8,11 @@
 #include "core/values.h"
 
 static const char *HELP =
-    "usage: reshard gen --seed S --cases N [generator options]\n"
+    "usage: reshard gen --seed S --cases N [--enumeration both|seed|pytorch] [generator options]\n"
     "Prints N generated cases, one JSON object per line (case i is case i of reshard check\n"
-    "with the same seed and generator options).\n";
+    "with the same seed and generator options). --enumeration: both (default, check's cases: 1 in\n"
+    "4 on the pytorch enumeration), pytorch (every case: the cases of fuzz-planner --enumeration\n"
+    "pytorch) or seed (none: fuzz-planner's default).\n";
 
 int cmd_gen(int argc, char **argv) {
   const char *C = "gen", *v;
@@ -30,6 +32,12 @@ int cmd_gen(int argc, char **argv) {
       if (r < 0 || cli_u64(v, &seed)) return cli_usage_error(C, "--seed: expected decimal digits (0 .. 18446744073709551615)");
     } else if ((r = cli_opt(argc, argv, &i, "--cases", &v)) != 0) {
       if (r < 0 || cli_int(v, 0, (long long)1 << 40, &cases)) return cli_usage_error(C, "--cases: expected a count");
+    } else if ((r = cli_opt(argc, argv, &i, "--enumeration", &v)) != 0) {
+      if (r < 0) return cli_usage_error(C, "--enumeration: missing value");
+      if (!strcmp(v, "both")) g.enumerations = RS_GEN_ENUM_BOTH;
+      else if (!strcmp(v, "pytorch")) g.enumerations = RS_GEN_ENUM_PYTORCH;
+      else if (!strcmp(v, "seed")) g.enumerations = RS_GEN_ENUM_SEED;
+      else return cli_usage_error(C, "--enumeration: '%s' is not both, seed or pytorch", v);
     } else if ((r = cli_gen_opt(C, argc, argv, &i, &g)) != 0) {
       if (r < 0) return CLI_USAGE;
     } else {
