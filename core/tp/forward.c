@@ -674,6 +674,14 @@ static rs_status module(walk *w, int mi, act *a) {
         if ((st = rs__tp_sharding(w->c, to, w->c->dp_layout, &a->t, &a->s))) return st;
       }
     }
+    /* A row-parallel Embedding's output is PyTorch's MaskPartial, which PyTorch 2.15 redistributes
+     * to R or a Shard but refuses to turn into Partial(sum) ("Can not redistribute from MaskP(sum
+     * ...) to P(sum), only Shard to Partial(sum) redistribution is supported"): refused the same
+     * (docs/tp.md, "PyTorch decides"). */
+    if (s->kind == RS_TP_ROWWISE && w->c->mod[mi].kind == RS_TP_EMBEDDING && s->output_layout.kind == RS_PARTIAL)
+      return rs_fail(RS_ERR_INVALID,
+                     "%s: output_layouts: RowwiseParallel on an Embedding makes a MaskPartial, which PyTorch "
+                     "redistributes only to R or a Shard, not to P(sum)", w->c->mod[mi].path);
     if ((st = redist(w, mi, a, s->output_layout, "output_layouts"))) return st;
     a->is_local = s->use_local_output;
     break;
