@@ -78,6 +78,12 @@ if(TARGET reshard)
   # the CLI finds the libraries it was linked with (MPI, CUDA) from the installed place too
   set_target_properties(reshard PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS reshard RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # the corpora `reshard conform` runs by default, where the installed CLI looks for them
+  # (bin/../share/reshard/fixtures): an installed CLI never reads the source tree
+  if(TARGET rs_conform)
+    install(DIRECTORY ${CMAKE_SOURCE_DIR}/fixtures/ DESTINATION ${CMAKE_INSTALL_DATADIR}/reshard/fixtures
+            PATTERN fuzz EXCLUDE)
+  endif()
 endif()
 install(FILES ${CMAKE_BINARY_DIR}/reshardConfig.cmake ${CMAKE_BINARY_DIR}/reshardConfigVersion.cmake
         DESTINATION ${RS_CMAKE_DIR})

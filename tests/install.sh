@@ -58,5 +58,33 @@ else
   expect_out "redistribute"
   tail -n 4 "$T/out"
 fi
+
+# (c) the corpora travel with the package: the prefix copied elsewhere (a relocated install that
+#     has no way back to this build or its source tree: an installed reshard never reads the source
+#     tree) runs the same fixture items by default as with --fixtures pointing at the source tree;
+#     with its corpora removed, conform refuses to run (exit 2 naming --fixtures) instead of
+#     silently checking 1 item, unless --fixtures none
+if [ "$plugin" = 1 ] && "$P/bin/reshard" conform --help >/dev/null 2>&1; then
+  [ -d "$P/share/reshard/fixtures/curated" ] || fail "not installed: share/reshard/fixtures/curated"
+  M="$T/moved"
+  cp -a "$P" "$M"
+  items() { sed -n 's/.* of \([0-9]*\) items failed.*/\1/p' "$T/out" | tail -1; }
+  run_c() { "$M/bin/reshard" conform --backend "$T/proj/build/libplugin.so" --cases 5 --seed 7 --quiet \
+              --max-skip-share 1 --failures "$T/reg" "$@" >"$T/out" 2>"$T/err" </dev/null; }
+  run_c --fixtures "$S/fixtures"; want=$(items)
+  (cd / && run_c); got=$(items)
+  [ -n "$want" ] && [ "$want" -gt 100 ] || fail "conform --fixtures SRC ran ${want:-no} items: $(tail -3 "$T/out" "$T/err")"
+  [ "$got" = "$want" ] || fail "the relocated installed conform ran ${got:-no} fixture items by default, the source tree's $want"
+  rm -rf "$M/share/reshard/fixtures"
+  (cd / && run_c); rc=$?
+  [ "$rc" = 2 ] || fail "conform without its corpora: exit $rc (want 2): $(tail -3 "$T/out")"
+  grep -q -- "--fixtures" "$T/err" || fail "conform without its corpora does not name --fixtures: $(head -c 300 "$T/err")"
+  mkdir -p "$T/empty"
+  run_c --fixtures "$T/empty"; rc=$?
+  [ "$rc" = 2 ] || fail "conform --fixtures EMPTY-DIR: exit $rc (want 2)"
+  run_c --fixtures none --suite redistribute; rc=$?
+  [ "$rc" != 2 ] || fail "conform --fixtures none without corpora: exit 2: $(head -c 300 "$T/err")"
+  echo "install: $got fixture items run by the relocated installed conform"
+fi
 [ "$fails" = 0 ] || exit 1
 echo "install: the package installed, found by find_package and pkg-config, consumer ran both ways${plugin:+, plug-in built}"
