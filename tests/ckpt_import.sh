@@ -7,7 +7,7 @@
 # offsets but another shape (refused naming both files and the chunk); (c) the last shard missing
 # (refused: no recorded shape without --shapes/--hull, the uncovered region with --shapes); (d) a
 # replica with equal bytes (accepted) and with one other byte (refused). Then the index's own
-# damage, the numbering of whole-tensor saves, and the usage errors. Planted bugs 971 (the index
+# damage, the numbering of whole-tensor saves, the usage errors, and `ckpt load --root STEPDIR`. Planted bugs 971 (the index
 # ignored) and 972 (replicas by file order) make it fail (tools/MUTANTS.md).
 set -euo pipefail
 R=$1 S=$2
@@ -89,4 +89,15 @@ echo '{"w": [6], "b": [5]}' >"$T/s3.json"
 run 2 "1 dims, the chunks in" -- imp "$I/good" --root "$T/z2" --step 0 --shapes "$T/s3.json"
 run 2 "exclude each other" -- imp "$I/good" --root "$T/z3" --step 0 --shapes "$I/shapes.json" --hull
 run 2 "--shapes" -- imp "$I/good" --root "$T/z4" --step 0 --shapes "$T/nothing.json"
-echo "ckpt_import: $n import cases gave the expected exit status and message"
+# `ckpt load --root STEPDIR` (docs/ckpt.md: DIR is a root or a step directory): a step directory
+# named step_<N> means --root its parent --step N, for ref and opt; another --step, or a step
+# directory of another name, is refused
+F=$S/fixtures/ckpt
+"$R" ckpt save "$F/megatron_tp2_dp2.json" --root "$T/L" --step 7 >/dev/null
+run 0 -- "$R" ckpt load "$F/megatron_tp4.json" --root "$T/L/step_7"
+run 0 -- "$R" ckpt load "$F/megatron_tp4.json" --root "$T/L/step_7/" --step 7 --impl opt
+run 0 -- "$R" ckpt load "$F/megatron_tp4.json" --root "$T/L/step_7" --impl opt --read-once
+run 2 "'$T/L/step_7' is step 7, --step says 3" -- "$R" ckpt load "$F/megatron_tp4.json" --root "$T/L/step_7" --step 3
+cp -r "$T/L/step_7" "$T/L/mystep"
+run 2 "'$T/L/mystep' is a step directory not named step_<N>" -- "$R" ckpt load "$F/megatron_tp4.json" --root "$T/L/mystep"
+echo "ckpt_import: $n import and load cases gave the expected exit status and message"

@@ -2,7 +2,9 @@
 # ckpt_opt.sh RESHARD SRC - opt's checkpoints through the CLI: an opt save of a Megatron-like state
 # spec loads in ref and in opt (direct and read-once) on another layout; PyTorch's safetensors DCP
 # checkpoint (fixtures/ckpt-dcp/hf, written by HuggingFaceStorageWriter on 3 gloo ranks) imports
-# and loads equal to the oracle, and a flipped byte in it is refused; the benchmark's smoke size.
+# (--hull: shard files record no global shape) and loads equal to the oracle; a flipped byte in it
+# still imports (safetensors has no checksum) and the load's oracle comparison sees it; the
+# benchmark's smoke size.
 set -euo pipefail
 R=$1
 src=$2
