@@ -52,8 +52,11 @@ PY
 rm -f "$out"/p2p-*-declines.jsonl
 note "p2p planner: fuzz-planner --kind p2p, $secs s"
 t0=$SECONDS
+# --max-decline-share 0.95: Megatron can hold about one generated model in ten (uneven sizes, MXFP8,
+# multi-dim and reversed layouts are declined by reason, above); fuzz-planner's default 0.5 would
+# fail the run for what the generator draws, not for what Megatron does
 nice "$reshard" fuzz-planner --kind p2p --planner "exec:$p2p_child --role planner --log $out/p2p-planner-declines.jsonl" \
-  --seconds "$secs" --seed 1 --timeout 300 --regress-dir "$out/p2p-planner-failures" --json "$out/p2p-planner.json" \
+  --seconds "$secs" --seed 1 --timeout 300 --max-decline-share 0.95 --regress-dir "$out/p2p-planner-failures" --json "$out/p2p-planner.json" \
   > "$out/p2p-planner.log" 2>&1
 rc=$?
 grep -E "^fuzz-planner:|passed [0-9]|^FAIL|traffic vs" "$out/p2p-planner.log" | sed 's/^/   /'
