@@ -93,4 +93,39 @@ for check in "planner drop_transfer" "backend drop_transfer" "backend wrong_slic
 done
 # ==== END p2p ====
 
+# ==== BEGIN ckpt: Megatron-Core's dist_checkpointing (tools/megatron/ckpt.py) ====
+# conform --suite ckpt: each case's state dict saved with dist_checkpointing.save (torch_dist) on N
+# gloo processes as ShardedTensors (a ShardedTensorFactory for some keys, a ShardedObject and a
+# common entry on every rank) and loaded with dist_checkpointing.load on M processes in another
+# layout, bit for bit against the oracle; declined cases counted by reason from the --log file.
+# Then each planted bug (rename_key, wrong_slice, factory_merge) must make conform exit 1.
+ck_child="$py tools/megatron/ckpt.py"
+ck_secs=${RS_MCORE_CKPT_SECONDS:-120}
+rm -f "$out"/ckpt-declines.jsonl
+note "ckpt backend: conform --suite ckpt, $ck_secs s"
+t0=$SECONDS
+nice "$reshard" conform --suite ckpt --fixtures none --backend "exec:$ck_child --log $out/ckpt-declines.jsonl" \
+  --seconds "$ck_secs" --seed 1 --timeout 300 --shrink-runs 30 --failures "$out/ckpt-failures" \
+  --json "$out/ckpt.json" > "$out/ckpt.log" 2>&1
+rc=$?
+grep -E "^backend |^ckpt|FAIL" "$out/ckpt.log" | sed 's/^/   /'
+[ -s "$out/ckpt-declines.jsonl" ] && "$py" - "$out/ckpt-declines.jsonl" <<'PY'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+c = collections.Counter("%s: %s" % (r["kind"], r["message"].split(":")[-1].strip()[:60]) for r in rows)
+print("   declined/failed by reason: " + "; ".join("%s x%d" % kv for kv in c.most_common()))
+PY
+echo "   exit $rc, $((SECONDS - t0)) s"
+[ $rc = 0 ] || { echo "FAIL: Megatron-Core's dist_checkpointing under conform (log: $out/ckpt.log)"; fail=1; }
+
+for bug in rename_key wrong_slice factory_merge; do
+  note "planted bug $bug in the ckpt wrapper: must be caught"
+  nice "$reshard" conform --suite ckpt --fixtures none --backend "exec:$ck_child --bug $bug" --cases 40 --seed 1 \
+    --timeout 300 --shrink-runs 5 --failures "$out/ckpt-bug-$bug" > "$out/ckpt-bug-$bug.log" 2>&1
+  rc=$?
+  grep -m2 -E "FAIL" "$out/ckpt-bug-$bug.log" | sed 's/^/   /'
+  if [ $rc = 1 ]; then echo "   caught (exit 1)"; else echo "FAIL: planted bug $bug (ckpt) not caught (exit $rc)"; fail=1; fi
+done
+# ==== END ckpt ====
+
 exit $fail

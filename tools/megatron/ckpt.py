@@ -14,8 +14,8 @@ instead a `ShardedTensorFactory` that stores rows [0, H) and [H, G) under KEY_w 
 concatenates them back on load. Every rank also holds one `ShardedObject` (the state's keys,
 dtypes and shapes, replicated) and a common entry (the same description, in common.pt). The world
 of N ranks runs `dist_checkpointing.save` (default torch_dist strategy) on N gloo processes.
-ckpt_load: the other layout's state dict on M processes, `dist_checkpointing.load` (strict
-RAISE_ALL); the object and the common entry must come back equal to the load's own description;
+ckpt_load: the other layout's state dict on M processes, `dist_checkpointing.load` (default strict
+mode: the modes that list the checkpoint's keys fail on torch 2.15, tools/megatron/repro/); the object and the common entry must come back equal to the load's own description;
 every rank's bytes are answered for the harness to compare with the oracle.
 
 The processes (tools/megatron/mcore_ckpt_pool.py) are started once and reused: a case of another

@@ -161,7 +161,9 @@ def load(rank, world, items, ckdir, desc, bug):
             data.fill_(0)
         sd["t%d" % i] = _entry(mapping, it, data, bug)
     sd["obj"] = mapping.ShardedObject(OBJ_KEY, None, (1,), (0,), replica_id=rank)
-    got = dc.load(sd, ckdir, strict=validation.StrictHandling.RAISE_ALL)
+    # strict RAISE_ALL (and every mode that lists the checkpoint's keys) fails on torch 2.15 in 0.16.1
+    # (tools/megatron/repro/tensor_properties_strides.py): the default mode, which does not
+    got = dc.load(sd, ckdir)
     if got.get("obj") != desc:
         raise RuntimeError("ShardedObject %s loaded %r, the load's state is %r" % (OBJ_KEY, got.get("obj"), desc))
     common = got.get("common")

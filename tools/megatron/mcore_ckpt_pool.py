@@ -110,9 +110,10 @@ class PoolError(Exception):
 
 
 class Pool:
-    def __init__(self, timeout=90.0, group_timeout=60):
+    def __init__(self, timeout=90.0, group_timeout=60, start_timeout=300.0):
         self.ctx = mp.get_context("spawn")
         self.timeout = timeout
+        self.start_timeout = start_timeout  # importing torch and megatron on a loaded machine
         self.group_timeout = group_timeout
         self.procs, self.conns = [], []
         self.port = None
@@ -131,8 +132,8 @@ class Pool:
         b.close()
         if rank == 0:
             pb.close()
-            if not pa.poll(self.timeout):
-                raise PoolError("worker 0 did not start its store within %.0f s" % self.timeout)
+            if not pa.poll(self.start_timeout):
+                raise PoolError("worker 0 did not start its store within %.0f s" % self.start_timeout)
             self.port = pa.recv()
         self.procs.append(p)
         self.conns.append(a)
@@ -151,7 +152,7 @@ class Pool:
         try:
             while len(self.procs) < n:
                 self._start(len(self.procs))
-                ans = self._recv(len(self.procs) - 1, time.monotonic() + self.timeout)
+                ans = self._recv(len(self.procs) - 1, time.monotonic() + self.start_timeout)
                 if ans[0] != "ready":
                     raise PoolError("worker %d: %r" % (len(self.procs) - 1, ans))
         except PoolError:
