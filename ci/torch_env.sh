@@ -15,7 +15,7 @@ py="$venv/bin/python"
 have() {
   "$py" - "$TORCH_VERSION" "$MCORE_VERSION" <<'PY' 2>/dev/null
 import sys, importlib.metadata as md
-import torch, numpy, xxhash, safetensors  # noqa: F401
+import torch, numpy, xxhash, safetensors, psutil  # noqa: F401  (psutil: dist_checkpointing's torch_dist writer)
 ok = torch.__version__.split("+")[0] == sys.argv[1] and md.version("megatron-core") == sys.argv[2]
 import megatron.core.resharding, megatron.core.dist_checkpointing  # noqa: F401
 sys.exit(0 if ok else 1)
@@ -24,7 +24,7 @@ PY
 if [ -x "$py" ] && have; then echo "$py"; exit 0; fi
 [ -x "$py" ] || python3 -m venv "$venv" >&2 || { echo "torch_env: python3 -m venv $venv failed" >&2; exit 1; }
 log="$venv.install.log"
-if ! { "$py" -m pip install -q "torch==$TORCH_VERSION" numpy xxhash safetensors packaging einops &&
+if ! { "$py" -m pip install -q "torch==$TORCH_VERSION" numpy xxhash safetensors packaging einops psutil &&
        "$py" -m pip install -q --no-deps "megatron-core==$MCORE_VERSION"; } >"$log" 2>&1; then
   tail -n 5 "$log" >&2
   echo "torch_env: torch $TORCH_VERSION / megatron-core $MCORE_VERSION could not be installed (log: $log)" >&2
