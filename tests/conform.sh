@@ -84,7 +84,7 @@ mesh_dims_at_most order.json 2
 # through the wrap values (int_sum_wraps), on an integer case
 conform sat.json 1 --backend "$plugin?bug=int_saturate" --suite redistribute --fixtures none --quiet
 [ "$(status sat.json redistribute)" = failed ] || fail "bug=int_saturate: not caught by a default-size campaign"
-grep -qE '"dtype": *"(I32|I16|I8|U8)"' "$(grep -m1 -oE "\-\-replay [^ ]+\.json" "$tmp/sat.json.log" | cut -d' ' -f2)" 2>/dev/null \
+grep -qE '"dtype":[[:space:]]*"(I32|I16|I8|U8)"' "$(grep -m1 -oE "\-\-replay [^ ]+\.json" "$tmp/sat.json.log" | cut -d' ' -f2)" 2>/dev/null \
   || fail "bug=int_saturate: the saved case is not an integer case"
 replays sat.json
 conform tpranks.json 1 --backend "$plugin?bug=tp_ranks" --suite tp --cases 300 --fixtures none --quiet
