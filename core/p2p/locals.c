@@ -8,7 +8,7 @@ void rs_p2p_locals_free(rs_p2p_locals *l) {
   if (!l) return;
   for (int64_t p = 0; p < l->nparams; ++p) {
     if (!l->loc || !l->loc[p]) continue;
-    for (int64_t q = 0; q < l->npos[p]; ++q) {
+    for (int64_t q = 0; q < l->npos[p] && !l->borrowed; ++q) {
       free(l->loc[p][q].data);
       free(l->loc[p][q].scale);
     }
@@ -19,8 +19,11 @@ void rs_p2p_locals_free(rs_p2p_locals *l) {
   memset(l, 0, sizeof *l);
 }
 
-rs_status rs_p2p_locals_alloc(const rs_p2p_model *m, int which, int32_t rank, rs_p2p_locals *out) {
+/* The structure of which's locals for `rank`, each played entry's numel set; with buffers (poisoned)
+ * when `buffers`, else none (borrowed: the caller's). */
+static rs_status locals_make(const rs_p2p_model *m, int which, int32_t rank, int buffers, rs_p2p_locals *out) {
   memset(out, 0, sizeof *out);
+  out->borrowed = !buffers;
   out->which = which;
   out->nparams = m->nparams;
   out->npos = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *out->npos);
@@ -53,6 +56,7 @@ rs_status rs_p2p_locals_alloc(const rs_p2p_model *m, int which, int32_t rank, rs
       }
       rs_p2p_local *l = &out->loc[p][q];
       l->numel = n;
+      if (!buffers) continue;
       l->data = malloc((size_t)(n * (mx ? 1 : rs_dtype_size(t->dtype))) + 1);
       if (mx) l->scale = malloc((size_t)(n / RS_MXFP8_BLOCK) + 1);
       if (!l->data || (mx && !l->scale)) {
@@ -64,6 +68,14 @@ rs_status rs_p2p_locals_alloc(const rs_p2p_model *m, int which, int32_t rank, rs
     }
   }
   return RS_OK;
+}
+
+rs_status rs_p2p_locals_alloc(const rs_p2p_model *m, int which, int32_t rank, rs_p2p_locals *out) {
+  return locals_make(m, which, rank, 1, out);
+}
+
+rs_status rs_p2p_locals_layout(const rs_p2p_model *m, int which, int32_t rank, rs_p2p_locals *out) {
+  return locals_make(m, which, rank, 0, out);
 }
 
 rs_status rs_p2p_source_locals(const rs_p2p_model *m, int32_t rank, rs_p2p_locals *out) {

@@ -158,9 +158,18 @@ typedef struct rs_p2p_locals {
   int64_t nparams;
   int64_t *npos;
   rs_p2p_local **loc;
+  int borrowed; /* 1: data and scale are the caller's (rs_p2p_locals_layout): never freed here */
 } rs_p2p_locals;
 
 rs_status rs_p2p_locals_alloc(const rs_p2p_model *m, int which, int32_t rank, rs_p2p_locals *out);
+/* The same structure with no buffers: every entry this process plays has its numel set (an MXFP8
+ * destination: numel E4M3 bytes and numel / 32 scale bytes) and data == NULL; every other entry
+ * has numel 0. The caller points each played entry's data (and scale) at memory of its own, of
+ * numel * dtype size bytes (any non-NULL pointer for numel 0), in the local's row-major layout;
+ * rs_p2p_opt_execute then writes every element of it and allocates no destination. borrowed is
+ * set: rs_p2p_locals_free releases the structure, never the caller's buffers. */
+rs_status rs_p2p_locals_layout(const rs_p2p_model *m, int which, int32_t rank, rs_p2p_locals *out);
+/* Releases what rs_p2p_locals_alloc/_layout allocated (a borrowed local's buffers stay the caller's). */
 void rs_p2p_locals_free(rs_p2p_locals *l);
 /* The source config's locals filled with SPEC 8 bits values (plays `rank`, all when < 0). */
 rs_status rs_p2p_source_locals(const rs_p2p_model *m, int32_t rank, rs_p2p_locals *out);
@@ -215,7 +224,11 @@ typedef struct rs_p2p_exec_stats {
 /* Execute `plan` over copy service cs for the ranks this process plays (`rank` < 0: every rank;
  * src must hold their source locals). out receives their destination locals: it is either zeroed
  * ({0}) and allocated here, or the output of an earlier call for the same model and rank, whose
- * buffers are reused (nothing allocated, every element overwritten). Staging buffers are pooled in
+ * buffers are reused (nothing allocated, every element overwritten), or caller-owned destinations
+ * (rs_p2p_locals_layout with every played entry's data set: written in place; a played entry
+ * without a buffer is RS_ERR_INVALID naming the parameter and rank, before anything moves). On
+ * failure out is released, except caller-owned destinations, which stay as the caller set them up
+ * (their bytes unspecified). Staging buffers are pooled in
  * cs across calls. With one played rank (rank >= 0) every peer pair's transfers travel as one
  * message (packed in plan order, tagged with the pair's first task id). */
 rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, struct rs_copy_service *cs,

@@ -201,6 +201,37 @@ static rs_status agree_before_exchange(rs_copy_service *cs, rs_status st) {
   return RS_OK;
 }
 
+/* Caller-owned destinations (rs_p2p_locals_layout): every played entry has a buffer, and an MXFP8
+ * one its scales. RS_MUTANT 905: the executor allocates destinations of its own in their place
+ * (the caller's buffers are left as they were). */
+static rs_status check_borrowed(const rs_p2p_model *m, int32_t rank, rs_p2p_locals *out) {
+  const rs_p2p_config *c = &m->cfg[RS_P2P_DST];
+  if (!out->loc || out->which != RS_P2P_DST || out->nparams != m->nparams)
+    return rs_fail(RS_ERR_INVALID, "opt p2p: caller-owned destinations: not the destination layout of this model "
+                   "(rs_p2p_locals_layout(model, RS_P2P_DST, rank, ...))");
+  for (int64_t p = 0; p < m->nparams; ++p) {
+    const rs_p2p_mesh *me = &c->mesh[c->place[p].mesh];
+    if (out->npos[p] != me->nranks)
+      return rs_fail(RS_ERR_INVALID, "opt p2p: caller-owned destinations: %s has %lld positions, the model %d",
+                     m->param[p].name, (long long)out->npos[p], (int)me->nranks);
+    for (int64_t q = 0; q < me->nranks; ++q) {
+      const rs_p2p_local *l = &out->loc[p][q];
+      if (rank >= 0 && me->ranks[q] != rank) continue;
+      if (!l->data || (m->param[p].transform == RS_XFORM_MXFP8 && !l->scale))
+        return rs_fail(RS_ERR_INVALID, "opt p2p: caller-owned destinations: %s on rank %d has no %s buffer",
+                       m->param[p].name, (int)me->ranks[q], l->data ? "scale" : "data");
+    }
+  }
+  if (RS_MUTANT(905)) {
+    rs_p2p_locals copy;
+    if (rs_p2p_locals_alloc(m, RS_P2P_DST, rank, &copy) == RS_OK) {
+      rs_p2p_locals_free(out);
+      *out = copy;
+    }
+  }
+  return RS_OK;
+}
+
 rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_copy_service *cs,
                              int32_t rank, const rs_p2p_locals *src, rs_p2p_locals *out,
                              rs_p2p_exec_stats *stats) {
@@ -209,7 +240,9 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   double t0 = now_s();
   sx.reused = out->loc && out->which == RS_P2P_DST && out->nparams == m->nparams;
   /* a failure before the exchange falls through to the agreement below, never returns early */
-  rs_status st = sx.reused ? RS_OK : rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
+  rs_status st = out->borrowed ? check_borrowed(m, rank, out)
+                 : sx.reused   ? RS_OK
+                               : rs_p2p_locals_alloc(m, RS_P2P_DST, rank, out);
   ectx c = {m, plan, out, NULL};
   xstate *xs = malloc((size_t)(plan->n ? plan->n : 1) * sizeof *xs);
   c.acc = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof *c.acc);
@@ -406,7 +439,7 @@ rs_status rs_p2p_opt_execute(const rs_p2p_model *m, const rs_p2p_plan *plan, rs_
   free(xs);
   free(PR.send);
   free(PR.recv);
-  if (st) rs_p2p_locals_free(out);
-  else if (stats) *stats = sx;
+  if (st && !out->borrowed) rs_p2p_locals_free(out);
+  else if (!st && stats) *stats = sx;
   return st;
 }
