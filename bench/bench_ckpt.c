@@ -418,7 +418,7 @@ static rs_status export_resave(const char *src, const char *dir, const rs_state_
   return st;
 }
 
-enum { R_RESHARD, R_RS_LOAD, R_RS_SAVE, R_EXPORT, R_READ, R_RESAVE, R_ER, R_DCP, R_DCPL, R_N };
+enum { R_RESHARD, R_RS_PLAN, R_RS_LOAD, R_RS_SAVE, R_RS_VERIFY, R_EXPORT, R_READ, R_RESAVE, R_ER, R_DCP, R_DCPL, R_N };
 
 static void print_rratio(const char *name, double t[][R_N], int reps, int num, int den, const char *what) {
   double v[BENCH_MAX_REPS];
@@ -478,8 +478,8 @@ static int bench_reshard(int64_t bytes, int from, int to, int reps, int threads,
     printf("  reshard: `ckpt reshard --impl opt` (load verified, save durable, verify before the commit)\n"
            "  export+resave: `ckpt export` + read the export + cut into the target boxes + opt's save (no verify)\n");
     if (dcp) printf("  DCP: PyTorch DCP load into Shard(1) DTensors on %d processes + save (sync_files, dir fsync)\n", to);
-    printf("%4s %9s %8s %8s %9s %8s %8s %9s %9s %8s %6s\n", "rep", "reshard_s", "load_s", "save_s", "export_s", "read_s",
-           "resave_s", "exp+res_s", "dcp_s", "dcp_ld_s", "check");
+    printf("%4s %9s %7s %7s %7s %8s %9s %7s %8s %9s %7s %8s %6s\n", "rep", "reshard_s", "plan_s", "load_s", "save_s",
+           "verify_s", "export_s", "read_s", "resave_s", "exp+res_s", "dcp_s", "dcp_ld_s", "check");
   }
   double t[BENCH_MAX_REPS][R_N];
   memset(t, 0, sizeof t);
@@ -500,8 +500,10 @@ static int bench_reshard(int64_t bytes, int from, int to, int reps, int threads,
     double t0 = mono();
     st = rs_ckpt_reshard(&ro, &res);
     x[R_RESHARD] = mono() - t0;
+    x[R_RS_PLAN] = res.t_plan;
     x[R_RS_LOAD] = res.t_load;
-    x[R_RS_SAVE] = res.t_save + res.t_verify;
+    x[R_RS_SAVE] = res.t_save;
+    x[R_RS_VERIFY] = res.t_verify;
     if (st) break;
     int equal = 1;
     if (rep == 0) { /* the result holds the source's tensors: exports compared once (untimed) */
@@ -524,8 +526,9 @@ static int bench_reshard(int64_t bytes, int from, int to, int reps, int threads,
     x[R_ER] = x[R_EXPORT] + x[R_READ] + x[R_RESAVE];
     if (!st && dcp) st = run_dcp_reshard(dcp, dcp_timeout, bytes, from, to, threads, dir, &x[R_DCP], &x[R_DCPL]);
     if (!st)
-      printf("%4d %9.3f %8.3f %8.3f %9.3f %8.3f %8.3f %9.3f %9.3f %8.3f %6s\n", rep, x[R_RESHARD], x[R_RS_LOAD],
-             x[R_RS_SAVE], x[R_EXPORT], x[R_READ], x[R_RESAVE], x[R_ER], x[R_DCP], x[R_DCPL],
+      printf("%4d %9.3f %7.3f %7.3f %7.3f %8.3f %9.3f %7.3f %8.3f %9.3f %7.3f %8.3f %6s\n", rep, x[R_RESHARD],
+             x[R_RS_PLAN], x[R_RS_LOAD], x[R_RS_SAVE], x[R_RS_VERIFY], x[R_EXPORT], x[R_READ], x[R_RESAVE], x[R_ER], x[R_DCP],
+             x[R_DCPL],
              rep ? "" : equal ? "equal" : "DIFFERS");
     fflush(stdout);
   }
