@@ -115,6 +115,11 @@ rs_status rs_sharding_validate(rs_sharding *s, const rs_mesh *m, const rs_tensor
     int count = 0;
     for (int i = 0; i < m->ndim; ++i)
       if (s->p[i].kind == RS_SHARD && s->p[i].dim == d) count++;
+    if (s->order_len[d] == 0 && count) /* the order rs_parse_placements leaves empty (layout.h) */
+      return rs_fail(RS_ERR_INVALID,
+                     "shard_order: tensor dim %d lists 0 mesh dims but %d placements shard it (no shard order: "
+                     "fill it with rs_sharding_set_default_order or rs_parse_order after rs_parse_placements)",
+                     d, count);
     if (s->order_len[d] != count)
       return rs_fail(RS_ERR_INVALID,
                      "shard_order: tensor dim %d lists %d mesh dims but %d placements shard it", d,

@@ -22,6 +22,14 @@ done
 # (a) the consumer, both ways
 mkdir -p "$T/proj"
 cp "$S/tests/install/CMakeLists.txt" "$S/tests/install/consumer.c" "$T/proj/"
+# docs/library.md's example program, verbatim (the first ```c block after its install-test marker),
+# and the output the page says it prints (the next ``` block)
+awk '/<!-- install-test: layout_example.c -->/{m=1;next} m==1&&/^```c$/{m=2;next} m==2&&/^```$/{exit} m==2' \
+  "$S/docs/library.md" >"$T/proj/layout_example.c"
+awk '/<!-- install-test: layout_example.c -->/{m=1;next} m==1&&/^```c$/{m=2;next} m==2&&/^```$/{m=3;next}
+     m==3&&/^```$/{m=4;next} m==4&&/^```$/{exit} m==4' "$S/docs/library.md" >"$T/layout_example.want"
+[ -s "$T/proj/layout_example.c" ] && [ -s "$T/layout_example.want" ] ||
+  fail "docs/library.md: no install-test example (or no output block after it)"
 plugin=0
 if [ -f "$P/include/reshard/backend.h" ]; then
   cp "$S/tests/install/plugin.c" "$T/proj/"
@@ -32,6 +40,8 @@ if cmake -S proj -B proj/build -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Relea
    cmake --build proj/build -j2 >"$T/bld.log" 2>&1; then
   expect_rc 0 proj/build/consumer
   expect_out "consumer: ok"
+  proj/build/layout_example >"$T/le.out" 2>&1 || fail "docs/library.md example (find_package): $(cat "$T/le.out")"
+  cmp -s "$T/le.out" "$T/layout_example.want" || fail "docs/library.md example prints other lines than the page: $(cat "$T/le.out")"
 else
   fail "find_package(reshard) project:"; tail -n 15 "$T/cfg.log" "$T/bld.log" >&2
 fi
@@ -40,6 +50,13 @@ flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs reshard) || 
 if cc -std=c11 -o pc_consumer proj/consumer.c $flags >"$T/cc.log" 2>&1; then
   expect_rc 0 ./pc_consumer
   expect_out "consumer: ok"
+  # shellcheck disable=SC2086
+  if cc -std=c11 -o pc_layout_example proj/layout_example.c $flags >"$T/cc.log" 2>&1; then
+    ./pc_layout_example >"$T/le.out" 2>&1 && cmp -s "$T/le.out" "$T/layout_example.want" ||
+      fail "docs/library.md example (pkg-config): $(cat "$T/le.out")"
+  else
+    fail "docs/library.md example with pkg-config flags: $(tail -10 "$T/cc.log")"
+  fi
 else
   fail "cc with pkg-config flags ($flags): $(tail -10 "$T/cc.log")"
 fi

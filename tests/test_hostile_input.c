@@ -518,6 +518,22 @@ static void test_json_nul(void) {
   free(c);
 }
 
+/* rs_parse_placements leaves the shard order empty (layout.h): validating before the order is
+ * filled is refused with a message that names the call which fills it; after it, valid. */
+static void test_parse_then_validate(void) {
+  rs_sharding s;
+  rs_mesh m;
+  int64_t sz[2] = {2, 2};
+  rs_tensor t = {RS_F32, 2, {7, 5}};
+  CHECK(rs_mesh_init(&m, 2, sz, NULL) == RS_OK);
+  CHECK(rs_parse_placements("S0,S(-1)", &s) == RS_OK);
+  CHECK(rs_sharding_validate(&s, &m, &t) != RS_OK && strstr(rs_last_error(), "rs_sharding_set_default_order"));
+  CHECK(rs_sharding_set_default_order(&s, t.ndim) == RS_OK && rs_sharding_validate(&s, &m, &t) == RS_OK);
+  CHECK(s.p[1].dim == 1 && s.order_len[0] == 1 && s.order_len[1] == 1);
+  CHECK(rs_parse_placements("S0,S0", &s) == RS_OK && rs_parse_order("0:1,0", &s, t.ndim) == RS_OK &&
+        rs_sharding_validate(&s, &m, &t) == RS_OK && s.order[0][0] == 1);
+}
+
 int main(void) {
   test_messages();
   test_numflags();
@@ -528,6 +544,7 @@ int main(void) {
   test_text_syntax();
   test_expected();
   test_json_nul();
+  test_parse_then_validate();
   test_fmt();
   test_nomem_code();
   TEST_DONE();

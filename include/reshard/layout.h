@@ -65,7 +65,9 @@ rs_placement rs_pl_partial(rs_redop op);
 int rs_pl_equal(rs_placement a, rs_placement b);
 /* Normalize negative shard dims and fill the default shard order (ascending mesh dims). */
 rs_status rs_sharding_set_default_order(rs_sharding *s, int tensor_ndim);
-/* Full check of a sharding against a mesh and tensor (SPEC 3, 9). Normalizes negative dims. */
+/* Full check of a sharding against a mesh and tensor (SPEC 3, 9). Normalizes negative dims. The
+ * shard order must be complete: one parsed by rs_parse_placements needs rs_sharding_set_default_order
+ * or rs_parse_order first (an empty order is refused, the message says so). */
 rs_status rs_sharding_validate(rs_sharding *s, const rs_mesh *m, const rs_tensor *t);
 int rs_sharding_is_default_order(const rs_sharding *s, int tensor_ndim);
 int rs_sharding_equal(const rs_sharding *a, const rs_sharding *b, int tensor_ndim);
@@ -91,7 +93,11 @@ rs_status rs_tensor_nbytes(const rs_tensor *t, int64_t *nbytes);
 rs_status rs_parse_dims(const char *text, int max, int64_t *out, int *n); /* "4x2", "" -> 0 dims */
 rs_status rs_parse_ranks(const char *text, int32_t *out, int max, int *n); /* "3,1,2,0" */
 rs_status rs_parse_placement(const char *text, rs_placement *out);        /* R S0 S(1) P P(avg) */
-rs_status rs_parse_placements(const char *text, rs_sharding *out);       /* "S0,R,P" */
+/* "S0,R,P": the placements only. The shard order is left EMPTY (the text does not say the tensor's
+ * rank, which S(-1) and the default order need), so *out is not yet a valid sharding: follow with
+ * rs_sharding_set_default_order(out, tensor_ndim) or rs_parse_order(text, out, tensor_ndim), then
+ * rs_sharding_validate, before any layout function. docs/library.md has a complete example. */
+rs_status rs_parse_placements(const char *text, rs_sharding *out);
 /* "0:1,0;1:0": tensor dim 0 split by mesh dim 1 then 0; tensor dim 1 by mesh dim 0. */
 rs_status rs_parse_order(const char *text, rs_sharding *s, int tensor_ndim);
 int rs_format_placement(rs_placement p, char *buf, size_t cap);
