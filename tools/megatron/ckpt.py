@@ -26,7 +26,7 @@ What Megatron cannot express is answered "unsupported" with the reason (see DECL
 counted as skipped by the harness. Options:
   --bug rename_key|wrong_slice|factory_merge   plant a bug (mcore_ckpt_ops.py says what each does)
   --no-factory      plain ShardedTensors only (no ShardedTensorFactory)
-  --timeout SEC     per-operation timeout inside the pool (default 90)
+  --timeout SEC     per-operation timeout inside the pool (default 240; a loaded machine is slow)
   --log FILE        one JSON line per declined or failed case ({"op", "kind", "message"})
 Stdout carries only protocol lines.
 """
@@ -207,7 +207,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bug", choices=["rename_key", "wrong_slice", "factory_merge"])
     ap.add_argument("--no-factory", action="store_true")
-    ap.add_argument("--timeout", type=float, default=90.0)
+    ap.add_argument("--timeout", type=float, default=240.0)
     ap.add_argument("--log")
     args = ap.parse_args()
     import importlib.metadata as md

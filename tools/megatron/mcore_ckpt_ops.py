@@ -22,6 +22,12 @@ DT = {
 OBJ_KEY = "conform.state_description"
 
 
+def _preload():
+    import warnings as w
+    w.filterwarnings("ignore")
+    import megatron.core.dist_checkpointing  # noqa: F401  (heavy: at worker start, not in a case)
+
+
 def cpu_workaround():
     """Megatron-Core 0.16.1's torch_dist save calls torch.cuda.synchronize() unconditionally
     (FileSystemWriterAsync.preload_tensors, non_blocking=True), which raises on a machine with no
@@ -178,3 +184,6 @@ def load(rank, world, items, ckdir, desc, bug):
                                                                       DT[it["dtype"]], tuple(it["size"])))
         out[i] = bytes_of(t)
     return [out[i] for i in range(len(items))]
+
+
+_preload()

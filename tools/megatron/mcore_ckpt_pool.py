@@ -34,7 +34,7 @@ def _pdeathsig():
         pass
 
 
-def _worker(conn, rank, port_conn, port, group_timeout):
+def _worker(conn, rank, port_conn, port, group_timeout, preload=()):
     """A worker's loop: commands ("group", gen, n), ("call", module, fn, args), ("exit",)."""
     _pdeathsig()
     sys.stdout = sys.stderr
@@ -56,6 +56,8 @@ def _worker(conn, rank, port_conn, port, group_timeout):
         port_conn.close()
     else:
         store = dist.TCPStore("127.0.0.1", port, None, False, timeout=datetime.timedelta(seconds=group_timeout))
+    for m in preload:  # imported before "ready" (start timeout), not inside a case's operation timeout
+        importlib.import_module(m)
     conn.send(("ready", rank))
     size = 0
     while True:
@@ -110,10 +112,11 @@ class PoolError(Exception):
 
 
 class Pool:
-    def __init__(self, timeout=90.0, group_timeout=60, start_timeout=300.0):
+    def __init__(self, timeout=90.0, group_timeout=60, start_timeout=300.0, preload=("mcore_ckpt_ops",)):
         self.ctx = mp.get_context("spawn")
         self.timeout = timeout
         self.start_timeout = start_timeout  # importing torch and megatron on a loaded machine
+        self.preload = tuple(preload)
         self.group_timeout = group_timeout
         self.procs, self.conns = [], []
         self.port = None
@@ -127,7 +130,8 @@ class Pool:
             pa, pb = self.ctx.Pipe(duplex=False)
         # not daemonic: Megatron's torch_dist writer starts processes of its own (a Manager queue,
         # forked writers); they are reaped in close() with the workers
-        p = self.ctx.Process(target=_worker, args=(b, rank, pb, self.port, self.group_timeout), daemon=False)
+        p = self.ctx.Process(target=_worker, args=(b, rank, pb, self.port, self.group_timeout, self.preload),
+                             daemon=False)
         p.start()
         b.close()
         if rank == 0:
@@ -149,12 +153,17 @@ class Pool:
             raise PoolError("rank %d died (exit status %s)" % (i, self.procs[i].exitcode))
 
     def grow(self, n):
+        """Start workers up to n, all at once once worker 0 has its store up (each imports torch and
+        megatron: slow on a loaded machine), then wait for every one's "ready"."""
         try:
+            first = len(self.procs)
             while len(self.procs) < n:
                 self._start(len(self.procs))
-                ans = self._recv(len(self.procs) - 1, time.monotonic() + self.start_timeout)
+            deadline = time.monotonic() + self.start_timeout
+            for r in range(first, n):
+                ans = self._recv(r, deadline)
                 if ans[0] != "ready":
-                    raise PoolError("worker %d: %r" % (len(self.procs) - 1, ans))
+                    raise PoolError("worker %d: %r" % (r, ans))
         except PoolError:
             self.close()
             raise
