@@ -261,4 +261,17 @@ else
   echo "skipped: live PyTorch backend (no torch for $TPY; set RS_TORCH_PYTHON to a python with torch)"
 fi
 
+# ---- PyTorch DCP interop and live Megatron-Core (ci/dcp_interop.sh, ci/megatron.sh) ----------------
+# Both run in the venv of ci/torch_env.sh; exit 77 (it could not be installed) skips with a message.
+# dcp_interop: the reshard-dcp package installed into a fresh venv, DCP's default format imported
+# bit-exact from real dcp.save output, the C readers' damage suites through the Python reader.
+# megatron: Megatron-Core's resharding planner and executor and dist_checkpointing behind the
+# process protocol, bounded campaigns and the wrappers' planted bugs (docs/conformance.md).
+stage "PyTorch DCP interop (ci/dcp_interop.sh)"
+rc=0; bash ci/dcp_interop.sh "$R" || rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { echo "ci/dcp_interop.sh failed (exit $rc)"; exit 1; }
+stage "live Megatron-Core: resharding planner, executor, dist_checkpointing (ci/megatron.sh)"
+rc=0; RS_MCORE_OUT="$out/megatron" bash ci/megatron.sh "$R" || rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { echo "ci/megatron.sh failed (exit $rc)"; exit 1; }
+
 stage "all tests passed"
