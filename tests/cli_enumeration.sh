@@ -7,6 +7,22 @@ set -u
 R=${1:?usage: cli_enumeration.sh path/to/reshard TOP}
 top=${2:?usage: cli_enumeration.sh path/to/reshard TOP}
 . "$(dirname "$0")/cli_lib.sh"
+# R -> P(max) is a legal step under both enumerations (SPEC 6; include/reshard/plan.h): the greedy
+# planner emits it under seed, the seed graph search creates Partial only as P(sum) (no path), the
+# pytorch one plans it; a run of the greedy plan is held to the oracle
+for e in seed pytorch; do
+  expect_rc 0 "$R" plan --mesh 2 --shape 4 --src R --dst 'P(max)' --planner greedy --enumeration $e
+  grep -q '^trace: R->P(max)$' "$T/out" || fail "greedy R -> P(max) under $e: $(cat "$T/out")"
+done
+expect_rc 2 "$R" plan --mesh 2 --shape 4 --src R --dst 'P(max)' --planner graph
+grep -q 'no path' "$T/err" || fail "seed graph R -> P(max): $(cat "$T/err")"
+expect_rc 0 "$R" plan --mesh 2 --shape 4 --src R --dst 'P(max)' --planner graph --enumeration pytorch
+grep -q '^trace: R->P(max)$' "$T/out" || fail "pytorch graph R -> P(max): $(cat "$T/out")"
+cat >"$T/rmax.json" <<'J'
+{"name":"rmax","mesh":{"shape":[2]},"tensor":{"shape":[4],"dtype":"F32"},"src":{"placements":["R"]},
+ "dst":{"placements":["P(max)"]},"planner":"greedy"}
+J
+expect_rc 0 "$R" run "$T/rmax.json"
 # PyTorch 2.15 plans this one (P(avg) from Replicate); the seed enumeration has no path
 cat >"$T/avg.json" <<'J'
 {"name":"avg","mesh":{"shape":[2,1,4]},"tensor":{"shape":[3],"dtype":"F32"},

@@ -27,10 +27,14 @@ typedef struct rs_step {
   rs_placement from, to;
 } rs_step;
 
-/* Which transitions a planner may use (SPEC 6-7): `seed` is the contract's set (R -> P only as
- * P(sum), S -> P an error); `pytorch` is current PyTorch's planner: R -> P(op) for every op in the
- * source or destination, S(d) -> P(sum) by zero-fill toward a destination P(sum), and no step for
- * an equal 1-D greedy redistribute. */
+/* Which transitions a planner may use (SPEC 6-7). Under both, a step R -> P(op) is legal for every
+ * op (a local partition: P(sum) divides, P(avg|min|max) keep the value) and the greedy planner
+ * emits it directly where the destination asks for it (`plan --src R --dst 'P(max)' --planner
+ * greedy`). `seed` is the contract's set: S -> P is an error, and the graph planner's search only
+ * creates Partial as P(sum) (a destination P(avg|min|max) it cannot keep from the source has no
+ * graph path). `pytorch` is current PyTorch's planner: the graph search also creates R -> P(op)
+ * for every op in the source or destination, S(d) -> P(sum) by zero-fill toward a destination
+ * P(sum) is a step, and the greedy planner makes no step for an equal 1-D redistribute. */
 typedef enum rs_enumeration { RS_ENUM_SEED = 0, RS_ENUM_PYTORCH = 1 } rs_enumeration;
 const char *rs_enumeration_name(rs_enumeration e);
 rs_status rs_enumeration_parse(const char *text, rs_enumeration *out);
