@@ -41,8 +41,10 @@ int main(void) {
       bounded++;
       CHECK(rs_case_resolve_planner(&c) == RS_PLANNER_GREEDY);
     }
+    /* order or wrap values replace exact ones; wrap only on an integer dtype */
     CHECK(c.values == rs_case_default_values(&c) ||
-          (c.values == RS_VALUES_ORDER && rs_case_default_values(&c) == RS_VALUES_EXACT));
+          ((c.values == RS_VALUES_ORDER || c.values == RS_VALUES_WRAP) && rs_case_default_values(&c) == RS_VALUES_EXACT));
+    CHECK(c.values != RS_VALUES_WRAP || !rs_dtype_is_float(c.tensor.dtype));
     dims4 += c.mesh.ndim == 4;
     scalar += c.tensor.ndim == 0;
     for (int d = 0; d < c.tensor.ndim; d++) {
