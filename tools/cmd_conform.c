@@ -41,7 +41,8 @@ static const char *default_fixtures(char *buf, size_t cap, char *looked, size_t 
   char *slash = strrchr(bindir, '/');
   if (slash) *slash = 0;
 #ifdef RS_REL_FIXTURES
-  snprintf(buf, cap, "%s/%s", bindir, RS_REL_FIXTURES);
+  int len = snprintf(buf, cap, "%s/%s", bindir, RS_REL_FIXTURES);
+  if (len < 0 || (size_t)len >= cap) return NULL; /* a path longer than PATH_MAX: not there */
   snprintf(looked, lcap, "%s", buf);
   if (has_corpora(buf)) return buf;
 #endif
