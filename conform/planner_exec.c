@@ -4,6 +4,7 @@
  * fixtures' JSON form; answers carry the steps of `reshard plan --json` (or the transfers of
  * `reshard p2p plan --json`). An answer that is not of that form is a garbage fault: that case
  * fails and the child is restarted. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,20 @@ static rs_status call(exec_planner *x, cJSON *req, cJSON **answer) {
 }
 
 /* A malformed answer: the child's fault (garbage), restarted before the next request. */
+/* A placement text as a planner may write it, its shard dim any integer (S(8), S(-9), S(200)):
+ * out of range for the case is the checker's `illegal`, not a garbage answer. A dim beyond what
+ * a placement holds (int8) is kept as the nearest it holds, out of range all the same. */
+static int wide_placement(const char *text, rs_placement *out) {
+  if (rs_parse_placement(text, out) == RS_OK) return 0;
+  long long v;
+  char close = 0, extra = 0;
+  if (sscanf(text, "S(%lld%c%c", &v, &close, &extra) == 2 && close == ')' && text[2] != ' ' && text[2] != '+') {
+    *out = rs_pl_shard(v < INT8_MIN ? INT8_MIN : v > INT8_MAX ? INT8_MAX : (int)v);
+    return 0;
+  }
+  return 1;
+}
+
 static rs_status garbage(exec_planner *x, cJSON *answer, const char *what) {
   rs_proto_reject_answer(x->p);
   cJSON_Delete(answer);
@@ -82,9 +97,13 @@ static rs_status plan_(void *self, const rs_planner_problem *pb, rs_planner_step
   cJSON_ArrayForEach(s, steps) {
     const cJSON *from = cJSON_GetObjectItemCaseSensitive(s, "from"), *to = cJSON_GetObjectItemCaseSensitive(s, "to");
     int64_t md;
-    if (!cJSON_IsObject(s) || rs_json_i64_member(s, "steps", "mesh_dim", 0, RS_MAX_MESH_DIMS - 1, 1, &md) ||
-        !cJSON_IsString(from) || !cJSON_IsString(to) || rs_parse_placement(from->valuestring, &x->step[i].from) ||
-        rs_parse_placement(to->valuestring, &x->step[i].to))
+    /* One rule for a step out of range: a step of the right shape (an integer mesh_dim, two
+     * placement texts) is judged by the plan checker, so a mesh dim or shard dim beyond the case
+     * (mesh_dim 2 on a 2-d mesh, 6, -1, S(8), S(-9)) is `illegal`, whatever the number; only a step
+     * of another shape is `error` (garbage answer). docs/conformance.md "Planner fuzzing". */
+    if (!cJSON_IsObject(s) || rs_json_i64_member(s, "steps", "mesh_dim", INT_MIN, INT_MAX, 1, &md) ||
+        !cJSON_IsString(from) || !cJSON_IsString(to) || wide_placement(from->valuestring, &x->step[i].from) ||
+        wide_placement(to->valuestring, &x->step[i].to))
       return garbage(x, answer, "a step is not {\"mesh_dim\":int,\"from\":placement,\"to\":placement}");
     x->step[i++].mesh_dim = (int)md;
   }

@@ -86,6 +86,36 @@ if [ -n "$py" ]; then
   caught p2p illegal "exec:$py $top/tests/planner_child.py --bug --reshard $Rabs"
 fi
 
+# --- one rule for a step out of range: a step of the right shape whose mesh dim or shard dim lies
+# outside the case (mesh_dim == the mesh's dim count, 6, -1, 1000, S(8), S(-9), S(200)) is
+# `illegal`; only a step of another shape (S(x)) is `error` (garbage answer)
+if [ -n "$py" ]; then
+  cat >"$T/oor.py" <<'PY'
+import json, sys
+mode = sys.argv[1]
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"ok": True, "version": 1, "name": "oor", "capabilities": ["plan"]}), flush=True)
+        continue
+    if r["op"] == "bye":
+        break
+    c = r["case"]
+    step = {"mesh_dim": 0, "from": c["src"]["placements"][0], "to": "R"}
+    if mode == "ndim": step["mesh_dim"] = len(c["mesh"]["shape"])
+    elif mode.startswith("md"): step["mesh_dim"] = int(mode[2:])
+    else: step["to"] = mode
+    print(json.dumps({"id": r["id"], "ok": True, "steps": [step]}), flush=True)
+PY
+  for m in ndim md6 md-1 md1000 'S(8)' 'S(-9)' 'S(200)' 'S(x)'; do
+    want=illegal
+    [ "$m" = 'S(x)' ] && want=error
+    expect_rc 1 "$R" fuzz-planner --planner "exec:$py $T/oor.py '$m'" --seed 1 --cases 20 --quiet \
+      --regress-dir "$T/reg" --json "$T/oor.json"
+    json "$T/oor.json" "[f['kind'] for f in d['failures']] == ['$want']"
+  done
+fi
+
 # --- a child that crashes on some requests and answers garbage on others: those cases fail as
 # `error`, the child is restarted, the campaign runs every case and exits 1
 if [ -n "$py" ]; then
