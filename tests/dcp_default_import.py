@@ -160,7 +160,8 @@ def main():
                   f"{name}: import-dcp rc {r.returncode}: {r.stdout} {r.stderr}")
             r = subprocess.run([a.reshard, "ckpt", "import", path, "--root", os.path.join(tmp, "c-imp"), "--step", "1"],
                                capture_output=True, text=True)
-            check(r.returncode != 0, "reshard ckpt import on a DCP directory must refuse it")
+            check(r.returncode == 2 and "python -m reshard_dcp import-dcp " + path in r.stderr,
+                  "reshard ckpt import on a DCP directory must refuse it (exit 2) naming the import-dcp command")
             print(f"reshard ckpt import on a DCP directory: exit {r.returncode}: {r.stderr.strip()[:300]}")
         else:
             import_dcp(path, out, 3, block=4096 if name == "w3" else 1 << 20, skip_non_tensors=extra,
