@@ -28,9 +28,7 @@ import torch.distributed as dist  # noqa: E402
 if torch.cuda.is_available():
     print("this machine has CUDA: the defect needs a machine without a CUDA driver")
     sys.exit(2)
-os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-os.environ.setdefault("MASTER_PORT", "29533")
-dist.init_process_group("gloo", rank=0, world_size=1)
+dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(prefix="mcore-store-"), rank=0, world_size=1)
 if "--past-sync" in sys.argv:
     torch.cuda.synchronize = lambda device=None: None
 from megatron.core import dist_checkpointing  # noqa: E402

@@ -24,9 +24,7 @@ import torch.distributed as dist  # noqa: E402
 from torch.distributed.checkpoint.metadata import TensorProperties  # noqa: E402
 
 print("torch %s, TensorProperties fields: %s" % (torch.__version__, sorted(TensorProperties.__dataclass_fields__)))
-os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-os.environ.setdefault("MASTER_PORT", "29535")
-dist.init_process_group("gloo", rank=0, world_size=1)
+dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(prefix="mcore-store-"), rank=0, world_size=1)
 if not torch.cuda.is_available():  # the CPU save needs these (cuda_sync_on_cpu.py): not this defect
     torch.cuda.synchronize = lambda device=None: None
     torch.cuda.current_device = lambda: "cpu"

@@ -28,8 +28,8 @@ def child(d):
     import torch.distributed as dist
     torch.cuda.synchronize = lambda device=None: None
     torch.cuda.current_device = lambda: "cpu"
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", "29534"
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(prefix="mcore-store-"), rank=0,
+                            world_size=1)
     from megatron.core import dist_checkpointing
     from megatron.core.dist_checkpointing import ShardedTensor
     sd = {"w": ShardedTensor.from_rank_offsets("w", torch.arange(6, dtype=torch.float32).reshape(2, 3))}
