@@ -15,6 +15,7 @@
 
 
 unsigned rs_cf_backend_caps(const rs_cf_backend *b) { return b->caps; }
+int64_t rs_cf_backend_templates_sent(const rs_cf_backend *b) { return b->templates_sent; }
 const char *rs_cf_backend_name(const rs_cf_backend *b) { return b->name; }
 const char *rs_cf_backend_spec(const rs_cf_backend *b) { return b->spec; }
 int rs_cf_backend_ckpt_reshard(const rs_cf_backend *b) { return b->ckpt_reshard; }
@@ -24,7 +25,7 @@ static const struct {
   unsigned cap;
 } CAPS[] = {{"redistribute", RS_CF_REDISTRIBUTE}, {"p2p_plan", RS_CF_P2P_PLAN},
             {"p2p_execute", RS_CF_P2P_EXECUTE}, {"ckpt", RS_CF_CKPT}, {"tp", RS_CF_TP},
-            {"p2p_any_plan", RS_CF_P2P_ANY_PLAN}};
+            {"p2p_any_plan", RS_CF_P2P_ANY_PLAN}, {"p2p_templates", RS_CF_P2P_TEMPLATES}};
 
 static rs_status open_exec(rs_cf_backend *b, const char *cmd, double timeout) {
   rs_status st = rs_proto_open(cmd, "backend", timeout, &b->proto);
@@ -84,6 +85,8 @@ static rs_status open_plugin(rs_cf_backend *b, const char *spec) {
   if (b->abi.tp_forward) b->caps |= RS_CF_TP;
   /* 0 when struct_size stops before it (zeroed above): an older plug-in runs its own plan only */
   if (b->abi.p2p_execute && (b->abi.p2p_flags & RS_BACKEND_P2P_ANY_PLAN)) b->caps |= RS_CF_P2P_ANY_PLAN;
+  if ((b->abi.p2p_plan || b->abi.p2p_execute) && (b->abi.p2p_flags & RS_BACKEND_P2P_TEMPLATES))
+    b->caps |= RS_CF_P2P_TEMPLATES;
   b->ckpt_reshard = b->abi.ckpt_format == RS_BACKEND_CKPT_RESHARD;
   if (b->abi.create) {
     char msg[1024] = "";

@@ -18,6 +18,7 @@ struct rs_cf_backend {
   int ckpt_reshard;
   int64_t timeouts;     /* requests that timed out (rs__cf_request) */
   int64_t max_timeouts; /* > 0: after this many, requests are no longer sent (--max-timeouts) */
+  int64_t templates_sent; /* P2P models sent in template form (RS_CF_P2P_TEMPLATES) */
 };
 
 /* Set a call's outcome with a message (fmt takes one string). */

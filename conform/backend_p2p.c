@@ -19,10 +19,21 @@ static int64_t find_param(const rs_p2p_model *m, const char *name) {
   return -1;
 }
 
-static cJSON *model_json(const rs_p2p_model *m) {
+/* The model as the backend is sent it: in template form when it declares that it expands templates
+ * (RS_CF_P2P_TEMPLATES) and the model has one that gives it back exactly, else explicit (templates
+ * expanded by reshard). Either way the oracle holds the result to reshard's expansion. */
+static rs_status model_text(rs_cf_backend *b, const rs_p2p_model *m, char **text) {
+  if ((b->caps & RS_CF_P2P_TEMPLATES) && m->arch_set && rs_p2p_model_to_template_json(m, text) == RS_OK) {
+    b->templates_sent++;
+    return RS_OK;
+  }
+  return rs_p2p_model_to_json(m, NULL, text);
+}
+
+static cJSON *model_json(rs_cf_backend *b, const rs_p2p_model *m) {
   char *text = NULL;
   cJSON *j = NULL;
-  if (rs_p2p_model_to_json(m, NULL, &text) == RS_OK) rs_json_parse(text, &j);
+  if (model_text(b, m, &text) == RS_OK) rs_json_parse(text, &j);
   free(text);
   return j;
 }
@@ -60,7 +71,7 @@ void rs_cf_p2p_plan(rs_cf_backend *b, const rs_p2p_model *m, rs_p2p_plan *plan, 
   sink_ctx x = {m, plan, 0, ""};
   if (!b->proto) {
     char *text = NULL;
-    if (rs_p2p_model_to_json(m, NULL, &text)) return rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
+    if (model_text(b, m, &text)) return rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
     rs_backend_p2p_sink sink = {&x, sink_add};
     call->result = b->abi.p2p_plan(b->self, text, &sink, call->msg, sizeof call->msg);
     free(text);
@@ -70,7 +81,7 @@ void rs_cf_p2p_plan(rs_cf_backend *b, const rs_p2p_model *m, rs_p2p_plan *plan, 
   }
   cJSON *req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "op", "p2p_plan");
-  cJSON_AddItemToObject(req, "model", model_json(m));
+  cJSON_AddItemToObject(req, "model", model_json(b, m));
   cJSON *ans = rs__cf_request(b, req, call);
   cJSON_Delete(req);
   if (!ans) return;
@@ -210,7 +221,7 @@ void rs_cf_p2p_execute(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_pla
   if (b->proto) {
     cJSON *req = cJSON_CreateObject(), *arr = cJSON_CreateArray();
     cJSON_AddStringToObject(req, "op", "p2p_execute");
-    cJSON_AddItemToObject(req, "model", model_json(m));
+    cJSON_AddItemToObject(req, "model", model_json(b, m));
     /* null: its own plan (what a child that did not declare "p2p_any_plan" is always sent) */
     if (pl) cJSON_AddItemToObject(req, "plan", pl);
     else cJSON_AddNullToObject(req, "plan");
@@ -224,7 +235,7 @@ void rs_cf_p2p_execute(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_pla
   } else {
     char *text = NULL;
     rs_backend_buf *db = rs__cf_p2p_bufs(m, RS_P2P_DST, got, &nd, &dn);
-    if (!db || rs_p2p_model_to_json(m, NULL, &text)) {
+    if (!db || model_text(b, m, &text)) {
       rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", db ? rs_last_error() : "out of memory");
     } else {
       rs_backend_bufs vs = {ns, sb}, vd = {nd, db};

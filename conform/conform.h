@@ -23,7 +23,8 @@ enum {
   RS_CF_P2P_EXECUTE = 4,
   RS_CF_CKPT = 8,
   RS_CF_TP = 16,
-  RS_CF_P2P_ANY_PLAN = 32 /* p2p_execute executes a plan it is given (RS_BACKEND_P2P_ANY_PLAN) */
+  RS_CF_P2P_ANY_PLAN = 32, /* p2p_execute executes a plan it is given (RS_BACKEND_P2P_ANY_PLAN) */
+  RS_CF_P2P_TEMPLATES = 64 /* it expands Megatron-style templates itself (RS_BACKEND_P2P_TEMPLATES) */
 };
 
 typedef struct rs_cf_backend rs_cf_backend;
@@ -34,6 +35,8 @@ typedef struct rs_cf_backend rs_cf_backend;
  * seconds a process gets per exchange. */
 rs_status rs_cf_backend_open(const char *spec, double timeout, rs_cf_backend **out);
 void rs_cf_backend_close(rs_cf_backend *b);
+/* How many P2P models went to the backend in template form (RS_CF_P2P_TEMPLATES). */
+int64_t rs_cf_backend_templates_sent(const rs_cf_backend *b);
 unsigned rs_cf_backend_caps(const rs_cf_backend *b);
 const char *rs_cf_backend_name(const rs_cf_backend *b);
 const char *rs_cf_backend_spec(const rs_cf_backend *b);

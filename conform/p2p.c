@@ -160,6 +160,7 @@ static void campaign(rs_cf_run *run) {
   c.print = 1;
   c.shrink_runs = run->o->shrink_runs;
   c.shrink_seconds = run->o->shrink_seconds;
+  c.save_templates = (rs_cf_backend_caps(run->b) & RS_CF_P2P_TEMPLATES) != 0;
   rs_p2p_campaign_result *r = calloc(1, sizeof *r);
   if (!r) return;
   if (rs_p2p_campaign_run(&c, r)) {
@@ -177,6 +178,18 @@ static void campaign(rs_cf_run *run) {
     if (!run->o->quiet || r->fail[p])
       printf("p2p: %lld cases: %lld pass, %lld fail, %lld skip (%.2f s)\n", (long long)r->cases, (long long)it->pass,
              (long long)it->fail, (long long)it->skip, r->seconds);
+    if (rs_cf_backend_caps(run->b) & RS_CF_P2P_TEMPLATES) {
+      int64_t sent = rs_cf_backend_templates_sent(run->b);
+      printf("p2p: %lld model(s) sent in template form (the backend declares p2p_templates)\n", (long long)sent);
+      /* a declared capability the campaign never exercised is a silent pass: the generator draws
+       * templates in about a third of its models */
+      if (!sent && r->cases >= 100 && !it->fail) {
+        it->fail++;
+        RS_CF_PRINT(it->message, "the backend declares p2p_templates but none of %lld cases sent a template",
+                    (long long)r->cases);
+        printf("FAIL p2p %s: %s\n", it->name, it->message);
+      }
+    }
   }
   fflush(stdout);
   free(r);
@@ -191,7 +204,12 @@ static rs_status save(void *vctx, const char *msg, char *path, size_t cap) {
   saving *x = vctx;
   char *t = NULL;
   (void)msg;
-  rs_status st = rs_p2p_model_to_json(x->m, NULL, &t);
+  /* in the form the backend was sent it: a template when it declares p2p_templates and the model
+   * has one that gives it back exactly (the replay then sends it the same way) */
+  rs_status st = (rs_cf_backend_caps(x->run->b) & RS_CF_P2P_TEMPLATES) && x->m->arch_set &&
+                         rs_p2p_model_to_template_json(x->m, &t) == RS_OK
+                     ? RS_OK
+                     : rs_p2p_model_to_json(x->m, NULL, &t);
   if (!st) st = rs_cf_save_failure(x->run, t, "p2p", path, cap);
   free(t);
   return st;

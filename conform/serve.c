@@ -55,6 +55,9 @@ static cJSON *hello(const rs_backend *b, const cJSON *req) {
   if (b->p2p_plan) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_plan"));
   if (b->p2p_execute) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_execute"));
   if (b->p2p_execute && any_plan(b)) cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_any_plan"));
+  if ((b->p2p_plan || b->p2p_execute) && b->struct_size >= offsetof(rs_backend, p2p_flags) + sizeof b->p2p_flags &&
+      (b->p2p_flags & RS_BACKEND_P2P_TEMPLATES))
+    cJSON_AddItemToArray(caps, cJSON_CreateString("p2p_templates"));
   if (b->ckpt_save && b->ckpt_load) {
     cJSON_AddItemToArray(caps, cJSON_CreateString("ckpt"));
     cJSON_AddStringToObject(a, "ckpt_format", b->ckpt_format == RS_BACKEND_CKPT_RESHARD ? "reshard" : "own");

@@ -51,6 +51,8 @@ typedef struct rs_p2p_campaign {
   const char *regress_dir;
   int quiet, print, shrink_runs;
   double shrink_seconds; /* wall-clock cap per shrunk failure (0: none) */
+  int save_templates;    /* a saved failure keeps its template form where one gives the model back
+                          * (a backend that expands templates itself is replayed as it was run) */
 } rs_p2p_campaign;
 
 typedef struct rs_p2p_campaign_result {

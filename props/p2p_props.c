@@ -326,8 +326,17 @@ static void save(const rs_p2p_campaign *o, rs_p2p_prop p, const rs_p2p_model *m,
   cJSON_AddStringToObject(x, "property", saved_name(o, p));
   cJSON_AddStringToObject(x, "message", msg);
   char *extra = cJSON_PrintUnformatted(x), *text = NULL;
+  cJSON *tj = NULL;
+  if (extra && o->save_templates && m->arch_set && rs_p2p_model_to_template_json(m, &text) == RS_OK &&
+      (tj = cJSON_Parse(text))) {
+    free(text);
+    cJSON_AddStringToObject(tj, "property", saved_name(o, p));
+    cJSON_AddStringToObject(tj, "message", msg);
+    text = cJSON_Print(tj);
+    cJSON_Delete(tj);
+  }
   cJSON_Delete(x);
-  if (extra && !rs_p2p_model_to_json(m, extra, &text)) {
+  if (extra && (text || !rs_p2p_model_to_json(m, extra, &text))) {
     uint64_t h = 1469598103934665603ull;
     for (const char *s = text; *s; ++s) h = (h ^ (uint8_t)*s) * 1099511628211ull;
     snprintf(r->fixture[p], sizeof r->fixture[p], "%s/%s-%016llx.json", o->regress_dir, saved_name(o, p),

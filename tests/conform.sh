@@ -115,6 +115,23 @@ conform v1.json 0 --backend "$tests/libconform_opt_plugin_v1.so?bug=given_plan" 
 conform v1x.json 0 --backend "exec:$child abi=v1,bug=given_plan" --suite p2p --cases 40 --fixtures none --quiet
 [ "$(status v1x.json p2p)" = passed ] || fail "child without p2p_any_plan: suite p2p is $(status v1x.json p2p)"
 
+# 3c. templates sent to a backend that expands them (RS_BACKEND_P2P_TEMPLATES / "p2p_templates"; the
+# opt plug-in and its child declare it): models made from a template arrive in template form and
+# the count is reported; bug=template_ranks (a templated config's rank list reversed before the
+# expansion) is caught as a plug-in and as a process; a child built against the older struct size
+# (abi=v1) does not declare it and is sent only explicit models (the same bug never runs).
+conform tmpl.json 0 --backend "$plugin" --suite p2p --cases 100 --fixtures none
+grep -qE "p2p: [1-9][0-9]* model\(s\) sent in template form" "$tmp/tmpl.json.log" ||
+  fail "templates: no model sent in template form to a backend that declares p2p_templates"
+conform tmplbug.json 1 --backend "$plugin?bug=template_ranks" --suite p2p --cases 100 --fixtures none --quiet
+[ "$(status tmplbug.json p2p)" = failed ] || fail "bug=template_ranks (plug-in): not caught"
+replays tmplbug.json
+conform tmplbugx.json 1 --backend "exec:$child bug=template_ranks" --suite p2p --cases 40 --fixtures none --quiet
+[ "$(status tmplbugx.json p2p)" = failed ] || fail "bug=template_ranks (process): not caught"
+conform tmplv1.json 0 --backend "exec:$child abi=v1,bug=template_ranks" --suite p2p --cases 40 --fixtures none --quiet
+[ "$(status tmplv1.json p2p)" = passed ] || fail "child without p2p_templates: suite p2p is $(status tmplv1.json p2p)"
+grep -q "sent in template form" "$tmp/tmplv1.json.log" && fail "child without p2p_templates: sent templates"
+
 # 4. planted-bug C program (off by one in the rank loop): caught in every suite
 conform last.json 1 --backend "exec:$child bug=last_rank" --suite all --cases 40 --fixtures none --quiet
 for s in redistribute tp p2p ckpt; do

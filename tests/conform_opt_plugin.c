@@ -10,11 +10,15 @@
  *                  the last shard of a load is not filled);
  *   bug=given_plan p2p_execute drops the last transfer of a plan it is given (plan_json), its own
  *                  plan stays right: only the harness's given-plan checks can see it;
+ *   bug=template_ranks a P2P model that arrives in template form is expanded with each config's rank
+ *                  list reversed (a backend whose rank order is not the template's): only the
+ *                  template form can show it (RS_BACKEND_P2P_TEMPLATES);
  *   bug=int_saturate integer sums do not wrap: a redistribute of an I8/I16/I32/U8 case with a Partial
  *                  source runs in I64 and each result is clamped to the dtype (saturation, as a
  *                  backend that accumulates wide and converts with a clamp): only values whose
  *                  sums leave the dtype (wrap values, SPEC 8) can see it.
- * It declares RS_BACKEND_P2P_ANY_PLAN: a plan given as plan_json is read with conform's one
+ * It declares RS_BACKEND_P2P_TEMPLATES (it expands templates itself, with reshard's parser) and
+ * RS_BACKEND_P2P_ANY_PLAN: a plan given as plan_json is read with conform's one
  * transfers reader (conform/p2p_transfers.c) and run by opt's executor. Built with
  * RS_CONFORM_PLUGIN_V1 it says the struct_size of the header before p2p_flags (an older plug-in:
  * the harness must not see the flag, and hands it no plan).
@@ -36,7 +40,7 @@
 
 typedef struct plugin {
   rs_opt *opt;
-  int dst_order, tp_ranks, last_rank, given_plan, int_saturate;
+  int dst_order, tp_ranks, last_rank, given_plan, int_saturate, template_ranks;
 } plugin;
 
 static int create(const char *options, void **self, char *msg, size_t cap) {
@@ -47,6 +51,7 @@ static int create(const char *options, void **self, char *msg, size_t cap) {
   p->last_rank = strstr(options, "bug=last_rank") != NULL;
   p->given_plan = strstr(options, "bug=given_plan") != NULL;
   p->int_saturate = strstr(options, "bug=int_saturate") != NULL;
+  p->template_ranks = strstr(options, "bug=template_ranks") != NULL;
   if (rs_opt_create(&p->opt)) {
     snprintf(msg, cap, "rs_opt_create: %s", rs_last_error());
     free(p);
@@ -209,11 +214,34 @@ static int64_t param_of(const rs_p2p_model *m, const char *name, int *is_scale) 
   return -1;
 }
 
+/* The model as this backend reads it: reshard's parser, which expands a template form itself;
+ * bug=template_ranks reverses a templated config's rank list first. */
+static rs_status parse_model(const plugin *p, const char *model_json, rs_p2p_model *m) {
+  if (!p->template_ranks) return rs_p2p_model_parse(model_json, m);
+  cJSON *j = NULL;
+  rs_status st = rs_json_parse(model_json, &j);
+  for (int k = 0; !st && k < 2; k++) {
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(j, k ? "dst" : "src");
+    cJSON *rk = cJSON_GetObjectItemCaseSensitive(c, "ranks"), *rev = cJSON_CreateArray(), *it;
+    if (!cJSON_GetObjectItemCaseSensitive(c, "template") || !cJSON_IsArray(rk) || !rev) {
+      cJSON_Delete(rev);
+      continue;
+    }
+    cJSON_ArrayForEach(it, rk) cJSON_InsertItemInArray(rev, 0, cJSON_Duplicate(it, 1));
+    cJSON_ReplaceItemInObjectCaseSensitive(c, "ranks", rev);
+  }
+  char *t = st ? NULL : cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  if (!st) st = t ? rs_p2p_model_parse(t, m) : rs_fail(RS_ERR_NOMEM, "out of memory");
+  free(t);
+  return st;
+}
+
 static int p2p_plan(void *self, const char *model_json, const rs_backend_p2p_sink *sink, char *msg, size_t cap) {
   plugin *p = self;
   rs_p2p_model m;
   rs_p2p_plan plan;
-  if (rs_p2p_model_parse(model_json, &m)) return snprintf(msg, cap, "model: %s", rs_last_error()), RS_BACKEND_ERROR;
+  if (parse_model(p, model_json, &m)) return snprintf(msg, cap, "model: %s", rs_last_error()), RS_BACKEND_ERROR;
   int r = RS_BACKEND_OK;
   if (rs_p2p_opt_plan(&m, &plan)) r = RS_BACKEND_ERROR, snprintf(msg, cap, "rs_p2p_opt_plan: %s", rs_last_error());
   else {
@@ -246,7 +274,7 @@ static int p2p_execute(void *self, const char *model_json, const char *plan_json
   plugin *p = self;
   (void)cs, (void)cs_self; /* over reshard's local copy service */
   rs_p2p_model m;
-  if (rs_p2p_model_parse(model_json, &m)) return snprintf(msg, cap, "model: %s", rs_last_error()), RS_BACKEND_ERROR;
+  if (parse_model(p, model_json, &m)) return snprintf(msg, cap, "model: %s", rs_last_error()), RS_BACKEND_ERROR;
   rs_p2p_plan plan = {0};
   rs_p2p_locals in = {0}, out = {0};
   rs_copy_service *svc = NULL;
@@ -361,7 +389,7 @@ static const rs_backend BACKEND = {
     .p2p_execute = p2p_execute,
     .ckpt_save = ckpt_save,
     .ckpt_load = ckpt_load,
-    .p2p_flags = RS_BACKEND_P2P_ANY_PLAN, /* unread past a V1 struct_size */
+    .p2p_flags = RS_BACKEND_P2P_ANY_PLAN | RS_BACKEND_P2P_TEMPLATES, /* unread past a V1 struct_size */
 };
 
 const rs_backend *rs_backend_entry(void) { return &BACKEND; }

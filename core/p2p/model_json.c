@@ -350,3 +350,66 @@ rs_status rs_p2p_model_to_json(const rs_p2p_model *m, const char *extra, char **
   if (!*out) return rs_fail(RS_ERR_NOMEM, "model: out of memory");
   return RS_OK;
 }
+
+/* A config made from a template, as the model file writes it: the template and the explicit rank
+ * list (each stage's dense mesh holds its block of the list, in order). */
+static cJSON *template_config(const rs_p2p_config *c, int moe) {
+  cJSON *o = cJSON_CreateObject(), *t = cJSON_AddObjectToObject(o, "template");
+  cJSON_AddNumberToObject(t, "tp", (double)c->tmpl.tp);
+  cJSON_AddNumberToObject(t, "pp", (double)c->tmpl.pp);
+  cJSON_AddNumberToObject(t, "dp", (double)c->tmpl.dp);
+  cJSON_AddNumberToObject(t, "ep", (double)c->tmpl.ep);
+  cJSON *rk = cJSON_AddArrayToObject(o, "ranks");
+  for (int64_t s = 0; s < c->tmpl.pp; ++s) {
+    const rs_p2p_mesh *me = &c->mesh[s * (moe ? 2 : 1)];
+    for (int64_t q = 0; q < me->nranks; ++q) cJSON_AddItemToArray(rk, cJSON_CreateNumber(me->ranks[q]));
+  }
+  return o;
+}
+
+rs_status rs_p2p_model_to_template_json(const rs_p2p_model *m, char **out) {
+  *out = NULL;
+  if (!m->arch_set) return rs_fail(RS_ERR_INVALID, "model: not made from a model template");
+  char *ex = NULL, *back_ex = NULL, *text = NULL;
+  rs_status st = rs_p2p_model_to_json(m, NULL, &ex);
+  if (st) return st;
+  cJSON *root = cJSON_Parse(ex);
+  if (!root) {
+    free(ex);
+    return rs_fail(RS_ERR_NOMEM, "model: out of memory");
+  }
+  const rs_p2p_arch *a = &m->arch;
+  cJSON *model = cJSON_CreateObject(), *t = cJSON_AddObjectToObject(model, "template");
+  cJSON_AddNumberToObject(t, "layers", (double)a->layers);
+  cJSON_AddNumberToObject(t, "hidden", (double)a->hidden);
+  cJSON_AddNumberToObject(t, "ffn", (double)a->ffn);
+  cJSON_AddNumberToObject(t, "vocab", (double)a->vocab);
+  cJSON_AddNumberToObject(t, "experts", (double)a->experts);
+  cJSON_AddStringToObject(t, "dtype", rs_dtype_name(a->dtype));
+  cJSON_AddBoolToObject(t, "bias", a->bias);
+  if (a->nmxfp8) {
+    cJSON *mx = cJSON_AddArrayToObject(t, "mxfp8");
+    for (int i = 0; i < a->nmxfp8; ++i) cJSON_AddItemToArray(mx, cJSON_CreateString(a->mxfp8[i]));
+  }
+  cJSON_ReplaceItemInObjectCaseSensitive(root, "model", model);
+  for (int k = 0; k < 2; ++k)
+    if (m->cfg[k].is_template)
+      cJSON_ReplaceItemInObjectCaseSensitive(root, k ? "dst" : "src", template_config(&m->cfg[k], a->experts > 0));
+  text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!text) st = rs_fail(RS_ERR_NOMEM, "model: out of memory");
+  /* only a template that gives this very model back (a shrunk model may have lost parameters) */
+  rs_p2p_model back;
+  if (!st && rs_p2p_model_parse(text, &back) == RS_OK) {
+    if (rs_p2p_model_to_json(&back, NULL, &back_ex) || strcmp(ex, back_ex) != 0)
+      st = rs_fail(RS_ERR_INVALID, "model: its template does not give this model back");
+    rs_p2p_model_free(&back);
+  } else if (!st) {
+    st = rs_fail(RS_ERR_INVALID, "model: its template form does not parse");
+  }
+  free(ex);
+  free(back_ex);
+  if (st) free(text);
+  else *out = text;
+  return st;
+}

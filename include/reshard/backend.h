@@ -135,7 +135,12 @@ typedef struct rs_backend {
   uint32_t p2p_flags;
 } rs_backend;
 
-enum { RS_BACKEND_P2P_ANY_PLAN = 1u };
+/* RS_BACKEND_P2P_TEMPLATES: the backend expands Megatron-style templates itself (docs/p2p.md, "The
+ * model file"): a P2P model made from a template is then handed over in template form
+ * (model.template, and src/dst as {"template": {tp, pp, dp, ep}, "ranks": [...]}) wherever that
+ * form gives the model back exactly, and the backend is held bit for bit to reshard's expansion of
+ * it; without the flag every model arrives explicit (templates expanded by reshard). */
+enum { RS_BACKEND_P2P_ANY_PLAN = 1u, RS_BACKEND_P2P_TEMPLATES = 2u };
 
 /* What a plug-in exports (declared here so its definition is checked against this header). */
 const rs_backend *rs_backend_entry(void);

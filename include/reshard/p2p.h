@@ -85,6 +85,11 @@ void rs_p2p_model_free(rs_p2p_model *m);
 /* Explicit-layout JSON of the model (templates expanded); malloc'd string. `extra` (may be NULL) is
  * a JSON object text whose members are appended (e.g. the property and message of a regression). */
 rs_status rs_p2p_model_to_json(const rs_p2p_model *m, const char *extra, char **out);
+/* The same model in template form (model.template and each templated config's template with its
+ * explicit "ranks" list; a config given explicitly stays explicit), only when that form parses back
+ * to this very model (same explicit JSON); else RS_ERR_INVALID (not made from a template, or changed
+ * since, e.g. a shrunk model that lost parameters). malloc'd string. */
+rs_status rs_p2p_model_to_template_json(const rs_p2p_model *m, char **out);
 
 /* Builders (used by the parser, props and benches). */
 rs_status rs_p2p_arch_params(const rs_p2p_arch *a, rs_p2p_model *m);
