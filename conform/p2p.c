@@ -182,7 +182,7 @@ static void campaign(rs_cf_run *run) {
       int64_t sent = rs_cf_backend_templates_sent(run->b);
       printf("p2p: %lld model(s) sent in template form (the backend declares p2p_templates)\n", (long long)sent);
       /* a declared capability the campaign never exercised is a silent pass: the generator draws
-       * templates in about a third of its models */
+       * templates in about two thirds of its models (194 of 300, seed 1) */
       if (!sent && r->cases >= 100 && !it->fail) {
         it->fail++;
         RS_CF_PRINT(it->message, "the backend declares p2p_templates but none of %lld cases sent a template",
