@@ -21,25 +21,45 @@ add_library(reshard_lib STATIC ${RS_BUNDLE_OBJECTS})
 set_target_properties(reshard_lib PROPERTIES OUTPUT_NAME reshard LINKER_LANGUAGE C)
 add_dependencies(reshard_lib ${RS_BUNDLE})
 
-# What a program linking the archive needs besides it, as absolute paths or -l flags.
+# The core library libreshard_core.a: layouts, shard orders, plans and planners, the reference
+# executor and the oracle (core/, ref/, oracle/): no transport (MPI, NCCL), no CUDA, no opt/ or
+# props/. A program that only computes layouts or plans links this and needs cJSON and xxHash only
+# (find_package(reshard COMPONENTS core) -> reshard::core; pkg-config reshard-core).
+add_library(reshard_core_lib STATIC $<TARGET_OBJECTS:rs_core> $<TARGET_OBJECTS:rs_ref> $<TARGET_OBJECTS:rs_oracle>)
+set_target_properties(reshard_core_lib PROPERTIES OUTPUT_NAME reshard_core LINKER_LANGUAGE C)
+add_dependencies(reshard_core_lib rs_core rs_ref rs_oracle)
+
+# What a program linking the archive needs besides it. The core's needs (cJSON, xxHash, libm) are
+# RS_DEP_LIBS; the transports' (MPI, CUDA's runtime, NCCL: opt/ only) are RS_PRIVATE_LIBS, which
+# the CMake package finds on the consumer's machine (find_dependency) and reshard.pc lists under
+# Libs.private (pkg-config --static), so that nothing asks for them who links the core only.
 set(RS_DEP_LIBS ${CJSON_LINK_LIBRARIES} ${XXHASH_LIBRARY})
+set(RS_PRIVATE_LIBS)
+set(RS_PKG_MPI 0)
+set(RS_PKG_CUDA 0)
+set(RS_PKG_NCCL 0)
 if(TARGET rs_opt)
   get_target_property(_rs_opt_deps rs_opt INTERFACE_LINK_LIBRARIES)
   foreach(d ${_rs_opt_deps})
     if(d STREQUAL "MPI::MPI_C")
       find_package(MPI COMPONENTS C QUIET) # opt/'s result, seen from here
-      list(APPEND RS_DEP_LIBS ${MPI_C_LIBRARIES})
+      list(APPEND RS_PRIVATE_LIBS ${MPI_C_LIBRARIES})
+      set(RS_PKG_MPI 1)
     elseif(d STREQUAL "CUDA::cudart")
       find_package(CUDAToolkit QUIET)
-      list(APPEND RS_DEP_LIBS ${CUDA_cudart_LIBRARY})
+      list(APPEND RS_PRIVATE_LIBS ${CUDA_cudart_LIBRARY})
+      set(RS_PKG_CUDA 1)
     elseif(d MATCHES "^/" AND NOT d MATCHES "::")
-      list(APPEND RS_DEP_LIBS ${d})
+      list(APPEND RS_PRIVATE_LIBS ${d})
+      if(d MATCHES "nccl")
+        set(RS_PKG_NCCL 1)
+      endif()
     endif()
   endforeach()
 endif()
 list(APPEND RS_DEP_LIBS ${CMAKE_DL_LIBS} pthread m)
 if(RS_HAVE_CUDA)
-  list(APPEND RS_DEP_LIBS stdc++) # nvcc's objects are C++
+  list(APPEND RS_PRIVATE_LIBS stdc++) # nvcc's objects are C++ (opt/ only)
 endif()
 # instrumented builds: a program linking the archive needs the same runtime
 if(RS_SANITIZE OR RS_FUZZ)
@@ -50,12 +70,24 @@ if(RS_COVERAGE)
 endif()
 list(REMOVE_DUPLICATES RS_DEP_LIBS)
 # pkg-config form: a library file as itself, a bare name as -lNAME
-set(RS_PC_LIBS "")
-foreach(d ${RS_DEP_LIBS})
-  if(d MATCHES "^/" OR d MATCHES "^-")
-    string(APPEND RS_PC_LIBS " ${d}")
-  else()
-    string(APPEND RS_PC_LIBS " -l${d}")
+function(rs_pc_form out)
+  set(r "")
+  foreach(d ${ARGN})
+    if(d MATCHES "^/" OR d MATCHES "^-")
+      string(APPEND r " ${d}")
+    else()
+      string(APPEND r " -l${d}")
+    endif()
+  endforeach()
+  set(${out} "${r}" PARENT_SCOPE)
+endfunction()
+rs_pc_form(RS_PC_LIBS ${RS_DEP_LIBS})
+rs_pc_form(RS_PC_PRIVATE_LIBS ${RS_PRIVATE_LIBS})
+# the CMake package names NCCL by its file name, found again beside CUDA's runtime
+set(RS_NCCL_NAME "")
+foreach(d ${RS_PRIVATE_LIBS})
+  if(d MATCHES "nccl")
+    get_filename_component(RS_NCCL_NAME ${d} NAME)
   endif()
 endforeach()
 
@@ -67,11 +99,12 @@ string(REGEX REPLACE "/$" "" RS_CONFIG_UP "${RS_CONFIG_UP}")
 string(REGEX REPLACE "/$" "" RS_PC_UP "${RS_PC_UP}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/reshardConfig.cmake.in ${CMAKE_BINARY_DIR}/reshardConfig.cmake @ONLY)
 configure_file(${CMAKE_SOURCE_DIR}/cmake/reshard.pc.in ${CMAKE_BINARY_DIR}/reshard.pc @ONLY)
+configure_file(${CMAKE_SOURCE_DIR}/cmake/reshard-core.pc.in ${CMAKE_BINARY_DIR}/reshard-core.pc @ONLY)
 include(CMakePackageConfigHelpers)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/reshardConfigVersion.cmake VERSION ${RS_VERSION}
                                  COMPATIBILITY SameMinorVersion)
 
-install(TARGETS reshard_lib ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS reshard_lib reshard_core_lib ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/reshard DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 if(TARGET reshard)
@@ -87,4 +120,4 @@ if(TARGET reshard)
 endif()
 install(FILES ${CMAKE_BINARY_DIR}/reshardConfig.cmake ${CMAKE_BINARY_DIR}/reshardConfigVersion.cmake
         DESTINATION ${RS_CMAKE_DIR})
-install(FILES ${CMAKE_BINARY_DIR}/reshard.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_BINARY_DIR}/reshard.pc ${CMAKE_BINARY_DIR}/reshard-core.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -45,13 +45,19 @@ if cmake -S proj -B proj/build -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Relea
 else
   fail "find_package(reshard) project:"; tail -n 15 "$T/cfg.log" "$T/bld.log" >&2
 fi
-flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs reshard) || fail "pkg-config --cflags --libs reshard"
+# the full set: a static archive, so its transports (Libs.private) come with --static
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --static --cflags --libs reshard) ||
+  fail "pkg-config --static --cflags --libs reshard"
 # shellcheck disable=SC2086
 if cc -std=c11 -o pc_consumer proj/consumer.c $flags >"$T/cc.log" 2>&1; then
   expect_rc 0 ./pc_consumer
   expect_out "consumer: ok"
+  # the core only (reshard-core.pc): the layout example needs no transport and no CUDA
+  cflags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs reshard-core) ||
+    fail "pkg-config --cflags --libs reshard-core"
+  case " $cflags " in *cuda*|*nccl*|*mpi*) fail "reshard-core.pc names a transport: $cflags" ;; esac
   # shellcheck disable=SC2086
-  if cc -std=c11 -o pc_layout_example proj/layout_example.c $flags >"$T/cc.log" 2>&1; then
+  if cc -std=c11 -o pc_layout_example proj/layout_example.c $cflags >"$T/cc.log" 2>&1; then
     ./pc_layout_example >"$T/le.out" 2>&1 && cmp -s "$T/le.out" "$T/layout_example.want" ||
       fail "docs/library.md example (pkg-config): $(cat "$T/le.out")"
   else
@@ -60,6 +66,37 @@ if cc -std=c11 -o pc_consumer proj/consumer.c $flags >"$T/cc.log" 2>&1; then
 else
   fail "cc with pkg-config flags ($flags): $(tail -10 "$T/cc.log")"
 fi
+
+# (a') the core alone: a project that asks find_package(reshard COMPONENTS core) builds the layout
+#      example, and neither it nor the pkg-config build needs CUDA's runtime, NCCL or MPI at run
+#      time (their NEEDED entries); the full consumer may
+mkdir -p "$T/coreproj"
+cp "$T/proj/layout_example.c" "$T/coreproj/"
+cat >"$T/coreproj/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(reshard_core_consumer C)
+find_package(reshard 0.1 REQUIRED COMPONENTS core)
+if(TARGET reshard::reshard)
+  message(FATAL_ERROR "COMPONENTS core defined reshard::reshard (and looked for its transports)")
+endif()
+add_executable(layout_example layout_example.c)
+target_link_libraries(layout_example PRIVATE reshard::core)
+CM
+if cmake -S coreproj -B coreproj/build -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release >"$T/ccfg.log" 2>&1 &&
+   cmake --build coreproj/build >"$T/cbld.log" 2>&1; then
+  grep -qE "MPI|CUDA|NCCL|nccl" "$T/ccfg.log" && fail "find_package(reshard COMPONENTS core) looked for a transport: $(grep -E 'MPI|CUDA|NCCL|nccl' "$T/ccfg.log" | head -3)"
+  coreproj/build/layout_example >"$T/le.out" 2>&1 && cmp -s "$T/le.out" "$T/layout_example.want" ||
+    fail "core-only layout example: $(cat "$T/le.out")"
+  for b in coreproj/build/layout_example pc_layout_example; do
+    [ -f "$b" ] || continue
+    needed=$(readelf -d "$b" | grep NEEDED)
+    if grep -qiE "cudart|nccl|mpi" <<<"$needed"; then fail "$b (core only) needs a transport: $needed"; fi
+  done
+else
+  fail "find_package(reshard COMPONENTS core) project:"; tail -n 15 "$T/ccfg.log" "$T/cbld.log" >&2
+fi
+[ -f "$P/lib/libreshard_core.a" ] || [ -n "$(find "$P" -name libreshard_core.a)" ] || fail "not installed: libreshard_core.a"
+echo "install: full consumer NEEDED: $(readelf -d proj/build/consumer 2>/dev/null | grep NEEDED | sed 's/.*\[\(.*\)\]/\1/' | tr '\n' ' ')"
 
 # (b) the plug-in under the installed CLI
 if [ "$plugin" = 0 ]; then
