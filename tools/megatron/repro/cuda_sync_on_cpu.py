@@ -25,25 +25,31 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-if torch.cuda.is_available():
-    print("this machine has CUDA: the defect needs a machine without a CUDA driver")
-    sys.exit(2)
-dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(prefix="mcore-store-"), rank=0, world_size=1)
-if "--past-sync" in sys.argv:
-    torch.cuda.synchronize = lambda device=None: None
-from megatron.core import dist_checkpointing  # noqa: E402
-from megatron.core.dist_checkpointing import ShardedTensor  # noqa: E402
 
-sd = {"w": ShardedTensor.from_rank_offsets("w", torch.arange(6, dtype=torch.float32).reshape(2, 3))}
-d = tempfile.mkdtemp(prefix="mcore-cpu-save-")
-try:
-    dist_checkpointing.save(sd, d)
-except RuntimeError as e:
-    print("reproduced: dist_checkpointing.save on CPU raised: %s" % str(e).splitlines()[0])
-    import traceback
-    print("".join(traceback.format_exc().splitlines(True)[-8:-1]))
-    sys.exit(0)
-finally:
-    dist.destroy_process_group()
-print("not reproduced: the save worked (%s)" % sorted(os.listdir(d)))
-sys.exit(1)
+def main():  # the save starts a spawn Manager, which imports this module again
+    if torch.cuda.is_available():
+        print("this machine has CUDA: the defect needs a machine without a CUDA driver")
+        sys.exit(2)
+    dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(prefix="mcore-store-"), rank=0, world_size=1)
+    if "--past-sync" in sys.argv:
+        torch.cuda.synchronize = lambda device=None: None
+    from megatron.core import dist_checkpointing  # noqa: E402
+    from megatron.core.dist_checkpointing import ShardedTensor  # noqa: E402
+
+    sd = {"w": ShardedTensor.from_rank_offsets("w", torch.arange(6, dtype=torch.float32).reshape(2, 3))}
+    d = tempfile.mkdtemp(prefix="mcore-cpu-save-")
+    try:
+        dist_checkpointing.save(sd, d)
+    except RuntimeError as e:
+        print("reproduced: dist_checkpointing.save on CPU raised: %s" % str(e).splitlines()[0])
+        import traceback
+        print("".join(traceback.format_exc().splitlines(True)[-8:-1]))
+        sys.exit(0)
+    finally:
+        dist.destroy_process_group()
+    print("not reproduced: the save worked (%s)" % sorted(os.listdir(d)))
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

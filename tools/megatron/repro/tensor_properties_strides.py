@@ -23,26 +23,32 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.distributed.checkpoint.metadata import TensorProperties  # noqa: E402
 
-print("torch %s, TensorProperties fields: %s" % (torch.__version__, sorted(TensorProperties.__dataclass_fields__)))
-dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(prefix="mcore-store-"), rank=0, world_size=1)
-if not torch.cuda.is_available():  # the CPU save needs these (cuda_sync_on_cpu.py): not this defect
-    torch.cuda.synchronize = lambda device=None: None
-    torch.cuda.current_device = lambda: "cpu"
-from megatron.core import dist_checkpointing  # noqa: E402
-from megatron.core.dist_checkpointing import ShardedTensor  # noqa: E402
-from megatron.core.dist_checkpointing.validation import StrictHandling  # noqa: E402
 
-d = tempfile.mkdtemp(prefix="mcore-strides-")
-w = torch.arange(6, dtype=torch.float32).reshape(2, 3)
-dist_checkpointing.save({"w": ShardedTensor.from_rank_offsets("w", w)}, d)
-try:
-    dist_checkpointing.load({"w": ShardedTensor.from_rank_offsets("w", torch.empty(2, 3))}, d,
-                            strict=StrictHandling.RAISE_ALL)
-except TypeError as e:
-    print("reproduced: dist_checkpointing.load(strict=RAISE_ALL) raised TypeError: %s" % e)
-    rc = 0
-else:
-    print("not reproduced: the load worked")
-    rc = 1
-dist.destroy_process_group()
-os._exit(rc)  # skip the exit handlers of the save's Manager process
+def main():  # the save starts a spawn Manager, which imports this module again
+    print("torch %s, TensorProperties fields: %s" % (torch.__version__, sorted(TensorProperties.__dataclass_fields__)))
+    dist.init_process_group("gloo", init_method="file://" + tempfile.mktemp(prefix="mcore-store-"), rank=0, world_size=1)
+    if not torch.cuda.is_available():  # the CPU save needs these (cuda_sync_on_cpu.py): not this defect
+        torch.cuda.synchronize = lambda device=None: None
+        torch.cuda.current_device = lambda: "cpu"
+    from megatron.core import dist_checkpointing  # noqa: E402
+    from megatron.core.dist_checkpointing import ShardedTensor  # noqa: E402
+    from megatron.core.dist_checkpointing.validation import StrictHandling  # noqa: E402
+
+    d = tempfile.mkdtemp(prefix="mcore-strides-")
+    w = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    dist_checkpointing.save({"w": ShardedTensor.from_rank_offsets("w", w)}, d)
+    try:
+        dist_checkpointing.load({"w": ShardedTensor.from_rank_offsets("w", torch.empty(2, 3))}, d,
+                                strict=StrictHandling.RAISE_ALL)
+    except TypeError as e:
+        print("reproduced: dist_checkpointing.load(strict=RAISE_ALL) raised TypeError: %s" % e)
+        rc = 0
+    else:
+        print("not reproduced: the load worked")
+        rc = 1
+    dist.destroy_process_group()
+    os._exit(rc)  # skip the exit handlers of the save's Manager process
+
+
+if __name__ == "__main__":
+    main()
