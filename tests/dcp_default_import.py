@@ -8,7 +8,9 @@ uneven); 3 ranks (uneven, empty shards); 4 ranks on a 2x2 mesh (S0S1, S0R, RS1, 
 uneven) and on a 1-d mesh of 4 (empty shards). 12 dtypes (F64 F32 F16 BF16 F8_E4M3 F8_E5M2 I64 I32
 I16 I8 U8 BOOL) of raw random bits with NaN payloads, -0, +-inf and subnormals planted first.
 Each import must pass `reshard ckpt verify`, its `reshard ckpt export` must equal the global tensors
-the ranks distributed (raw bytes), and the Python reader must read the same.
+the ranks distributed (raw bytes), and the Python reader must read the same. Each import is then
+resharded to 3 ranks by `reshard ckpt reshard` (ref and opt) and read back by PyTorch (dcp.load
+through ReshardStorageReader), bit for bit.
 Damage (each refused with a message naming the file): truncated .distcp, missing .distcp, an item's
 bytes overwritten, a stale extra .distcp, a .distcp that is a symbolic link, .metadata edited (a
 chunk removed, a path with '..', a length past the end of the file, a global that is not DCP's),
@@ -183,6 +185,33 @@ def main():
             check(set(rd.tensors) == {t[0] for t in tensors}, f"{name}: keys {sorted(rd.tensors)}")
     print(f"imported {len(saved)} DCP checkpoints: {nt} tensors in {nchk} chunks, every one bit-exact against the "
           f"global tensors the ranks saved (reshard ckpt verify + export, and the Python reader)")
+
+    # ---- resharded and read back by PyTorch: each import laid out again on 3 ranks (every tensor S0
+    # on a 1-d mesh of 3, a 0-d one replicated) by `reshard ckpt reshard`, ref and opt, then loaded by
+    # dcp.load through ReshardStorageReader into plain tensors and compared with what the ranks saved
+    from reshard_dcp import ReshardStorageReader
+    import json
+    nres = 0
+    for name, (path, tensors, extra) in saved.items():
+        lay = os.path.join(tmp, f"{name}-w3.json")
+        with open(lay, "w") as f:
+            json.dump({"world": 3, "tensors": [{"key": k, "mesh": [3], "placements": "S0" if len(shape) else "R"}
+                                               for k, dt, shape, pl in tensors]}, f)
+        for impl in ("ref", "opt"):
+            dst = os.path.join(tmp, f"rs-{name}-w3-{impl}")
+            r = subprocess.run([a.reshard, "ckpt", "reshard", os.path.join(tmp, "rs-" + name), "--layout", lay,
+                                "--root", dst, "--step", "4", "--impl", impl], capture_output=True, text=True)
+            check(r.returncode == 0, f"{name}: ckpt reshard --impl {impl} to 3 ranks: rc {r.returncode} {r.stderr}")
+            if r.returncode:
+                continue
+            sd = {k: torch.zeros(shape, dtype=DT[dt]) for k, dt, shape, pl in tensors}
+            dcp.load(sd, storage_reader=ReshardStorageReader(dst), no_dist=True)
+            for k, dt, shape, pl in tensors:
+                check(raw(sd[k]) == raw(full_tensor(k, dt, shape)),
+                      f"{name}: {k} ({dt}): resharded to 3 ranks ({impl}) and read by dcp.load, differs")
+            nres += 1
+    print(f"resharded {nres} imported checkpoints to 3 ranks (ckpt reshard, ref and opt) and read each back with "
+          f"dcp.load + ReshardStorageReader: bit-exact")
 
     # ---- damage (on w2's save: 2 ranks, 2 data files)
     src = saved["w2"][0] if "w2" in saved else saved[configs[0][0]][0]
