@@ -84,7 +84,12 @@ def _worker(conn, rank, port_conn, port, group_timeout, preload=()):
         except BaseException as e:  # the case's failure, answered; the worker lives on
             tb = traceback.format_exc()
             sys.stderr.write("[rank %d] %s" % (rank, tb))
-            conn.send(("error", "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:400]), tb))
+            msg = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
+            failures = getattr(e, "failures", None)  # DCP's CheckpointException: {rank: exception}
+            if isinstance(failures, dict) and failures:
+                r0, f0 = sorted(failures.items(), key=lambda kv: str(kv[0]))[0]
+                msg += " (rank %s: %s: %s)" % (r0, type(f0).__name__, (str(f0).strip().splitlines() or [""])[0][:300])
+            conn.send(("error", msg, tb))
 
 
 def _descendants(roots):
