@@ -138,6 +138,10 @@ if [ "$plugin" = 1 ] && "$P/bin/reshard" conform --help >/dev/null 2>&1; then
   [ "$rc" = 2 ] || fail "conform --fixtures EMPTY-DIR: exit $rc (want 2)"
   run_c --fixtures none --suite redistribute; rc=$?
   [ "$rc" != 2 ] || fail "conform --fixtures none without corpora: exit 2: $(head -c 300 "$T/err")"
+  # a replay runs one saved case: no corpora needed
+  (cd / && "$M/bin/reshard" conform --backend "$T/proj/build/libplugin.so" \
+     --replay "$S/fixtures/curated/copy_4d_2x2x2_S3S2S0_to_S0S1S3.json" >"$T/out" 2>"$T/err" </dev/null); rc=$?
+  [ "$rc" != 2 ] || fail "conform --replay without corpora: exit 2: $(head -c 300 "$T/err")"
   echo "install: $got fixture items run by the relocated installed conform"
 fi
 [ "$fails" = 0 ] || exit 1

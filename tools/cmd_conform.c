@@ -206,7 +206,8 @@ int cmd_conform(int argc, char **argv) {
     if (!has_corpora(fixtures))
       return cli_usage_error(C, "--fixtures: '%s' holds none of the corpus folders (%s)", fixtures, CORPUS_DIRS_TEXT);
     o.fixtures = fixtures;
-  } else if (!(o.fixtures = default_fixtures(fixbuf, sizeof fixbuf, looked, sizeof looked))) {
+  } else if (!(o.fixtures = default_fixtures(fixbuf, sizeof fixbuf, looked, sizeof looked)) && !replay) {
+    /* a replay runs one saved case: it needs no corpora */
     return cli_usage_error(C, "--fixtures: no fixtures folder found (looked at %s); give --fixtures DIR, or "
                               "--fixtures none to run the campaigns only", looked);
   }
