@@ -264,6 +264,35 @@ static const char *fs_name(const char *dir) {
   }
 }
 
+#ifdef RS_BENCH_LIVE
+/* Run the user's command `line` as a child bounded by `timeout` s (conform/exec.c: a run that hangs
+ * is killed, never waited for without end), keep its last stdout line that starts with '{' in out;
+ * *ok: it exited with status 0; how: its exit, or "did not finish". A timeout is exit 2 naming
+ * `flag` and --dcp-timeout. */
+static rs_status run_json_child(const char *flag, const char *line, double timeout, char *out, size_t cap, int *ok,
+                                char *how, size_t hcap) {
+  rs_exec *x;
+  out[0] = 0;
+  rs_status st = rs_exec_start(line, 0, &x);
+  if (st) return rs_fail(RS_ERR_INVALID, "%s: cannot run '%s': %s", flag, line, rs_last_error());
+  double deadline = mono() + timeout;
+  const char *l;
+  for (;;) {
+    double left = deadline - mono();
+    if (left <= 0 || rs_exec_recv(x, left, &l) != RS_OK) break;
+    if (l[0] == '{') snprintf(out, cap, "%s", l);
+  }
+  int timed_out = rs_exec_last_fault(x) == RS_EXEC_TIMEOUT || deadline - mono() <= 0;
+  if (timed_out) rs_exec_stop(x, 5.0); /* SIGTERM, then SIGKILL after the grace */
+  snprintf(how, hcap, "%s", timed_out ? "did not finish" : rs_exec_exit_text(x));
+  *ok = !timed_out && strstr(how, "status 0") != NULL;
+  rs_exec_free(x, 5.0);
+  if (timed_out)
+    return rs_fail(RS_ERR_INVALID, "%s: '%s' did not finish within --dcp-timeout %.0f s (killed)", flag, line, timeout);
+  return RS_OK;
+}
+#endif
+
 /* one DCP run of the same state dict (tools/pytorch/bench_dcp.py --once): its save (raw: data
  * files and .metadata fsynced, no directory fsync; durable: plus the directory fsync a power-loss
  * safe commit needs) and load times */
@@ -273,26 +302,10 @@ static rs_status run_dcp(const char *cmd, double timeout, int64_t bytes, int ran
   snprintf(line, sizeof line, "%s --once --bytes %lld --ranks %d --threads %d --dir '%s/dcp'", cmd, (long long)bytes, ranks,
            threads, dir);
 #ifdef RS_BENCH_LIVE
-  /* a child bounded by --dcp-timeout (conform/exec.c): a DCP run that hangs is killed, never waited
-   * for without end; its stdout lines are read until it exits */
-  rs_exec *x;
-  rs_status st = rs_exec_start(line, 0, &x);
-  if (st) return rs_fail(RS_ERR_INVALID, "--dcp: cannot run '%s': %s", line, rs_last_error());
-  double deadline = mono() + timeout;
-  const char *l;
-  for (;;) {
-    double left = deadline - mono();
-    if (left <= 0 || rs_exec_recv(x, left, &l) != RS_OK) break;
-    if (l[0] == '{') snprintf(out, sizeof out, "%s", l);
-  }
-  int timed_out = rs_exec_last_fault(x) == RS_EXEC_TIMEOUT || deadline - mono() <= 0;
-  if (timed_out) rs_exec_stop(x, 5.0); /* SIGTERM, then SIGKILL after the grace */
+  int ok;
   char how[128];
-  snprintf(how, sizeof how, "%s", timed_out ? "did not finish" : rs_exec_exit_text(x));
-  int ok = !timed_out && strstr(how, "status 0") != NULL;
-  rs_exec_free(x, 5.0);
-  if (timed_out)
-    return rs_fail(RS_ERR_INVALID, "--dcp: '%s' did not finish within --dcp-timeout %.0f s (killed)", line, timeout);
+  rs_status st = run_json_child("--dcp", line, timeout, out, sizeof out, &ok, how, sizeof how);
+  if (st) return st;
 #else
   (void)timeout;
   FILE *f = popen(line, "r");
@@ -336,24 +349,10 @@ static rs_status run_dcp_reshard(const char *cmd, double timeout, int64_t bytes,
   char line[9000], out[4096] = "";
   snprintf(line, sizeof line, "%s --once --bytes %lld --ranks %d --to %d --threads %d --dir '%s/dcpr'", cmd,
            (long long)bytes, from, to, threads, dir);
-  rs_exec *x;
-  rs_status st = rs_exec_start(line, 0, &x);
-  if (st) return rs_fail(RS_ERR_INVALID, "--dcp-reshard: cannot run '%s': %s", line, rs_last_error());
-  double deadline = mono() + timeout;
-  const char *l;
-  for (;;) {
-    double left = deadline - mono();
-    if (left <= 0 || rs_exec_recv(x, left, &l) != RS_OK) break;
-    if (l[0] == '{') snprintf(out, sizeof out, "%s", l);
-  }
-  int timed_out = rs_exec_last_fault(x) == RS_EXEC_TIMEOUT || deadline - mono() <= 0;
-  if (timed_out) rs_exec_stop(x, 5.0);
+  int ok;
   char how[128];
-  snprintf(how, sizeof how, "%s", timed_out ? "did not finish" : rs_exec_exit_text(x));
-  int ok = !timed_out && strstr(how, "status 0") != NULL;
-  rs_exec_free(x, 5.0);
-  if (timed_out)
-    return rs_fail(RS_ERR_INVALID, "--dcp-reshard: '%s' did not finish within --dcp-timeout %.0f s (killed)", line, timeout);
+  rs_status st = run_json_child("--dcp-reshard", line, timeout, out, sizeof out, &ok, how, sizeof how);
+  if (st) return st;
   const char *a = strstr(out, "\"total_s\":"), *b = strstr(out, "\"load_s\":");
   if (!ok || !a || !b) return rs_fail(RS_ERR_INVALID, "--dcp-reshard: '%s' %s without printing its times", line, how);
   if (!strstr(out, "\"equal\": true"))
