@@ -120,7 +120,7 @@ echo "   exit $rc, $((SECONDS - t0)) s"
 
 for bug in rename_key wrong_slice factory_merge; do
   note "planted bug $bug in the ckpt wrapper: must be caught"
-  nice "$reshard" conform --suite ckpt --fixtures none --backend "exec:$ck_child --bug $bug" --cases 40 --seed 1 \
+  nice "$reshard" conform --suite ckpt --fixtures none --backend "exec:$ck_child --bug $bug" --cases 10 --seed 1 \
     --timeout 300 --shrink-runs 5 --failures "$out/ckpt-bug-$bug" > "$out/ckpt-bug-$bug.log" 2>&1
   rc=$?
   grep -m2 -E "FAIL" "$out/ckpt-bug-$bug.log" | sed 's/^/   /'
