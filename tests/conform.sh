@@ -23,7 +23,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 conform() {
   local json=$1 want=$2
   shift 2
-  "$bin" conform --json "$tmp/$json" --failures "$tmp/failures" "$@" >"$tmp/$json.log" 2>&1
+  ${TMO:+timeout "$TMO"} "$bin" conform --json "$tmp/$json" --failures "$tmp/failures" "$@" >"$tmp/$json.log" 2>&1
   local rc=$?
   if [ "$rc" != "$want" ]; then
     fail "reshard conform $* exited $rc, expected $want"
@@ -215,7 +215,8 @@ for line in sys.stdin:
         time.sleep(3600)
 PY
 t0=$(date +%s)
-conform hangall.json 1 --backend "exec:python3 $tmp/hangall.py" --suite redistribute,tp --cases 500 --fixtures none --quiet \
+# bounded: a run that is not stopped (500 cases at 0.5 s would take minutes) is killed at 150 s and fails
+TMO=150 conform hangall.json 1 --backend "exec:python3 $tmp/hangall.py" --suite redistribute,tp --cases 500 --fixtures none --quiet \
   --timeout 0.5 --max-timeouts 4 --shrink-seconds 2
 t1=$(date +%s)
 [ "$(field hangall.json "j['timeouts']")" = 4 ] || fail "--max-timeouts 4: $(field hangall.json "j['timeouts']") timeouts counted"
