@@ -125,7 +125,8 @@ static rs_status nul_walk(const cJSON *node, nulwalk *w, const char *path) {
 }
 
 static rs_status refuse_nul(const char *text, const cJSON *root) {
-  if (!strstr(text, "\\u0000")) return RS_OK;
+  /* RS_MUTANT 606 (with the checkpoint readers' own raw check, core/ckpt/metadata.c): let it through */
+  if (RS_MUTANT(606) || !strstr(text, "\\u0000")) return RS_OK;
   nulwalk w = {0};
   w.want = first_nul_string(text, &w.byte);
   if (w.want == (size_t)-1) return RS_OK;
