@@ -17,7 +17,8 @@ static int has_corpora(const char *dir) {
   for (size_t i = 0; i < sizeof CORPUS_DIRS / sizeof *CORPUS_DIRS; ++i) {
     char p[4096];
     struct stat sb;
-    snprintf(p, sizeof p, "%s/%s", dir, CORPUS_DIRS[i]);
+    int n = snprintf(p, sizeof p, "%s/%s", dir, CORPUS_DIRS[i]);
+    if (n < 0 || (size_t)n >= sizeof p) return 0; /* a path longer than PATH_MAX holds nothing */
     if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) return 1;
   }
   return 0;
