@@ -188,12 +188,6 @@ static void record_failure(const rs_campaign_opts *o, const rs_prop_env *env, rs
 
 /* ---- feature coverage (see props.h) ---- */
 
-static void tally_features(const rs_case *c, rs_campaign_result *r) {
-  int hit[RS_FEATURES_MAX];
-  rs__features_of_case(c, hit);
-  for (int f = 0; f < rs_feature_count(); f++) r->feature[f] += hit[f];
-}
-
 /* Campaigns stopped early by a failure are not judged: they may be short for a reason. */
 static void check_features(const rs_campaign_opts *o, rs_campaign_result *r) {
   double rate[RS_FEATURES_MAX];
@@ -222,6 +216,157 @@ static rs_status report_page(rs_html *html, const rs_campaign_opts *o, const rs_
   return rs_html_close(html, sum);
 }
 
+/* ---- the runner's side of check (props/runner.h) ---- */
+
+enum { CNT_PARTIAL = 0, CNT_ORDER, CNT_REDRAWS, CNT_COUNT };
+
+typedef struct check_ctx {
+  const rs_campaign_opts *o;
+  rs_prop_env *env;
+  rs_gen_opts gen;
+  const int *en;
+  int want_bad;
+  rs_case *c;
+  char *msg;
+} check_ctx;
+
+/* Case `index`: pass 0 a valid case for every ordinary property, pass 1 a planted-violation case,
+ * drawn only when a property wants one (--properties may leave them all out). */
+static rs_status check_eval(void *vx, int64_t index, rs_run_case *rc) {
+  check_ctx *x = vx;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass && !x->want_bad) break;
+    rs_choices ch;
+    int64_t redraws = 0;
+    rs_gen_opts gen = x->gen;
+    gen.redraws = &redraws;
+    rs_choices_seed(&ch, rs_hash3(x->o->seed, (uint64_t)index, (uint64_t)pass));
+    rs_status gst = pass ? rs_gen_bad_case(&ch, &gen, x->c) : rs_gen_case(&ch, &gen, x->c);
+    rc->counter[CNT_REDRAWS] += redraws;
+    if (!pass && gst == RS_OK) {
+      int hit[RS_FEATURES_MAX];
+      rs__features_of_case(x->c, hit);
+      for (int f = 0; f < rs_feature_count(); f++) rc->feature[f] = (uint16_t)hit[f];
+      if (rs_sharding_has_partial(&x->c->src) || rs_sharding_has_partial(&x->c->dst)) {
+        rc->counter[CNT_PARTIAL]++;
+        rc->counter[CNT_ORDER] += x->c->values == RS_VALUES_ORDER || x->c->values == RS_VALUES_WRAP;
+      }
+    }
+    for (int p = 0; p < RS_PROP_COUNT; p++) {
+      rs_prop_id id = (rs_prop_id)p;
+      if (!x->en[p] || rs_prop_bad_cases(id) != pass) continue;
+      rs_outcome out;
+      rs_clear_error();
+      if (gst != RS_OK) {
+        snprintf(x->msg, MSG_CAP, "generator: %s: %s", rs_status_name(gst), rs_last_error());
+        if (gst == RS_ERR_NOMEM) rs_fail(RS_ERR_NOMEM, "%s", x->msg);
+        out = RS_FAIL;
+      } else {
+        out = rs_prop_run(id, x->env, x->c, x->msg, MSG_CAP);
+      }
+      int oom = rs_outcome_is_oom(out);
+      if (agree(x->env, out == RS_FAIL)) out = RS_FAIL;
+      if (peer_failure()) { /* no case's failure: the campaign stops with the transport's error */
+        rs_choices_free(&ch);
+        return rs_fail(RS_ERR_TIMEOUT, "%s", peer_failure());
+      }
+      /* out of memory is no verdict on the code under test: the runner stops, nothing is shrunk */
+      if (out == RS_FAIL && agree(x->env, oom)) {
+        rc->oom = p + 1;
+        snprintf(rc->msg[p], RS_RUN_MSG, "%s", x->msg);
+        rs_choices_free(&ch);
+        return RS_OK;
+      }
+      rc->out[p] = out == RS_PASS ? RS_RUN_PASS : out == RS_SKIP ? RS_RUN_SKIP : RS_RUN_FAIL;
+      if (out == RS_FAIL) snprintf(rc->msg[p], RS_RUN_MSG, "%s", x->msg);
+    }
+    rs_choices_free(&ch);
+  }
+  return RS_OK;
+}
+
+/* MPI campaigns: time is local, so every process stops a timed run at the agreed case */
+static int check_agree_stop(void *vx, int stop) {
+  check_ctx *x = vx;
+  return agree(x->env, stop);
+}
+
+/* The names of what check counts, for the runner's report object and report merge. */
+static void check_names(const rs_campaign_opts *o, const int *en, rs_run_names *nm) {
+  memset(nm, 0, sizeof *nm);
+  for (int p = 0; p < RS_PROP_COUNT; p++) {
+    nm->prop[p] = rs_prop_name((rs_prop_id)p);
+    nm->prop_on[p] = en[p];
+  }
+  for (int f = 0; f < rs_feature_count(); f++) {
+    nm->feature[f] = rs_feature_name(f);
+    nm->rate[f] = rs__feature_rate(&o->gen, f);
+  }
+  nm->judge_from = RS_FEATURE_MIN_CASES;
+  nm->counter[CNT_PARTIAL] = "partial_cases";
+  nm->counter[CNT_ORDER] = "order_cases";
+  nm->counter[CNT_REDRAWS] = "redrawn_cases";
+  /* the order-value share: fewer than 3/5 of the asked share fails (see rs_campaign_result) */
+  nm->gate[0] = (rs_run_gate){"order_share", CNT_ORDER, CNT_PARTIAL, 0.006 * o->gen.order_share, 1, RS_ORDER_MIN_PARTIAL};
+  nm->ngates = 1;
+}
+
+static void check_ops(check_ctx *x, rs_run_ops *ops) {
+  memset(ops, 0, sizeof *ops);
+  ops->ctx = x;
+  ops->eval = check_eval;
+  ops->nprops = RS_PROP_COUNT;
+  ops->nfeatures = rs_feature_count();
+  ops->ncounters = CNT_COUNT;
+}
+
+static void check_run_opts(const rs_campaign_opts *o, check_ctx *x, rs_run_opts *ro) {
+  memset(ro, 0, sizeof *ro);
+  ro->verb = o->impl == RS_IMPL_OPT ? "check --impl opt" : "check";
+  ro->seed = o->seed;
+  ro->cases = o->cases;
+  ro->seconds = o->seconds;
+  ro->jobs = o->jobs > 1 && !o->env.distributed ? o->jobs : 1;
+  ro->shard_k = o->shard_k;
+  ro->shard_n = o->shard_n;
+  ro->max_failures = o->max_failures;
+  ro->case_timeout = o->case_timeout;
+  ro->progress = o->print && !o->quiet;
+  ro->stop = o->stop;
+  ro->stop_ctx = o->stop_ctx;
+  if (o->env.distributed) {
+    ro->agree_stop = check_agree_stop;
+    ro->stop_ctx = x;
+    ro->stop = NULL; /* conform's stop never runs under MPI */
+  }
+}
+
+/* the first failing index of each property, lowest first (then by property) */
+static int next_failure(const rs_run_result *rr, const int *done) {
+  int best = -1;
+  for (int p = 0; p < RS_PROP_COUNT; p++)
+    if (rr->fail[p] && !done[p] && (best < 0 || rr->first_fail[p] < rr->first_fail[best])) best = p;
+  return best;
+}
+
+cJSON *rs__campaign_runner_json(const rs_campaign_opts *o, const rs_campaign_result *r, const int *en) {
+  check_ctx x = {.o = o};
+  rs_run_opts ro;
+  rs_run_ops ops;
+  rs_run_names nm;
+  check_run_opts(o, &x, &ro);
+  check_ops(&x, &ops);
+  check_names(o, en, &nm);
+  rs_run_failure_note notes[RS_RUN_PROPS] = {{0}};
+  char replay[RS_PROP_COUNT][600];
+  for (int p = 0; p < RS_PROP_COUNT; p++) {
+    if (!r->prop[p].fail) continue;
+    snprintf(replay[p], sizeof replay[p], "%s %s", o->replay ? o->replay : "reshard replay", r->prop[p].fixture);
+    notes[p] = (rs_run_failure_note){r->prop[p].message, r->prop[p].fixture, replay[p]};
+  }
+  return rs_run_json(&ro, &ops, &nm, &r->run, notes);
+}
+
 rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   memset(r, 0, sizeof *r);
   if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
@@ -232,8 +377,6 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   rs_case *c = malloc(sizeof *c);
   char *msg = malloc(MSG_CAP), *msg2 = malloc(MSG_CAP);
   rs_prop_env env = o->env;
-  rs_gen_opts gen = o->gen;
-  gen.redraws = &r->redraws;
   if (!env.memo && rs_prop_memo_create(&env.memo) != RS_OK) env.memo = NULL;
   if (!c || !msg || !msg2) {
     if (env.memo != o->env.memo) rs_prop_memo_free(env.memo);
@@ -254,89 +397,61 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     free(msg2);
     return RS_ERR_IO;
   }
-  rs_progress prog;
-  rs_progress_init(&prog, o->print && !o->quiet);
-  rs_status oom_st = RS_OK, st = RS_OK;
-  const char *stop_msg = NULL;
-  double t0 = rs_now(), el = 0;
+  rs_status st = RS_OK;
+  int done[RS_PROP_COUNT] = {0};
   clock_t c0 = clock();
-  int64_t i = 0;
-  for (;; i++) {
-    el = rs_now() - t0;
-    int stop = o->cases > 0 ? i >= o->cases : el >= o->seconds;
-    if (o->cases <= 0) stop = agree(&env, stop); /* time is local: agree on when to stop */
-    if (stop || peer_failure() || (o->stop && (stop_msg = o->stop(o->stop_ctx)) != NULL)) break;
-    for (int pass = 0; pass < 2; pass++) {
-      /* pass 0: valid cases for every ordinary property; pass 1: a planted-violation case, drawn
-       * only when a property wants one (--properties may leave them all out). */
-      if (pass && !want_bad) break;
-      rs_choices ch;
-      rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
-      rs_status gst = pass ? rs_gen_bad_case(&ch, &gen, c) : rs_gen_case(&ch, &gen, c);
-      if (!pass && gst == RS_OK) tally_features(c, r);
-      if (!pass && gst == RS_OK && (rs_sharding_has_partial(&c->src) || rs_sharding_has_partial(&c->dst))) {
-        r->partial_cases++;
-        r->order_cases += c->values == RS_VALUES_ORDER || c->values == RS_VALUES_WRAP;
-      }
-      for (int p = 0; p < RS_PROP_COUNT; p++) {
-        rs_prop_id id = (rs_prop_id)p;
-        if (!en[p] || rs_prop_bad_cases(id) != pass) continue;
-        rs_prop_stats *s = &r->prop[p];
-        rs_outcome out;
-        rs_clear_error();
-        if (gst != RS_OK) {
-          snprintf(msg, MSG_CAP, "generator: %s: %s", rs_status_name(gst), rs_last_error());
-          if (gst == RS_ERR_NOMEM) rs_fail(RS_ERR_NOMEM, "%s", msg);
-          out = RS_FAIL;
-        } else {
-          out = rs_prop_run(id, &env, c, msg, MSG_CAP);
-        }
-        int oom = rs_outcome_is_oom(out);
-        if (agree(&env, out == RS_FAIL)) out = RS_FAIL;
-        if (peer_failure()) break; /* the loop above stops the campaign */
-        /* out of memory is no verdict on the code under test: stop, never shrink or save it */
-        if (out == RS_FAIL && agree(&env, oom)) {
-          rs_choices_free(&ch);
-          oom_st = rs_campaign_oom(rs_prop_name(id), (long long)i + 1, msg);
-          goto stopped;
-        }
-        if (out == RS_PASS) s->pass++;
-        else if (out == RS_SKIP) s->skip++;
-        else if (s->fail++) {
-          /* already reported: one shrunk failure per property, later ones only counted */
-        } else {
-          r->failed++;
-          if (!r->first_failure_case) r->first_failure_case = i + 1;
-          rs_progress_end(&prog);
-          prog.last = 0;
-          snprintf(msg2, MSG_CAP, "%s", msg);
-          rs_case *sc = malloc(sizeof *sc);
-          if (sc) {
-            record_failure(o, &env, r, id, &ch, msg2, sc, msg, html);
-            free(sc);
-          }
-          /* regenerate: shrinking reused the case buffer of this iteration */
-          rs_choices_free(&ch);
-          rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, (uint64_t)pass));
-          gst = pass ? rs_gen_bad_case(&ch, &o->gen, c) : rs_gen_case(&ch, &o->gen, c); /* not recounted */
-        }
-      }
-      rs_choices_free(&ch);
-    }
-    if (o->print && !o->quiet) rs_progress_update(&prog, i + 1, rs_now() - t0, r->failed, 0);
-    if (o->max_failures > 0 && r->failed >= o->max_failures) {
-      i++;
-      break;
-    }
+  check_ctx x = {.o = o, .env = &env, .gen = o->gen, .en = en, .want_bad = want_bad, .c = c, .msg = msg};
+  rs_run_opts ro;
+  rs_run_ops ops;
+  check_run_opts(o, &x, &ro);
+  check_ops(&x, &ops);
+  rs_run_result *rr = &r->run;
+  st = rs_run(&ro, &ops, rr);
+  r->cases = rr->cases;
+  r->partial_cases = rr->counter[CNT_PARTIAL];
+  r->order_cases = rr->counter[CNT_ORDER];
+  r->redraws = rr->counter[CNT_REDRAWS];
+  for (int f = 0; f < rs_feature_count(); f++) r->feature[f] = rr->feature[f];
+  for (int p = 0; p < RS_PROP_COUNT; p++) {
+    r->prop[p].pass = rr->pass[p];
+    r->prop[p].fail = rr->fail[p];
+    r->prop[p].skip = rr->skip[p];
   }
-stopped:
-  if (oom_st || peer_failure() || stop_msg) {
-    rs_progress_end(&prog);
-    st = oom_st ? oom_st : rs_fail(RS_ERR_TIMEOUT, "%s", stop_msg ? stop_msg : peer_failure());
-    r->cases = i;
+  r->failed = rr->failed_props;
+  r->first_failure_case = rr->first_failure >= 0 ? rr->first_failure + 1 : 0;
+  if (st == RS_ERR_NOMEM && rr->oom_prop >= 0) {
+    st = rs_campaign_oom(rs_prop_name((rs_prop_id)rr->oom_prop), (long long)rr->oom_index + 1, rr->oom_msg);
     goto out;
   }
-  r->cases = i;
+  if (st != RS_OK) goto out;
+  /* each property's first failure, lowest index first: shrunk here, in this process, so the shrunk
+   * case does not depend on --jobs */
+  for (int p; (p = next_failure(rr, done)) >= 0;) {
+    done[p] = 1;
+    rs_prop_id id = (rs_prop_id)p;
+    int pass = rs_prop_bad_cases(id);
+    rs_choices ch;
+    rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)rr->first_fail[p], (uint64_t)pass));
+    if (pass) rs_gen_bad_case(&ch, &o->gen, c);
+    else rs_gen_case(&ch, &o->gen, c);
+    snprintf(msg2, MSG_CAP, "%s", rr->first_msg[p]);
+    rs_case *sc = malloc(sizeof *sc);
+    if (sc) {
+      record_failure(o, &env, r, id, &ch, msg2, sc, msg, html);
+      free(sc);
+    }
+    rs_choices_free(&ch);
+    if (peer_failure()) {
+      st = rs_fail(RS_ERR_TIMEOUT, "%s", peer_failure());
+      goto out;
+    }
+  }
+  if (rr->crashed) {
+    r->failed++;
+    if (!r->first_failure_case || rr->crash_index + 1 < r->first_failure_case) r->first_failure_case = rr->crash_index + 1;
+    if (o->print) printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", rr->crash_msg,
+                         (long long)rr->crash_index + 1, (unsigned long long)o->seed);
+  }
   /* SPEC 5 is only tested by order values: a generator that stops drawing them must fail the run */
   if (r->partial_cases >= RS_ORDER_MIN_PARTIAL && r->order_cases * 500 < r->partial_cases * 3 * o->gen.order_share) {
     r->order_share_low = 1;
@@ -344,10 +459,8 @@ stopped:
     if (!r->first_failure_case) r->first_failure_case = r->cases;
   }
   check_features(o, r);
-  r->seconds = rs_now() - t0;
+  r->seconds = rr->seconds;
   r->cpu_seconds = (double)(clock() - c0) / CLOCKS_PER_SEC;
-  if (o->print && !o->quiet) rs_progress_update(&prog, r->cases, r->seconds, r->failed, 1);
-  rs_progress_end(&prog);
   if (o->print) {
     rs_report_summary(stdout, o, r, en);
     if (o->junit && (st = rs_report_junit(o->junit, r, en)) != RS_OK) goto out;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "reshard/case.h"
+#include "props/runner.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -234,6 +235,10 @@ typedef struct rs_campaign_opts {
   int print;            /* 0: this process prints nothing (MPI ranks other than 0) */
   const char *replay;   /* the command that replays a saved failure, before its path (default
                            "reshard replay") */
+  /* the runner (props/runner.h): --jobs N forked workers (1: this process; MPI campaigns keep 1),
+   * --shard K/N, and the seconds one case may run in a worker before it is called hung */
+  int jobs, shard_k, shard_n;
+  double case_timeout;
 } rs_campaign_opts;
 
 typedef struct rs_prop_stats {
@@ -287,6 +292,7 @@ typedef struct rs_campaign_result {
   int feature_required[RS_FEATURES_MAX];
   int64_t feature_min[RS_FEATURES_MAX]; /* the least count that passes (rs_feature_gate) */
   int features_missing; /* required features below their minimum count (rs_feature_gate) */
+  rs_run_result run;    /* the runner's sums: first failing indices, a crashed worker */
 } rs_campaign_result;
 
 #define RS_ORDER_MIN_PARTIAL 200

@@ -266,6 +266,7 @@ rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_c
   }
   cJSON_AddItemToObject(root, "properties", props);
   cJSON_AddItemToObject(root, "failures", fails);
+  cJSON_AddItemToObject(root, "runner", rs__campaign_runner_json(o, r, enabled));
   return rs__report_json_write(root, path);
 }
 

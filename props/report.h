@@ -49,6 +49,8 @@ void rs__xml_text(FILE *f, const char *s);
 
 /* A campaign's JSON summary: `root` printed (and freed) into the file at `path`, one line feed after. */
 rs_status rs__report_json_write(cJSON *root, const char *path);
+/* the runner object of check's --json report (props/campaign.c) */
+cJSON *rs__campaign_runner_json(const rs_campaign_opts *o, const rs_campaign_result *r, const int *enabled);
 rs_status rs_report_json(const char *path, const rs_campaign_opts *o, const rs_campaign_result *r,
                          const int *enabled);
 

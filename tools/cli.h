@@ -83,12 +83,30 @@ int cli_planner_flags(const char *cmd, const char *planner, int allow_auto, cons
  * --seconds (> 0; refused as unknown when no_seconds), --junit FILE, --json FILE, --regress-dir DIR.
  * The caller sets the defaults (seed) before its flag loop; cases and seconds stay 0 when not given,
  * the file names NULL. */
+/* The runner's flags, the same on every campaign verb (props/runner.h): --jobs N|auto (forked
+ * workers; 0 here: not given, 1), --shard K/N (0/0: not given), --case-timeout SEC (seconds one case
+ * may run in a worker before it is called hung; 0: the runner's default) and --distribute (MPI ranks
+ * share the case range; set only by verbs that support it). */
+typedef struct cli_runner_args {
+  int jobs, shard_k, shard_n, distribute;
+  double case_timeout;
+} cli_runner_args;
+/* In a flag loop: 1 when argv[*i] was one of those flags, 0 when another argument, -1 after a usage
+ * error. */
+int cli_runner_opt(const char *cmd, int argc, char **argv, int *i, cli_runner_args *a);
+#define CLI_RUNNER_HELP                                                                             \
+  "--jobs N|auto runs the cases in N worker processes (auto: the cores this process may use); the\n" \
+  "result does not depend on N. --shard K/N runs only cases i with i % N == K-1 (merge the --json\n" \
+  "reports with `reshard report merge`). --case-timeout SEC (default 600): a worker on one case\n"    \
+  "longer is reported hung and the campaign stops (exit 4).\n"
+
 typedef struct cli_campaign_args {
   unsigned long long seed;
   long long cases;
   double seconds;
   const char *junit, *json, *regress_dir;
   int no_seconds;
+  cli_runner_args run;
 } cli_campaign_args;
 /* In a flag loop: 1 when argv[*i] was one of those flags, 0 when another argument, -1 after a usage
  * error. */
@@ -131,5 +149,6 @@ int cmd_tp(int argc, char **argv);
 int cmd_p2p(int argc, char **argv);
 int cmd_conform(int argc, char **argv);
 int cmd_fuzz_planner(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli.h"
+#include "props/runner.h"
 #include "core/checked.h"
 #include "core/box.h"
 #include "core/last_status.h"
@@ -141,9 +142,32 @@ static int flag_error(const char *cmd, const char *msg) {
   return -1;
 }
 
+int cli_runner_opt(const char *cmd, int argc, char **argv, int *i, cli_runner_args *a) {
+  const char *v;
+  int r;
+  if ((r = cli_opt(argc, argv, i, "--jobs", &v)) != 0) {
+    if (r < 0 || rs_run_parse_jobs(v, &a->jobs) != RS_OK) {
+      cli_usage_error(cmd, "--jobs: '%s', expected auto or 1..%d", r < 0 ? "" : v, RS_RUN_MAX_JOBS);
+      return -1;
+    }
+  } else if ((r = cli_opt(argc, argv, i, "--shard", &v)) != 0) {
+    if (r < 0 || rs_run_parse_shard(v, &a->shard_k, &a->shard_n) != RS_OK) {
+      cli_usage_error(cmd, "--shard: '%s', expected K/N with 1 <= K <= N <= 100000", r < 0 ? "" : v);
+      return -1;
+    }
+  } else if ((r = cli_opt(argc, argv, i, "--case-timeout", &v)) != 0) {
+    if (r < 0 || cli_seconds_value(v, 1e6, &a->case_timeout))
+      return flag_error(cmd, "--case-timeout: expected seconds in (0, 1000000]");
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaign_args *a) {
   const char *v;
   int r;
+  if ((r = cli_runner_opt(cmd, argc, argv, i, &a->run)) != 0) return r;
   if ((r = cli_opt(argc, argv, i, "--seed", &v)) != 0) {
     if (r < 0 || cli_u64(v, &a->seed)) return flag_error(cmd, "--seed: expected decimal digits (0 .. 18446744073709551615)");
   } else if ((r = cli_opt(argc, argv, i, "--cases", &v)) != 0) {

@@ -15,6 +15,7 @@ static const char *HELP_CHECK =
     "                     [--impl ref|opt] [--transport local|mpi] [generator options]\n"
     "                     [--properties P,P,...] [--max-failures N]\n"
     "                     [--junit F] [--json F] [--report DIR] [--regress-dir D] [--quiet]\n"
+    "                     [--jobs N|auto] [--shard K/N] [--case-timeout SEC]\n"
     "Runs the property campaign (default 20000 cases, seed 1) and prints the rate (cases/s).\n"
     "A failing property is shrunk, saved to the regression dir (default fixtures/regressions)\n"
     "and printed with the command that replays it. Exit 0 pass, 1 a property failed (or, from\n"
@@ -96,6 +97,7 @@ int cmd_check(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP_CHECK, stdout);
+      fputs(CLI_RUNNER_HELP, stdout);
       fputs(CLI_GEN_HELP, stdout);
       return CLI_OK;
     }
@@ -143,6 +145,12 @@ int cmd_check(int argc, char **argv) {
   if (ca.junit) o.junit = ca.junit;
   if (ca.json) o.json = ca.json;
   if (ca.regress_dir) o.regress_dir = ca.regress_dir;
+  o.jobs = ca.run.jobs;
+  o.shard_k = ca.run.shard_k;
+  o.shard_n = ca.run.shard_n;
+  o.case_timeout = ca.run.case_timeout;
+  if (o.jobs > 1 && strcmp(transport, "mpi") == 0)
+    return cli_usage_error(C, "--jobs: one process per rank under --transport mpi (use mpirun's -np, or --jobs 1)");
   if ((r = env_open(C, &o.env, impl, transport, &argc, &argv)) != CLI_OK) return r;
   o.impl = o.env.impl;
 #ifdef RS_HAVE_OPT

@@ -19,6 +19,7 @@ static const char *HELP =
     "  ckpt     distributed checkpoints: save, load, verify, inspect, export, check, torture\n"
     "  tp       tensor-parallel styles: run a TP case, or the TP property campaign (docs/tp.md)\n"
     "  conform  hold another backend (plug-in or process) to every suite (docs/conformance.md)\n"
+    "  report merge  add up the --json reports of the shards (--shard K/N) of one campaign\n"
     "  fuzz-planner  fuzz an outside planner (plug-in or exec:CMD) against the contract and reshard's planners\n"
     "\n"
     "examples:\n"
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
               {"p2p", cmd_p2p},
               {"conform", cmd_conform},
               {"fuzz-planner", cmd_fuzz_planner},
+              {"report", cmd_report},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmd, cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
