@@ -311,10 +311,22 @@ static void check_names(const rs_campaign_opts *o, const int *en, rs_run_names *
   nm->ngates = 1;
 }
 
+static rs_status check_worker_init(void *vx, int w) {
+  check_ctx *x = vx;
+  return x->o->worker_init ? x->o->worker_init(x->o->worker_ctx, w) : RS_OK;
+}
+
+static void check_worker_exit(void *vx) {
+  check_ctx *x = vx;
+  if (x->o->worker_exit) x->o->worker_exit(x->o->worker_ctx);
+}
+
 static void check_ops(check_ctx *x, rs_run_ops *ops) {
   memset(ops, 0, sizeof *ops);
   ops->ctx = x;
   ops->eval = check_eval;
+  ops->worker_init = check_worker_init;
+  ops->worker_exit = check_worker_exit;
   ops->nprops = RS_PROP_COUNT;
   ops->nfeatures = rs_feature_count();
   ops->ncounters = CNT_COUNT;
@@ -334,6 +346,7 @@ static void check_run_opts(const rs_campaign_opts *o, check_ctx *x, rs_run_opts 
   ro->progress = o->print && !o->quiet;
   ro->stop = o->stop;
   ro->stop_ctx = o->stop_ctx;
+  ro->dist = o->dist;
   if (o->env.distributed) {
     ro->agree_stop = check_agree_stop;
     ro->stop_ctx = x;
@@ -423,7 +436,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
     st = rs_campaign_oom(rs_prop_name((rs_prop_id)rr->oom_prop), (long long)rr->oom_index + 1, rr->oom_msg);
     goto out;
   }
-  if (st != RS_OK) goto out;
+  if (st != RS_OK || rr->follower) goto out; /* a follower rank reports nothing (runner.h) */
   /* each property's first failure, lowest index first: shrunk here, in this process, so the shrunk
    * case does not depend on --jobs */
   for (int p; (p = next_failure(rr, done)) >= 0;) {

@@ -239,6 +239,12 @@ typedef struct rs_campaign_opts {
    * --shard K/N, and the seconds one case may run in a worker before it is called hung */
   int jobs, shard_k, shard_n;
   double case_timeout;
+  /* optional: run in each forked worker before its first case / after its last (a process backend
+   * starts its own child there) */
+  rs_status (*worker_init)(void *ctx, int worker);
+  void (*worker_exit)(void *ctx);
+  void *worker_ctx;
+  struct rs_run_dist *dist; /* --distribute (NULL: no) */
 } rs_campaign_opts;
 
 typedef struct rs_prop_stats {

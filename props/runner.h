@@ -88,6 +88,9 @@ typedef struct rs_run_opts {
   /* optional, --jobs 1 only: every process of an MPI campaign must stop a timed run at the same
    * index; given this process's decision (1: time is up), returns the agreed one */
   int (*agree_stop)(void *ctx, int stop);
+  /* --distribute: the MPI ranks of an mpirun share the case range (NULL: not distributed); made by
+   * rs_run_dist_open (props/runner_dist.c, with opt's MPI), see rs_run_result.follower */
+  struct rs_run_dist *dist;
 } rs_run_opts;
 
 typedef struct rs_run_result {
@@ -110,6 +113,10 @@ typedef struct rs_run_result {
   char crash_msg[256];
   double seconds;
   int jobs;            /* workers that ran */
+  /* 1: this process is a rank other than 0 of a --distribute campaign: it ran its share of the
+   * cases and sent the records to rank 0, which adds them up, shrinks and reports; the verb prints,
+   * shrinks and writes nothing here and exits 0 (rank 0's exit status is the campaign's) */
+  int follower;
 } rs_run_result;
 
 /* Runs the campaign. RS_OK when it ran to its end or stopped on a failure count or a crash (see
@@ -117,6 +124,14 @@ typedef struct rs_run_result {
  * RS_ERR_TIMEOUT when a worker hung on one case past case_timeout or opts->stop stopped it; an eval
  * error's status otherwise. r holds what ran before the stop in every case. */
 rs_status rs_run(const rs_run_opts *o, const rs_run_ops *ops, rs_run_result *r);
+
+/* --distribute (props/runner_dist.c): joins the MPI world of an mpirun (MPI_Init when nobody did
+ * yet); RS_ERR_UNSUPPORTED in a build without MPI. close finalizes what open started. */
+typedef struct rs_run_dist rs_run_dist;
+rs_status rs_run_dist_open(rs_run_dist **out);
+void rs_run_dist_close(rs_run_dist *d);
+int rs_run_dist_rank(const rs_run_dist *d);
+int rs_run_dist_size(const rs_run_dist *d);
 
 /* The case index of the j-th case (0-based) of o's shard. */
 int64_t rs_run_index(const rs_run_opts *o, int64_t j);

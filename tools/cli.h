@@ -90,10 +90,15 @@ int cli_planner_flags(const char *cmd, const char *planner, int allow_auto, cons
 typedef struct cli_runner_args {
   int jobs, shard_k, shard_n, distribute;
   double case_timeout;
+  struct rs_run_dist *dist; /* set by cli_runner_start under --distribute */
 } cli_runner_args;
 /* In a flag loop: 1 when argv[*i] was one of those flags, 0 when another argument, -1 after a usage
  * error. */
 int cli_runner_opt(const char *cmd, int argc, char **argv, int *i, cli_runner_args *a);
+/* After the flag loop: --distribute joins the MPI world (a->dist); CLI_OK or the exit status of
+ * the error it printed. stop leaves it (call it on every path after a successful start). */
+int cli_runner_start(const char *cmd, cli_runner_args *a);
+void cli_runner_stop(cli_runner_args *a);
 #define CLI_RUNNER_HELP                                                                             \
   "--jobs N|auto runs the cases in N worker processes (auto: the cores this process may use); the\n" \
   "result does not depend on N. --shard K/N runs only cases i with i % N == K-1 (merge the --json\n" \

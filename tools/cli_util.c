@@ -158,10 +158,25 @@ int cli_runner_opt(const char *cmd, int argc, char **argv, int *i, cli_runner_ar
   } else if ((r = cli_opt(argc, argv, i, "--case-timeout", &v)) != 0) {
     if (r < 0 || cli_seconds_value(v, 1e6, &a->case_timeout))
       return flag_error(cmd, "--case-timeout: expected seconds in (0, 1000000]");
+  } else if (cli_flag(argv, *i, "--distribute")) {
+    a->distribute = 1;
   } else {
     return 0;
   }
   return 1;
+}
+
+int cli_runner_start(const char *cmd, cli_runner_args *a) {
+  if (!a->distribute) return CLI_OK;
+  if (a->jobs > 1) return cli_usage_error(cmd, "--distribute and --jobs: one process per MPI rank (set the ranks with mpirun -np)");
+  if (a->shard_n > 1) return cli_usage_error(cmd, "--distribute and --shard: give one");
+  if (rs_run_dist_open(&a->dist) != RS_OK) return cli_status_error(cmd, "--distribute");
+  return CLI_OK;
+}
+
+void cli_runner_stop(cli_runner_args *a) {
+  rs_run_dist_close(a->dist);
+  a->dist = NULL;
 }
 
 int cli_campaign_opt(const char *cmd, int argc, char **argv, int *i, cli_campaign_args *a) {
