@@ -1,7 +1,9 @@
 /* campaign.c - the property campaign: one choice stream per case, every enabled property run on
  * the case it decodes to, the first failure of each property shrunk, saved as a regression
  * fixture and reported with the command that replays it. */
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 #include <string.h>
 #include "core/numflag.h"
@@ -234,6 +236,16 @@ typedef struct check_ctx {
  * drawn only when a property wants one (--properties may leave them all out). */
 static rs_status check_eval(void *vx, int64_t index, rs_run_case *rc) {
   check_ctx *x = vx;
+  /* test hooks of tests/jobs_check.sh (mutation builds only): case 38 crashes, hangs or runs out of
+   * memory, so the runner's reports of each are seen */
+  if (index == 37 && RS_MUTANT(993)) raise(SIGSEGV);
+  if (index == 37 && RS_MUTANT(994))
+    for (;;) pause();
+  if (index == 37 && RS_MUTANT(995)) {
+    rc->oom = 1;
+    snprintf(rc->msg[0], RS_RUN_MSG, "boxes: out of memory (planted)");
+    return RS_OK;
+  }
   for (int pass = 0; pass < 2; pass++) {
     if (pass && !x->want_bad) break;
     rs_choices ch;

@@ -37,7 +37,8 @@
 #define NOLIMIT INT64_MAX
 
 int64_t rs_run_index(const rs_run_opts *o, int64_t j) {
-  if (o->shard_n > 1) return (int64_t)(o->shard_k - 1) + j * (int64_t)o->shard_n;
+  /* RS_MUTANT 992: shard K takes i % N == K instead of K - 1 (shard N/N repeats shard 1's cases) */
+  if (o->shard_n > 1) return (int64_t)(o->shard_k - !RS_MUTANT(992)) % o->shard_n + j * (int64_t)o->shard_n;
   return j;
 }
 
@@ -379,7 +380,9 @@ static void pend_drop(pend_set *s, size_t i) {
 /* Adds every record from a->base on that has arrived. */
 static int drain(agg *a, pend_set *ps, rs_run_case *scratch, const rs_run_ops *ops) {
   long i;
-  while (a->base < a->cut && (i = pend_find(ps, a->base)) >= 0) {
+  /* RS_MUTANT 991: records are added as they arrive, not in index order (the first failure then
+   * depends on which worker was faster) */
+  while (a->base < a->cut && (i = RS_MUTANT(991) ? (ps->n ? 0 : -1) : pend_find(ps, a->base)) >= 0) {
     pending *p = &ps->v[i];
     if (p->kind == REC_ERROR) {
       char m[1024];
