@@ -589,6 +589,7 @@ rs_status rs_bench_main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "pytorch")) return rs_bench_pytorch(argc, argv);
   if (argc > 1 && !strcmp(argv[1], "p2p")) return rs_bench_p2p(argc, argv);
   if (argc > 1 && !strcmp(argv[1], "gpu")) return rs_bench_gpu(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "jobs")) return rs_bench_jobs(argc, argv);
   for (int i = 1; i < argc; ++i) {
     rs_status fst;
     if (rs_bench_int_flag("bench", argc, argv, &i, "--cases", 1, 10000000, &o.cases, &fst) ||

@@ -24,6 +24,11 @@ rs_status rs_bench_p2p(int argc, char **argv);
  * the reduction / MXFP8 kernels against HBM bandwidth (bench_gpu.c); without a GPU, a skip message. */
 rs_status rs_bench_gpu(int argc, char **argv);
 
+/* argv[1..]: jobs [--jobs N] [--reps R] [--scale PERCENT] [--python PY] [--src DIR]: cases per wall
+ * second of each campaign verb with --jobs 1 against --jobs N, run alternately by this executable
+ * (bench_jobs.c). */
+rs_status rs_bench_jobs(int argc, char **argv);
+
 /* The throughput cases of bench local (bench.c): layout k (0 all-to-all S0->S1 on 4 ranks, 1
  * all-gather S0->R on 4, 2 the 2x2 swap S0,S1->S1,S0) of an F32 tensor of `bytes`, named *name. */
 struct rs_case;
