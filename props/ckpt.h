@@ -47,17 +47,35 @@ typedef struct rs_ckpt_campaign {
   const char *scratch;
   int quiet;
   int shrink_runs;
+  /* the runner (props/runner.h), as rs_campaign_opts: --jobs N forked workers (1: this process;
+   * an MPI campaign keeps 1), --shard K/N, the seconds one case may run in a worker before it is
+   * called hung (0: the runner's default), hooks run in each forked worker before its first and
+   * after its last case, and --distribute (NULL: not distributed). Each worker works in a scratch
+   * directory of its own under the campaign's. */
+  int jobs, shard_k, shard_n;
+  double case_timeout;
+  rs_status (*worker_init)(void *ctx, int worker);
+  void (*worker_exit)(void *ctx);
+  void *worker_ctx;
+  struct rs_run_dist *dist;
 } rs_ckpt_campaign;
 
 typedef struct rs_ckpt_campaign_result {
   int64_t cases;
   double seconds;
-  int failed;
+  int failed;          /* failed properties, and 1 more when a worker crashed */
   int64_t pass[RS_CKPT_PROP_COUNT], fail[RS_CKPT_PROP_COUNT], skip[RS_CKPT_PROP_COUNT];
   char message[RS_CKPT_PROP_COUNT][1024]; /* the shrunk failure of each failed property */
   char fixture[RS_CKPT_PROP_COUNT][1024]; /* its regression fixture ("" when not written) */
+  char verb[64];       /* the runner object's verb: "ckpt check", "ckpt check --impl both" */
+  rs_run_result run;   /* what the runner counted (--impl both: ref's properties, then ckpt_opt) */
 } rs_ckpt_campaign_result;
 
+/* The reference campaign: case i is drawn from rs_hash3(seed, "ckpt", i) only, and every property
+ * runs on every case (each from the start of the case's stream), so --jobs does not change what
+ * runs; each property's first failure (lowest case index) is shrunk afterwards in this process,
+ * saved as a fixture and printed with its replay command. RS_OK when it ran (failures are in r);
+ * RS_ERR_NOMEM when a case ran out of memory, RS_ERR_TIMEOUT when a worker hung (--case-timeout). */
 rs_status rs_ckpt_campaign_run(const rs_ckpt_campaign *o, rs_ckpt_campaign_result *r);
 /* CI reports of a campaign: JUnit XML (one testcase per property, failures carry the shrunk
  * message and the replay command) and JSON (counts per property, failures, seed, timing). */
@@ -69,6 +87,11 @@ rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, cons
                                const struct rs_ckpt_opt_campaign_result *opt);
 rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r,
                               const struct rs_ckpt_opt_campaign_result *opt);
+/* The runner object of that report (props/runner.h: counts, first failing indices, features, the
+ * verdict) that `reshard report merge` adds up over shards. */
+struct cJSON;
+struct cJSON *rs__ckpt_runner_json(const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r,
+                                   const struct rs_ckpt_opt_campaign_result *opt);
 /* Replays a regression fixture (property + choice stream); *failed = 1 if it still fails. */
 rs_status rs_ckpt_replay(const char *path, const char *scratch, int *failed, char *msg, size_t cap);
 /* ---- props-internal (ckpt_fixture.c), shared by the ref and opt checkpoint campaigns ---- */

@@ -618,17 +618,6 @@ int rs_ckpt_opt_feature_required(const rs_ckpt_opt_campaign_result *r, int f) {
   return f == RS_CKPT_OPT_F_DIRECT_UNSTAGED && r->feat[RS_CKPT_OPT_F_DIRECT] > 0;
 }
 
-typedef struct pred_ctx {
-  rs_world *world;
-  const char *dir;
-  char *msg;
-} pred_ctx;
-
-static int still_fails(void *vx, rs_choices *ch) {
-  pred_ctx *x = vx;
-  return rs_ckpt_opt_prop_run(x->world, ch, x->dir, x->msg, MSG_CAP) == RS_FAIL;
-}
-
 rs_status rs_ckpt_opt_replay(const uint64_t *v, size_t n, const char *scratch, int *failed, char *msg, size_t cap) {
   rs_choices ch;
   rs_status st = rs_choices_replay(&ch, v, n);
@@ -638,67 +627,16 @@ rs_status rs_ckpt_opt_replay(const uint64_t *v, size_t n, const char *scratch, i
   return RS_OK;
 }
 
+rs_outcome rs__ckpt_opt_case(rs_world *world, rs_choices *ch, const char *dir, char *msg, size_t cap, int *feat) {
+  return prop_run(world, ch, dir, msg, cap, feat);
+}
+
+/* the campaign loop is the runner's (props/ckpt_campaign.c drives it for ref, opt and both) */
 rs_status rs_ckpt_opt_campaign_run(rs_world *world, const rs_ckpt_campaign *o, rs_ckpt_opt_campaign_result *r) {
-  memset(r, 0, sizeof *r);
-  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
-    return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
-  int me = rs_world_rank(world);
-  char scratch[4200];
-  long tag = (long)getpid();
-  rs_opt_world_bcast(world, &tag, sizeof tag); /* one scratch directory for every process */
-  if (me == 0) rs_ckpt_scratch_path(o->scratch, "ckpt-opt", tag, scratch, sizeof scratch);
-  rs_opt_world_bcast(world, scratch, sizeof scratch); /* rank 0 made --scratch when missing */
-  char msg[MSG_CAP];
-  double t0 = rs_now();
-  for (int64_t i = 0;; ++i) {
-    int stop = o->cases > 0 ? i >= o->cases : rs_now() - t0 >= o->seconds;
-    if (o->cases <= 0 && !rs_world_is_local(world)) {
-      rs_opt_world_bcast(world, &stop, sizeof stop); /* rank 0's clock decides */
-    }
-    if (stop || rs_opt_transport_failure()) break;
-    uint64_t seed = rs_hash3(o->seed, 0x636b7074, (uint64_t)i);
-    rs_choices ch;
-    rs_choices_seed(&ch, seed);
-    rs_clear_error();
-    int feat[RS_CKPT_OPT_F_COUNT] = {0};
-    rs_outcome out = prop_run(world, &ch, scratch, msg, sizeof msg, feat);
-    for (int f = 0; f < RS_CKPT_OPT_F_COUNT; ++f) r->feat[f] += feat[f];
-    if (rs_opt_transport_failure()) { /* a stalled or dead peer (--timeout): stop, shrink nothing */
-      rs_choices_free(&ch);
-      return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
-    }
-    r->cases = i + 1;
-    if (rs_outcome_is_oom(out)) {
-      rs_choices_free(&ch);
-      if (me == 0) rs_ckpt_rmtree(scratch);
-      return rs_campaign_oom("ckpt_opt", (long long)i + 1, msg);
-    }
-    if (out == RS_PASS) r->pass++;
-    else if (out == RS_SKIP) r->skip++;
-    else {
-      r->fail++;
-      size_t n;
-      int runs;
-      pred_ctx x = {world, scratch, msg};
-      uint64_t *v = rs__ckpt_shrink(still_fails, &x, &ch, msg, sizeof msg, o->shrink_runs > 0 ? o->shrink_runs : 500,
-                                    &n, &runs);
-      char path[4400] = "";
-      if (v && me == 0)
-        rs__ckpt_write_fixture(o->regress_dir ? o->regress_dir : "fixtures/ckpt/regressions", "ckpt_opt", v, n, msg, path,
-                               sizeof path);
-      if (me == 0 || !strstr(msg, "another rank")) {
-        printf("FAIL ckpt_opt%s (case %lld, seed %llu; shrunk in %d runs to %zu draws)\n  %s\n",
-               rs_world_is_local(world) ? "" : " [rank]", (long long)i, (unsigned long long)o->seed, runs, n, msg);
-        if (path[0]) printf("  replay: reshard ckpt replay %s\n", path);
-        fflush(stdout);
-      }
-      free(v);
-      rs_choices_free(&ch);
-      break;
-    }
-    rs_choices_free(&ch);
-  }
-  r->seconds = rs_now() - t0;
-  if (me == 0) rs_ckpt_rmtree(scratch);
-  return RS_OK;
+  return rs__ckpt_campaign(world, o, RS__CKPT_OPT, NULL, r);
+}
+
+rs_status rs_ckpt_both_campaign_run(rs_world *world, const rs_ckpt_campaign *o, rs_ckpt_campaign_result *ref,
+                                    rs_ckpt_opt_campaign_result *opt) {
+  return rs__ckpt_campaign(world, o, RS__CKPT_REF | RS__CKPT_OPT, ref, opt);
 }

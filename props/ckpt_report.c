@@ -8,10 +8,17 @@
 #include "props/ckpt_opt.h"
 #include "props/report.h"
 
+/* the shrunk failure of ckpt_opt (a crash of a worker has none: what the console said) */
 static const char *opt_failure(const rs_ckpt_opt_campaign_result *opt, char *buf, size_t cap) {
+  if (opt->message[0]) return opt->message;
   snprintf(buf, cap, "ckpt_opt failed %lld of %lld cases (the shrunk case and its fixture are on the console)",
            (long long)opt->fail, (long long)opt->cases);
   return buf;
+}
+
+/* failures of the campaign: failed properties, a worker's crash */
+static int opt_failed(const rs_ckpt_campaign_result *r, const rs_ckpt_opt_campaign_result *opt) {
+  return opt && (opt->fail != 0 || (!r && opt->crashed));
 }
 
 rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *r,
@@ -26,7 +33,7 @@ rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, cons
   }
   if (opt) {
     tests++;
-    failed += opt->fail != 0;
+    failed += opt_failed(r, opt);
     skipped += opt->pass == 0 && opt->fail == 0;
     seconds += opt->seconds;
   }
@@ -42,7 +49,7 @@ rs_status rs_ckpt_report_junit(const char *path, const rs_ckpt_campaign *o, cons
   if (opt) {
     char m[160];
     rs__junit_property(f, "reshard.ckpt", "ckpt_opt", opt->fail ? opt_failure(opt, m, sizeof m) : NULL,
-                       "reshard ckpt replay", "", opt->pass == 0);
+                       "reshard ckpt replay", opt->fixture, opt->pass == 0);
   }
   return rs__junit_close(f, path);
 }
@@ -69,7 +76,7 @@ rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const
   snprintf(b, sizeof b, "%lld", (long long)(r ? r->cases : opt->cases));
   cJSON_AddRawToObject(root, "cases", b);
   cJSON_AddNumberToObject(root, "seconds", (r ? r->seconds : 0) + (opt ? opt->seconds : 0));
-  cJSON_AddNumberToObject(root, "failed", (r ? r->failed : 0) + (opt && opt->fail));
+  cJSON_AddNumberToObject(root, "failed", (r ? r->failed : 0) + opt_failed(r, opt));
   if (r)
     for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
       cJSON_AddItemToObject(props, rs_ckpt_prop_name((rs_ckpt_prop)p), counts(r->pass[p], r->skip[p], r->fail[p]));
@@ -91,10 +98,13 @@ rs_status rs_ckpt_report_json(const char *path, const rs_ckpt_campaign *o, const
       cJSON *x = cJSON_CreateObject();
       cJSON_AddStringToObject(x, "property", "ckpt_opt");
       cJSON_AddStringToObject(x, "message", opt_failure(opt, m, sizeof m));
+      cJSON_AddStringToObject(x, "fixture", opt->fixture);
       cJSON_AddItemToArray(fails, x);
     }
   }
   cJSON_AddItemToObject(root, "properties", props);
   cJSON_AddItemToObject(root, "failures", fails);
+  /* the runner's object: what `reshard report merge` adds up over the shards of one campaign */
+  cJSON_AddItemToObject(root, "runner", rs__ckpt_runner_json(o, r, opt));
   return rs__report_json_write(root, path);
 }

@@ -43,8 +43,16 @@ static const char *HELP =
     "        SRC read into another layout and world size, written as a new checkpoint (see ckpt reshard --help)\n"
     "  reshard-check [--seed S] [--cases N] [--impl ref|opt|both]   ckpt reshard's property campaign\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt|both] [--transport ..]\n"
-    "        [--regress-dir D] [--shrink-runs N] [--junit F] [--json F] [--quiet]   the property campaign (shrinks\n"
-    "        failures in at most N runs, default 1000; fixtures go to D, default fixtures/ckpt/regressions)\n"
+    "        [--regress-dir D] [--shrink-runs N] [--junit F] [--json F] [--quiet] [--scratch DIR]\n"
+    "        [--jobs N|auto] [--shard K/N] [--case-timeout SEC] [--distribute]\n"
+    "        the property campaign (shrinks each property's first failure in at most N runs, default\n"
+    "        1000; fixtures go to D, default fixtures/ckpt/regressions). --jobs N runs the cases in N\n"
+    "        worker processes (auto: the cores this process may use), each in a scratch directory of\n"
+    "        its own; the result does not depend on N. --shard K/N runs only cases i with\n"
+    "        i % N == K-1 (merge the --json reports with `reshard report merge`). --case-timeout SEC\n"
+    "        (default 600): a worker on one case longer is reported hung and the campaign stops\n"
+    "        (exit 4). --distribute: the ranks of an mpirun share the case range (not with\n"
+    "        --transport mpi, where the ranks play each case together and --jobs stays 1)\n"
     "  replay FILE             re-run a saved failing case (exit 1 if it still fails)\n"
     "  torture [--kills N] [--seed S] [--root DIR] [--spec STATE.json] [--impl ref|opt|both]\n"
     "        SIGKILL a saving process (ref's, opt's or each in turn) at random moments; latest must\n"
@@ -328,14 +336,19 @@ static int dir_cmd(int argc, char **argv, const char *C, int which) {
 /* `ckpt check`'s flags (shared with cmd_ckpt_opt.c): o, impl, transport and report paths are
  * filled; returns -1 when every flag parses, else the exit code (a usage error was printed). */
 int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **impl, const char **tr,
-                    const char **junit, const char **jsonp) {
+                    const char **junit, const char **jsonp, cli_runner_args *run) {
   const char *C = "ckpt check", *seedv = NULL, *casesv = NULL, *secv = NULL, *shrv = NULL, *v;
   memset(o, 0, sizeof *o);
+  memset(run, 0, sizeof *run);
   o->seed = 1;
   int r;
   for (int i = 1; i < argc; ++i) {
     if (cli_flag(argv, i, "--quiet")) {
       o->quiet = 1;
+      continue;
+    }
+    if ((r = cli_runner_opt(C, argc, argv, &i, run)) != 0) {
+      if (r < 0) return CLI_USAGE;
       continue;
     }
     CLI_OPT(C, "--seed", seedv);
@@ -372,26 +385,57 @@ int ckpt_check_args(int argc, char **argv, rs_ckpt_campaign *o, const char **imp
     o->cases = 0;
   }
   if (o->scratch && cli_dir_arg(C, "--scratch", o->scratch)) return CLI_USAGE;
+  o->jobs = run->jobs > 1 ? run->jobs : 1;
+  o->shard_k = run->shard_k;
+  o->shard_n = run->shard_n;
+  o->case_timeout = run->case_timeout;
+  if (o->jobs > 1 && !strcmp(*tr, "mpi"))
+    return cli_usage_error(C, "--jobs: one process per rank under --transport mpi (use mpirun's -np, or --jobs 1)");
+  if (run->distribute && !strcmp(*tr, "mpi"))
+    return cli_usage_error(C, "--distribute: the ranks of --transport mpi play one case together; give one of the two");
+  if (o->jobs > 1 && !strcmp(*tr, "local-device") && !rs_opt_ckpt_sim_device())
+    return cli_usage_error(C, "--jobs: --transport local-device keeps the GPU in one process (use --jobs 1)");
   return -1;
 }
 
-int ckpt_ref_campaign(const rs_ckpt_campaign *oc, rs_ckpt_campaign_result *rp) {
-  rs_ckpt_campaign o = *oc;
-  rs_ckpt_campaign_result res;
-  rs_ckpt_campaign_run(&o, &res);
+void ckpt_ref_summary(const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *res, const char *impl) {
   int64_t pass = 0, skip = 0;
   for (int p = 0; p < RS_CKPT_PROP_COUNT; ++p) {
-    pass += res.pass[p];
-    skip += res.skip[p];
-    if (!o.quiet || res.fail[p])
-      printf("  %-14s pass %lld  skip %lld  fail %lld\n", rs_ckpt_prop_name((rs_ckpt_prop)p), (long long)res.pass[p],
-             (long long)res.skip[p], (long long)res.fail[p]);
+    pass += res->pass[p];
+    skip += res->skip[p];
+    if (!o->quiet || res->fail[p])
+      printf("  %-14s pass %lld  skip %lld  fail %lld\n", rs_ckpt_prop_name((rs_ckpt_prop)p), (long long)res->pass[p],
+             (long long)res->skip[p], (long long)res->fail[p]);
   }
-  printf("ckpt check: %lld cases (seed %llu, impl ref) in %.1fs (%.0f cases/s): %lld property runs passed, %lld skipped, %d properties failed\n",
-         (long long)res.cases, (unsigned long long)o.seed, res.seconds, res.seconds > 0 ? res.cases / res.seconds : 0.0,
-         (long long)pass, (long long)skip, res.failed);
-  *rp = res;
-  return res.failed ? CLI_FAIL : CLI_OK;
+  char jobs[32] = "";
+  if (res->run.jobs > 1) snprintf(jobs, sizeof jobs, ", %d jobs", res->run.jobs);
+  printf("ckpt check: %lld cases (seed %llu, impl %s%s) in %.1fs (%.0f cases/s): %lld property runs passed, "
+         "%lld skipped, %d properties failed%s\n",
+         (long long)res->cases, (unsigned long long)o->seed, impl, jobs,
+         res->seconds, res->seconds > 0 ? res->cases / res->seconds : 0.0, (long long)pass, (long long)skip,
+         res->failed - (res->run.crashed && res->failed), res->run.crashed ? ", a worker crashed" : "");
+}
+
+int ckpt_campaign_exit(rs_status st, const char *err, int failed) {
+  if (st != RS_OK) {
+    fprintf(stderr, "reshard ckpt check: %s\n", err);
+    return ckpt_exit_code(st);
+  }
+  return failed ? CLI_FAIL : CLI_OK;
+}
+
+/* ref's campaign, its summary and reports: the exit code (a follower rank of --distribute prints
+ * and writes nothing) */
+static int ckpt_ref_check(const rs_ckpt_campaign *o, rs_ckpt_campaign_result *res, const char *junit,
+                          const char *jsonp) {
+  rs_status st = rs_ckpt_campaign_run(o, res);
+  char err[1100];
+  snprintf(err, sizeof err, "%s", st ? rs_last_error() : "");
+  if (res->run.follower) return ckpt_campaign_exit(st, err, 0);
+  ckpt_ref_summary(o, res, "ref");
+  int wr = ckpt_check_reports(o, res, NULL, junit, jsonp);
+  int rc = ckpt_campaign_exit(st, err, res->failed);
+  return st == RS_OK && wr != CLI_OK ? wr : rc;
 }
 
 int ckpt_check_reports(const rs_ckpt_campaign *o, const rs_ckpt_campaign_result *ref,
@@ -405,15 +449,21 @@ int ckpt_check_reports(const rs_ckpt_campaign *o, const rs_ckpt_campaign_result 
 static int cmd_check_ckpt(int argc, char **argv) {
   const char *impl = "ref", *tr = "local", *junit = NULL, *jsonp = NULL;
   rs_ckpt_campaign o;
-  int r = ckpt_check_args(argc, argv, &o, &impl, &tr, &junit, &jsonp);
+  cli_runner_args run;
+  int r = ckpt_check_args(argc, argv, &o, &impl, &tr, &junit, &jsonp, &run);
   if (r >= 0) return r;
+  if ((r = cli_runner_start("ckpt check", &run)) != CLI_OK) return r;
+  o.dist = run.dist;
   /* --impl opt|both or another transport: the ckpt_opt cross property (cmd_ckpt_opt.c) */
-  if (ckpt_wants_opt(impl, tr)) return cmd_ckpt_opt_check(&o, impl, tr, junit, jsonp);
-  rs_ckpt_campaign_result *res = malloc(sizeof *res);
-  if (!res) return cli_nomem("ckpt check", "campaign result");
-  int rc = ckpt_ref_campaign(&o, res), wr = ckpt_check_reports(&o, res, NULL, junit, jsonp);
-  free(res);
-  return wr != CLI_OK ? wr : rc;
+  if (ckpt_wants_opt(impl, tr)) {
+    r = cmd_ckpt_opt_check(&o, impl, tr, junit, jsonp);
+  } else {
+    rs_ckpt_campaign_result *res = malloc(sizeof *res);
+    r = res ? ckpt_ref_check(&o, res, junit, jsonp) : cli_nomem("ckpt check", "campaign result");
+    free(res);
+  }
+  cli_runner_stop(&run);
+  return r;
 }
 
 static int cmd_replay_ckpt(int argc, char **argv) {

@@ -263,38 +263,38 @@ int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char 
   rs_world *world = NULL;
   if ((r = start_world(C, tr, &world))) return r;
   int me = rs_world_rank(world), failed = 0;
-  rs_ckpt_campaign_result *ref = NULL; /* --impl both: ref's own result, reported beside opt's */
-  if (!strcmp(impl, "both") && rs_world_is_local(world)) {
-    /* the reference's own campaign first, then opt beside it; one report holds both */
-    if (!(ref = malloc(sizeof *ref))) {
-      rs_world_finalize(world);
-      return cli_nomem(C, "campaign result");
-    }
-    int rc = ckpt_ref_campaign(&o, ref);
-    if (rc == CLI_USAGE || rc == CLI_NOMEM) {
-      free(ref);
-      rs_world_finalize(world);
-      return rc;
-    }
-    failed |= rc != CLI_OK;
-  }
-  rs_ckpt_opt_campaign_result res;
-  if (rs_ckpt_opt_campaign_run(world, &o, &res) == RS_ERR_TIMEOUT) { /* a stalled or dead peer */
-    int rc = cli_status_error(C, "");
-    free(ref);
+  /* --impl both (local): one campaign, the reference's properties and then ckpt_opt on every case */
+  int both = !strcmp(impl, "both") && rs_world_is_local(world);
+  rs_ckpt_campaign_result *ref = both ? malloc(sizeof *ref) : NULL;
+  rs_ckpt_opt_campaign_result *res = malloc(sizeof *res);
+  if (!res || (both && !ref)) {
+    free(ref), free(res);
     rs_world_finalize(world);
-    return rc;
+    return cli_nomem(C, "campaign result");
   }
-  if (me == 0)
-    printf("ckpt check: %lld cases (seed %llu, impl opt beside ref, %s, %d process%s) in %.1fs: ckpt_opt pass %lld  skip %lld  fail %lld\n",
-           (long long)res.cases, (unsigned long long)o.seed, world_name(world), rs_world_size(world),
-           rs_world_size(world) > 1 ? "es" : "", res.seconds, (long long)res.pass, (long long)res.skip, (long long)res.fail);
-  failed |= res.fail != 0;
-  if (me == 0 && ckpt_opt_features(&o, &res)) failed = 1;
-  int wr = me == 0 ? ckpt_check_reports(&o, ref, &res, junit, jsonp) : CLI_OK;
+  rs_status st = both ? rs_ckpt_both_campaign_run(world, &o, ref, res) : rs_ckpt_opt_campaign_run(world, &o, res);
+  char err[1100];
+  snprintf(err, sizeof err, "%s", st ? rs_last_error() : "");
+  int wr = CLI_OK;
+  if (!res->run.follower) { /* a follower rank of --distribute prints and writes nothing */
+    if (both) {
+      ckpt_ref_summary(&o, ref, "both");
+      failed |= ref->failed != 0;
+    }
+    if (me == 0)
+      printf("ckpt check: %lld cases (seed %llu, impl opt beside ref, %s, %d process%s) in %.1fs: ckpt_opt pass %lld  skip %lld  fail %lld\n",
+             (long long)res->cases, (unsigned long long)o.seed, world_name(world), rs_world_size(world),
+             rs_world_size(world) > 1 ? "es" : "", res->seconds, (long long)res->pass, (long long)res->skip,
+             (long long)res->fail);
+    failed |= res->fail != 0 || res->crashed;
+    if (me == 0 && st == RS_OK && ckpt_opt_features(&o, res)) failed = 1;
+    if (me == 0) wr = ckpt_check_reports(&o, ref, res, junit, jsonp);
+  }
   free(ref);
+  free(res);
   rs_world_finalize(world);
-  return wr != CLI_OK ? wr : failed ? CLI_FAIL : CLI_OK;
+  int rc = ckpt_campaign_exit(st, err, failed);
+  return st == RS_OK && wr != CLI_OK ? wr : rc;
 }
 
 int ckpt_opt_replay_file(const char *path) {

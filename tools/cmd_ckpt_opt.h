@@ -32,12 +32,16 @@ int cmd_ckpt_opt_load(const ckpt_io_args *a);
  * every flag parses, else the exit code (a usage error was printed). impl, tr, junit and jsonp
  * keep their defaults when the flag is absent. */
 struct rs_ckpt_campaign;
+struct cli_runner_args;
 int ckpt_check_args(int argc, char **argv, struct rs_ckpt_campaign *o, const char **impl, const char **tr,
-                    const char **junit, const char **jsonp);
-/* ref's campaign with its summary, its result in *res: the exit code */
+                    const char **junit, const char **jsonp, struct cli_runner_args *run);
+/* ref's summary (per property and the totals line; impl: "ref" or "both") */
 struct rs_ckpt_campaign_result;
 struct rs_ckpt_opt_campaign_result;
-int ckpt_ref_campaign(const struct rs_ckpt_campaign *o, struct rs_ckpt_campaign_result *res);
+void ckpt_ref_summary(const struct rs_ckpt_campaign *o, const struct rs_ckpt_campaign_result *res, const char *impl);
+/* A campaign's exit code: st's (err printed: 3 out of memory, 4 a hung worker or a stalled peer),
+ * else 1 when failed, else 0. */
+int ckpt_campaign_exit(rs_status st, const char *err, int failed);
 /* --junit / --json of `ckpt check` (either NULL: not asked) for what ran: ref NULL under --impl
  * opt, opt NULL under --impl ref. CLI_OK or the exit code of a write error. */
 int ckpt_check_reports(const struct rs_ckpt_campaign *o, const struct rs_ckpt_campaign_result *ref,
