@@ -7,7 +7,8 @@ What is checked before a byte is written:
   refuses any other global, so a hostile `.metadata` cannot run code (torch's own reader calls
   pickle.load on it); every field then has the type DCP writes;
 - every file of the directory is `.metadata` or a data file the metadata names (anything else is
-  stale or unexplained and refused, naming it); every file opened under reshard's read rule (no
+  stale or unexplained and refused, naming it; Megatron-Core's `metadata.json` and `common.pt`
+  beside a torch_dist save are its non-tensor state, left out with --skip-non-tensors); every file opened under reshard's read rule (no
   links, regular files only);
 - the chunks of every tensor tile its global shape (no gap, no overlap), every chunk has exactly one
   storage entry and every storage entry belongs to a chunk; data file names are plain names; every
@@ -18,6 +19,7 @@ Not detectable: DCP writes no checksums, so a changed byte inside a tensor's pay
 same-shaped chunks whose byte ranges were exchanged in `.metadata`, import as they read.
 """
 import io
+import json
 import os
 import pickle
 import stat
@@ -38,6 +40,28 @@ _ALLOWED = {
       ("pathlib", "PosixPath"), ("pathlib._local", "PosixPath"), ("collections", "OrderedDict")}
 
 
+# Megatron-Core's torch_dist save (dist_checkpointing 0.16.1, state_dict_saver.py) attaches every rank's
+# SavePlan to the Metadata it writes (`metadata.all_local_plans`, read back only by its own check that
+# cached metadata may be reused). The importer has no use for them: the planner's classes are read as
+# inert placeholders (no constructor or method of theirs runs), the attribute is dropped, and a
+# placeholder anywhere else fails the type checks of load_metadata.
+_PLAN_CLASSES = {("torch.distributed.checkpoint.planner", n) for n in (
+    "SavePlan", "WriteItem", "WriteItemType", "TensorWriteData", "BytesIOWriteData")}
+
+
+class _Inert:
+    """A stand-in for a planner class in `all_local_plans`: holds whatever it is given, runs nothing."""
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setstate__(self, state):
+        pass
+
+
 class _Unpickler(pickle.Unpickler):
     def __init__(self, f, path):
         super().__init__(f)
@@ -46,6 +70,8 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module, name):
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
+        if (module, name) in _PLAN_CLASSES:
+            return _Inert
         if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
         raise ckpt.CheckpointError(f"{self.path}: refers to {module}.{name}, which DCP metadata never holds "
@@ -65,6 +91,9 @@ def load_metadata(path):
     if not isinstance(md, dmd.Metadata) or not isinstance(md.state_dict_metadata, dict) or \
             not isinstance(md.storage_data, dict):
         raise ckpt.CheckpointError(f"{path}: not a DCP Metadata with state_dict_metadata and storage_data")
+    md.__dict__.pop("all_local_plans", None)  # Megatron-Core's save plans (above): not used
+    if isinstance(getattr(md, "planner_data", None), _Inert) or isinstance(getattr(md, "storage_meta", None), _Inert):
+        raise ckpt.CheckpointError(f"{path}: a save plan where DCP metadata holds none")
     for key, m in md.state_dict_metadata.items():
         if not isinstance(key, str):
             raise ckpt.CheckpointError(f"{path}: a key that is not a string ({key!r})")
@@ -90,6 +119,24 @@ def load_metadata(path):
                                        f"{list(s.transform_descriptors)} (not supported: import a checkpoint saved "
                                        "without extensions)")
     return md
+
+
+def _megatron_files(src):
+    """The files Megatron-Core's dist_checkpointing writes beside a torch_dist save's DCP files
+    (`metadata.json`, which names the backend, and `common.pt`, its non-sharded state pickled by
+    torch.save): admitted, never read, when metadata.json says torch_dist; they are non-tensor state
+    (imported only with --skip-non-tensors, and then left out)."""
+    p = os.path.join(src, "metadata.json")
+    if not os.path.isfile(p) or os.path.islink(p):
+        return set()
+    try:
+        with ckpt.open_read(p) as f:
+            m = json.loads(f.read(1 << 16).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, ckpt.CheckpointError):
+        return set()
+    if not isinstance(m, dict) or m.get("sharded_backend") != "torch_dist":
+        return set()
+    return {n for n in ("metadata.json", "common.pt") if n == "metadata.json" or os.path.isfile(os.path.join(src, n))}
 
 
 def plan(src):
@@ -151,8 +198,10 @@ def plan(src):
     for name in per_file:
         if not ckpt.file_name_ok(name):
             raise ckpt.CheckpointError(f"{mpath}: data file '{name}' is not a plain file name (no paths)")
+    megatron = _megatron_files(src)
+    skipped.extend("%s (Megatron-Core's)" % n for n in sorted(megatron))
     for name in sorted(os.listdir(src)):
-        if name != ".metadata" and name not in per_file:
+        if name != ".metadata" and name not in per_file and name not in megatron:
             raise ckpt.CheckpointError(f"{os.path.join(src, name)}: not named by {mpath} (a stale or unexplained file; "
                                        "refused: remove it or import a directory holding one save)")
     return md, tensors, skipped, per_file
