@@ -53,6 +53,17 @@ typedef struct rs_p2p_campaign {
   double shrink_seconds; /* wall-clock cap per shrunk failure (0: none) */
   int save_templates;    /* a saved failure keeps its template form where one gives the model back
                           * (a backend that expands templates itself is replayed as it was run) */
+  /* the runner (props/runner.h), as rs_campaign_opts: --jobs N forked workers (1: this process;
+   * MPI campaigns keep 1), --shard K/N, the seconds one case may run in a worker before it is
+   * called hung (0: the runner's default) */
+  int jobs, shard_k, shard_n;
+  double case_timeout;
+  /* optional: run in each forked worker before its first case / after its last (a process backend
+   * starts its own child there) */
+  rs_status (*worker_init)(void *ctx, int worker);
+  void (*worker_exit)(void *ctx);
+  void *worker_ctx;
+  struct rs_run_dist *dist; /* --distribute (NULL: no) */
 } rs_p2p_campaign;
 
 typedef struct rs_p2p_campaign_result {
@@ -62,9 +73,19 @@ typedef struct rs_p2p_campaign_result {
   int64_t caught_at[RS_P2P_PROP_COUNT]; /* 1-based case number of a property's first failure */
   char message[RS_P2P_PROP_COUNT][512];
   char fixture[RS_P2P_PROP_COUNT][512];
+  /* the runner's sums: first failing indices; a crashed worker (counted in `failed`, no property's
+   * failure); follower: a --distribute rank other than 0, which reports nothing */
+  rs_run_result run;
 } rs_p2p_campaign_result;
 
+/* Runs the campaign on the runner (props/runner.h): case i is drawn from the seed and i alone, each
+ * property's lowest failing index is shrunk here, in the calling process. RS_OK whether or not a
+ * property failed (see r->failed); a worker's crash is r->run.crashed (counted in r->failed). */
 rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r);
+
+/* The "runner" object of the --json report (props/runner_json.c; `reshard report merge` adds the
+ * objects of a campaign's shards up). */
+struct cJSON *rs_p2p_runner_json(const rs_p2p_campaign *o, const rs_p2p_campaign_result *r);
 
 /* Reports for CI (p2p_report.c): JSON summary with first_failure_case, and JUnit XML. */
 rs_status rs_p2p_report_json(const char *path, const rs_p2p_campaign *o, const rs_p2p_campaign_result *r,

@@ -2,10 +2,11 @@
  * SPEC 10 (each destination element once, from a holder, task ids), ref and opt results against the
  * oracle bit for bit (MXFP8 included), opt's traffic against the lower bound. A failure is shrunk
  * through the choice stream and saved as a model file that `reshard p2p run` replays. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 #include <cjson/cJSON.h>
 #include "core/numflag.h"
 #include "props/p2p.h"
@@ -355,92 +356,256 @@ static void save(const rs_p2p_campaign *o, rs_p2p_prop p, const rs_p2p_model *m,
   free(text);
 }
 
+/* ---- the runner's side of the campaign (props/runner.h) ---- */
+
+typedef struct p2p_ctx {
+  const rs_p2p_campaign *o;
+} p2p_ctx;
+
+/* What the campaign's models held, summed over its cases (figures of the report, no gate): a
+ * generator that drifts shows here, and a draw that depends on anything but the seed and the
+ * index changes them between worker counts. */
+enum { CNT_TEMPLATE = 0, CNT_PARAMS, CNT_MXFP8, CNT_EMPTY, CNT_RANKS, CNT_COUNT };
+static const char *const CNT_NAMES[CNT_COUNT] = {"template_models", "parameters", "mxfp8_parameters",
+                                                 "empty_parameters", "world_ranks"};
+
+static void count_model(const rs_p2p_model *m, int64_t *cnt) {
+  cnt[CNT_TEMPLATE] += m->arch_set != 0;
+  cnt[CNT_PARAMS] += m->nparams;
+  cnt[CNT_RANKS] += m->world;
+  for (int64_t p = 0; p < m->nparams; ++p) {
+    int64_t numel = 1;
+    for (int d = 0; d < m->param[p].t.ndim; ++d) numel *= m->param[p].t.shape[d];
+    cnt[CNT_MXFP8] += m->param[p].transform == RS_XFORM_MXFP8;
+    cnt[CNT_EMPTY] += numel == 0;
+  }
+}
+
+/* Case i's choice stream: the seed and the index only (the draw fixtures were saved with). */
+static void seed_case(rs_choices *ch, uint64_t seed, int64_t index) {
+  rs_choices_seed(ch, seed * 0x9E3779B97F4A7C15ull + (uint64_t)index);
+}
+
+/* Case `index`: every property that applies, on the model the index draws. */
+static rs_status p2p_eval(void *vx, int64_t index, rs_run_case *rc) {
+  const rs_p2p_campaign *o = ((p2p_ctx *)vx)->o;
+  /* test hooks of tests/jobs_p2p.sh (mutation builds only, as check's in props/campaign.c): case 38
+   * crashes, hangs or runs out of memory, so the runner's reports of each are seen */
+  if (index == 37 && RS_MUTANT(993)) raise(SIGSEGV);
+  if (index == 37 && RS_MUTANT(994))
+    for (;;) pause();
+  if (index == 37 && RS_MUTANT(995)) {
+    int p = RS_P2P_PROP_COUNT - 1; /* p2p_opt_oracle applies to every campaign but --impl ref's */
+    if (!applies(o, (rs_p2p_prop)p)) p = RS_P2P_PROP_REF_PLAN;
+    rc->oom = p + 1;
+    snprintf(rc->msg[p], RS_RUN_MSG, "%s: out of memory (planted)", rs_p2p_prop_name((rs_p2p_prop)p));
+    return RS_OK;
+  }
+  rs_choices ch;
+  seed_case(&ch, o->seed, index);
+  rs_p2p_model m;
+  rs_status st = rs_p2p_gen(&ch, &o->gen, &m);
+  rs_choices_free(&ch);
+  if (st) return rs_fail_prefix(st, "generator: ");
+  count_model(&m, rc->counter);
+  for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
+    /* a property that failed keeps running on every case (its counts cover the whole campaign, as
+     * the redistribute campaign's do); only its first failure is shrunk and saved */
+    if (!applies(o, (rs_p2p_prop)p)) continue;
+    char msg[512];
+    rs_clear_error();
+    rs_outcome out = rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &m, msg, sizeof msg);
+#ifdef RS_HAVE_OPT
+    /* a stalled or dead peer (opt's --timeout) is no case's failure: stop, shrink nothing */
+    if (rs_opt_transport_failure()) {
+      rs_p2p_model_free(&m);
+      return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
+    }
+    if (o->env.distributed) out = rs_prop_agree_oom(o->env.world, out, msg, sizeof msg);
+#endif
+    if (rs_outcome_is_oom(out)) { /* no verdict: the runner stops here, nothing is shrunk */
+      rc->oom = p + 1;
+      snprintf(rc->msg[p], RS_RUN_MSG, "%s", msg);
+      break;
+    }
+    rc->out[p] = out == RS_PASS ? RS_RUN_PASS : out == RS_SKIP ? RS_RUN_SKIP : RS_RUN_FAIL;
+    if (out == RS_FAIL) snprintf(rc->msg[p], RS_RUN_MSG, "%s", msg);
+  }
+  rs_p2p_model_free(&m);
+  return RS_OK;
+}
+
+/* under mpirun every process must run the same cases: stop when any process's clock says so */
+static int p2p_agree_stop(void *vx, int stop) {
+#ifdef RS_HAVE_OPT
+  const rs_p2p_campaign *o = ((p2p_ctx *)vx)->o;
+  if (o->env.distributed) rs_world_agree(o->env.world, &stop);
+#else
+  (void)vx;
+#endif
+  return stop;
+}
+
+static rs_status p2p_worker_init(void *vx, int w) {
+  const rs_p2p_campaign *o = ((p2p_ctx *)vx)->o;
+  return o->worker_init ? o->worker_init(o->worker_ctx, w) : RS_OK;
+}
+
+static void p2p_worker_exit(void *vx) {
+  const rs_p2p_campaign *o = ((p2p_ctx *)vx)->o;
+  if (o->worker_exit) o->worker_exit(o->worker_ctx);
+}
+
+static void p2p_ops(p2p_ctx *x, rs_run_ops *ops) {
+  memset(ops, 0, sizeof *ops);
+  ops->ctx = x;
+  ops->eval = p2p_eval;
+  ops->worker_init = p2p_worker_init;
+  ops->worker_exit = p2p_worker_exit;
+  ops->nprops = RS_P2P_PROP_COUNT;
+  ops->ncounters = CNT_COUNT;
+}
+
+static const char *p2p_verb(const rs_p2p_campaign *o) {
+  if (o->env.backend) return "conform p2p";
+  if (o->env.distributed) return "p2p check --transport mpi";
+  return o->env.impl == RS_IMPL_REF ? "p2p check --impl ref" : "p2p check";
+}
+
+static void p2p_run_opts(const rs_p2p_campaign *o, p2p_ctx *x, rs_run_opts *ro) {
+  memset(ro, 0, sizeof *ro);
+  ro->verb = p2p_verb(o);
+  ro->seed = o->seed;
+  ro->cases = o->cases;
+  ro->seconds = o->seconds;
+  ro->jobs = o->jobs > 1 && !o->env.distributed ? o->jobs : 1; /* MPI: one process per rank */
+  ro->shard_k = o->shard_k;
+  ro->shard_n = o->shard_n;
+  ro->case_timeout = o->case_timeout;
+  ro->progress = o->print && !o->quiet;
+  ro->dist = o->dist;
+  if (o->env.distributed) {
+    ro->agree_stop = p2p_agree_stop;
+    ro->stop_ctx = x;
+  }
+}
+
+static void p2p_names(const rs_p2p_campaign *o, rs_run_names *nm) {
+  memset(nm, 0, sizeof *nm);
+  for (int p = 0; p < RS_P2P_PROP_COUNT; p++) {
+    nm->prop[p] = saved_name(o, (rs_p2p_prop)p);
+    nm->prop_on[p] = applies(o, (rs_p2p_prop)p);
+  }
+  nm->judge_from = RS_FEATURE_MIN_CASES;
+  for (int c = 0; c < CNT_COUNT; c++) nm->counter[c] = CNT_NAMES[c];
+}
+
+cJSON *rs_p2p_runner_json(const rs_p2p_campaign *o, const rs_p2p_campaign_result *r) {
+  p2p_ctx x = {o};
+  rs_run_opts ro;
+  rs_run_ops ops;
+  rs_run_names nm;
+  p2p_run_opts(o, &x, &ro);
+  p2p_ops(&x, &ops);
+  p2p_names(o, &nm);
+  rs_run_failure_note notes[RS_RUN_PROPS] = {{0}};
+  char replay[RS_P2P_PROP_COUNT][600];
+  for (int p = 0; p < RS_P2P_PROP_COUNT; p++) {
+    if (!r->fail[p]) continue;
+    int saved = r->fixture[p][0] != 0;
+    snprintf(replay[p], sizeof replay[p], "reshard p2p run %s --impl %s", r->fixture[p],
+             p <= RS_P2P_PROP_REF_ORACLE ? "ref" : "opt");
+    notes[p] = (rs_run_failure_note){r->message[p], saved ? r->fixture[p] : NULL,
+                                     saved && !o->env.backend ? replay[p] : NULL};
+  }
+  return rs_run_json(&ro, &ops, &nm, &r->run, notes);
+}
+
+/* the runner's message of a failure, as the report's until a shrunk one replaces it */
+static void copy_msg(char *dst, size_t cap, const char *src) {
+  size_t l = strnlen(src, cap - 1);
+  memmove(dst, src, l);
+  dst[l] = 0;
+}
+
+/* Shrinks property p's failure at case `index` (drawn again here, in the calling process, so the
+ * shrunk model does not depend on --jobs), then reports and saves the smallest failing model. */
+static void shrink_failure(const rs_p2p_campaign *o, rs_p2p_prop p, int64_t index, rs_p2p_campaign_result *r) {
+  rs_choices ch;
+  rs_p2p_model m;
+  char msg[512];
+  seed_case(&ch, o->seed, index);
+  if (rs_p2p_gen(&ch, &o->gen, &m)) { /* drew a model in the worker: cannot fail here but for memory */
+    copy_msg(r->message[p], sizeof r->message[p], r->run.first_msg[p]);
+    rs_choices_free(&ch);
+    return;
+  }
+  rs_p2p_model_free(&m);
+  uint64_t *v = malloc((ch.pos ? ch.pos : 1) * sizeof *v);
+  size_t n = ch.pos;
+  copy_msg(r->message[p], sizeof r->message[p], r->run.first_msg[p]);
+  if (v) {
+    memcpy(v, ch.v, n * sizeof *v);
+    pred_ctx pc = {o, p};
+    int max = o->shrink_runs > 0 ? o->shrink_runs : 2000, shrink_out = 0;
+    char note[96];
+    rs_shrink_stream_budget(still_fails, &pc, &v, &n, max, o->shrink_seconds, &shrink_out);
+    rs_shrink_budget_note(shrink_out, max, o->shrink_seconds, note, sizeof note);
+    rs_choices rc;
+    rs_p2p_model sm;
+    if (!rs_choices_replay(&rc, v, n) && !rs_p2p_gen(&rc, &o->gen, &sm)) {
+      if (rs_p2p_prop_run(p, &o->env, &sm, msg, sizeof msg) != RS_FAIL) snprintf(msg, sizeof msg, "(flaky after shrinking)");
+      snprintf(r->message[p], sizeof r->message[p], "%s", msg);
+      if (note[0] && strlen(r->message[p]) + strlen(note) + 4 < sizeof r->message[p])
+        strcat(strcat(strcat(r->message[p], " ("), note), ")");
+      if (o->print) save(o, p, &sm, msg, r);
+      rs_p2p_model_free(&sm);
+    }
+    rs_choices_free(&rc);
+    free(v);
+  }
+  rs_choices_free(&ch);
+}
+
+/* the first failing index of each property, lowest first (then by property) */
+static int next_failure(const rs_run_result *rr, const int *done) {
+  int best = -1;
+  for (int p = 0; p < RS_P2P_PROP_COUNT; p++)
+    if (rr->fail[p] && !done[p] && (best < 0 || rr->first_fail[p] < rr->first_fail[best])) best = p;
+  return best;
+}
+
 rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r) {
   memset(r, 0, sizeof *r);
   if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
     return rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  int done[RS_P2P_PROP_COUNT] = {0};
-  for (int64_t i = 0;; ++i) {
-    if (o->cases > 0 && i >= o->cases) break;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    int stop = o->cases <= 0 && el >= o->seconds;
-#ifdef RS_HAVE_OPT
-    /* under mpirun every process must run the same cases: stop when any process's clock says so */
-    if (o->cases <= 0 && o->env.distributed) rs_world_agree(o->env.world, &stop);
-#endif
-    if (stop) break;
-    rs_choices ch;
-    rs_choices_seed(&ch, o->seed * 0x9E3779B97F4A7C15ull + (uint64_t)i);
-    rs_p2p_model m;
-    rs_status st = rs_p2p_gen(&ch, &o->gen, &m);
-    if (st) {
-      rs_choices_free(&ch);
-      return rs_fail_prefix(st, "generator: ");
-    }
-    r->cases++;
-    for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
-      /* a property that failed keeps running on every case (its counts cover the whole campaign, as
-       * the redistribute campaign's do); only its first failure is shrunk and saved */
-      if (!applies(o, (rs_p2p_prop)p)) continue;
-      char msg[512];
-      rs_clear_error();
-      rs_outcome out = rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &m, msg, sizeof msg);
-#ifdef RS_HAVE_OPT
-      /* a stalled or dead peer (opt's --timeout) is no case's failure: stop, shrink nothing */
-      if (rs_opt_transport_failure()) {
-        rs_p2p_model_free(&m);
-        rs_choices_free(&ch);
-        return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
-      }
-      if (o->env.distributed) out = rs_prop_agree_oom(o->env.world, out, msg, sizeof msg);
-#endif
-      if (rs_outcome_is_oom(out)) {
-        rs_p2p_model_free(&m);
-        rs_choices_free(&ch);
-        return rs_campaign_oom(rs_p2p_prop_name((rs_p2p_prop)p), (long long)i + 1, msg);
-      }
-      if (out == RS_PASS) r->pass[p]++;
-      else if (out == RS_SKIP) r->skip[p]++;
-      else if (done[p])
-        r->fail[p]++;
-      else {
-        r->fail[p]++;
-        r->failed++;
-        r->caught_at[p] = i + 1;
-        done[p] = 1;
-        /* shrink the stream, then report and save the smallest failing model */
-        uint64_t *v = malloc((ch.pos ? ch.pos : 1) * sizeof *v);
-        size_t n = ch.pos;
-        if (v) {
-          memcpy(v, ch.v, n * sizeof *v);
-          pred_ctx pc = {o, (rs_p2p_prop)p};
-          int max = o->shrink_runs > 0 ? o->shrink_runs : 2000, shrink_out = 0;
-          char note[96];
-          rs_shrink_stream_budget(still_fails, &pc, &v, &n, max, o->shrink_seconds, &shrink_out);
-          rs_shrink_budget_note(shrink_out, max, o->shrink_seconds, note, sizeof note);
-          rs_choices rc;
-          rs_p2p_model sm;
-          if (!rs_choices_replay(&rc, v, n) && !rs_p2p_gen(&rc, &o->gen, &sm)) {
-            if (rs_p2p_prop_run((rs_p2p_prop)p, &o->env, &sm, msg, sizeof msg) != RS_FAIL)
-              snprintf(msg, sizeof msg, "(flaky after shrinking)");
-            snprintf(r->message[p], sizeof r->message[p], "%s", msg);
-            if (note[0] && strlen(r->message[p]) + strlen(note) + 4 < sizeof r->message[p])
-              strcat(strcat(strcat(r->message[p], " ("), note), ")");
-            if (o->print) save(o, (rs_p2p_prop)p, &sm, msg, r);
-            rs_p2p_model_free(&sm);
-          }
-          rs_choices_free(&rc);
-          free(v);
-        }
-      }
-    }
-    rs_p2p_model_free(&m);
-    rs_choices_free(&ch);
+  p2p_ctx x = {o};
+  rs_run_opts ro;
+  rs_run_ops ops;
+  p2p_run_opts(o, &x, &ro);
+  p2p_ops(&x, &ops);
+  rs_run_result *rr = &r->run;
+  rs_status st = rs_run(&ro, &ops, rr);
+  r->cases = rr->cases;
+  r->seconds = rr->seconds;
+  for (int p = 0; p < RS_P2P_PROP_COUNT; p++) {
+    r->pass[p] = rr->pass[p];
+    r->fail[p] = rr->fail[p];
+    r->skip[p] = rr->skip[p];
+    if (rr->fail[p]) r->caught_at[p] = rr->first_fail[p] + 1;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  r->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  r->failed = rr->failed_props;
+  if (st == RS_ERR_NOMEM && rr->oom_prop >= 0)
+    return rs_campaign_oom(rs_p2p_prop_name((rs_p2p_prop)rr->oom_prop), (long long)rr->oom_index + 1, rr->oom_msg);
+  if (st != RS_OK || rr->follower) return st; /* a follower rank reports nothing (runner.h) */
+  int done[RS_P2P_PROP_COUNT] = {0};
+  for (int p; (p = next_failure(rr, done)) >= 0;) {
+    done[p] = 1;
+    shrink_failure(o, (rs_p2p_prop)p, rr->first_fail[p], r);
+#ifdef RS_HAVE_OPT
+    if (rs_opt_transport_failure()) return rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
+#endif
+  }
+  if (rr->crashed) r->failed++;
   return RS_OK;
 }

@@ -1,6 +1,6 @@
 /* p2p_report.c - the reports of a `reshard p2p check` campaign for CI: a JSON summary (per property
- * pass/fail/skip, the case of the first failure, the message and the saved model) and a JUnit XML
- * file (one test case per property that ran). */
+ * pass/fail/skip, the case of the first failure, the message and the saved model, and the runner's
+ * object) and a JUnit XML file (one test case per property that ran, and one for a crashed worker). */
 #include <stdio.h>
 #include <string.h>
 #include <cjson/cJSON.h>
@@ -40,7 +40,13 @@ rs_status rs_p2p_report_json(const char *path, const rs_p2p_campaign *o, const r
     cJSON_AddItemToArray(props, e);
   }
   cJSON_AddItemToObject(x, "properties", props);
+  if (r->run.crashed) {
+    cJSON_AddStringToObject(x, "crash", r->run.crash_msg);
+    if (!first || r->run.crash_index + 1 < first) first = r->run.crash_index + 1;
+  }
   if (first) cJSON_AddNumberToObject(x, "first_failure_case", (double)first);
+  /* the runner's part (the same in every report; `reshard report merge` adds shards up) */
+  cJSON_AddItemToObject(x, "runner", rs_p2p_runner_json(o, r));
   char *text = cJSON_Print(x);
   cJSON_Delete(x);
   if (!text) return rs_fail(RS_ERR_NOMEM, "report: out of memory");
@@ -56,7 +62,7 @@ rs_status rs_p2p_report_json(const char *path, const rs_p2p_campaign *o, const r
 }
 
 rs_status rs_p2p_report_junit(const char *path, const rs_p2p_campaign_result *r) {
-  int n = 0, skipped = 0;
+  int n = r->run.crashed, skipped = 0;
   for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
     n += r->pass[p] || r->fail[p] || r->skip[p];
     skipped += !r->pass[p] && !r->fail[p] && r->skip[p];
@@ -69,6 +75,12 @@ rs_status rs_p2p_report_junit(const char *path, const rs_p2p_campaign_result *r)
     snprintf(msg, sizeof msg, "case %lld of the campaign: %s", (long long)r->caught_at[p], r->message[p]);
     rs__junit_property(f, "reshard.p2p", rs_p2p_prop_name((rs_p2p_prop)p), r->fail[p] ? msg : NULL,
                        "reshard p2p run", r->fixture[p], !r->pass[p]);
+  }
+  if (r->run.crashed) { /* a worker that crashed on a case: that case's outcome, no property's */
+    char msg[sizeof r->run.crash_msg + 96];
+    snprintf(msg, sizeof msg, "%s (replay case %lld alone with --jobs 1)", r->run.crash_msg,
+             (long long)r->run.crash_index + 1);
+    rs__junit_property(f, "reshard.p2p", "crash", msg, "", NULL, 0);
   }
   return rs__junit_close(f, path);
 }

@@ -2,18 +2,21 @@
  * collectives of every style written here again from PyTorch's style.py semantics (independently
  * of core/tp's driver and core/tp_style.c), the properties, and the `reshard tp check` campaign
  * with stream shrinking and regression fixtures. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <cjson/cJSON.h>
 #include "core/tp/tp_internal.h"
 #include "core/numflag.h"
 #include "core/values.h"
 #include "props/tp.h"
 #include "props/report.h"
+#include "core/mutant.h"
 #ifdef RS_HAVE_OPT
 #include "reshard/opt.h"
 #endif
@@ -637,6 +640,197 @@ static void count_features(const rs_tp_case *c, int64_t *feat) {
   for (int f = 0; f < RS_TP_F_COUNT; f++) feat[f] += seen[f];
 }
 
+/* props' one coverage gate (docs/harness.md, "Minimum rates"). Designed rates: the share of cases
+ * per feature at the default --max-ranks (18), the mean of seeds 1-3 at 20,000 cases (`tp check
+ * --seed S --cases 20000 --json F`, "features"); other --max-ranks: at least once from 2,000 cases.
+ * In rs_tp_feature_name order. */
+static const double TP_RATES[] = {
+  0.276733 /* 2-d mesh */,
+  0.449350 /* uneven parameter split */,
+  0.080550 /* P(sum) input */,
+  0.521333 /* DTensor output */,
+  0.201633 /* sequence-parallel block */,
+  0.510050 /* colwise */,
+  0.512133 /* rowwise */,
+  0.337850 /* sequence */,
+  0.355600 /* none */,
+  0.240933 /* prepare_input */,
+  0.121583 /* prepare_output */,
+  0.031800 /* S(0) on TP with DP split */,
+  0.034450 /* P(sum) output */,
+  0.029467 /* plain module on Partial */,
+  0.167633 /* TP size 1 */,
+  0.013600 /* short sequence */,
+  0.181400 /* omitted argument */,
+  0.047183 /* PrepareModuleInput() */,
+  0.057633 /* layernorm */,
+  0.057283 /* rmsnorm */,
+  0.034133 /* refused by the rules */,
+  0.147417 /* BF16 */,
+  0.149117 /* F16 */};
+_Static_assert(sizeof TP_RATES / sizeof TP_RATES[0] == RS_TP_F_COUNT, "one rate per tp feature");
+
+double rs_tp_feature_rate(int f, int max_ranks) {
+  if (f < 0 || f >= RS_TP_F_COUNT) return 0;
+  return max_ranks == 0 || max_ranks == 18 ? TP_RATES[f] : -1;
+}
+
+/* ---- the runner's side of the campaign (props/runner.h) ---- */
+
+typedef struct tp_ctx {
+  const rs_tp_check_opts *o;
+  int max_ranks;
+  void *opt;
+  rs_tp_case *c;
+  char *msg;
+} tp_ctx;
+
+enum { TP_PROP = 0 }; /* one property: every check of the case (the message names which failed) */
+
+static void seed_case(rs_choices *ch, uint64_t seed, int64_t index) {
+  rs_choices_seed(ch, rs_hash3(seed, (uint64_t)index, 0x7470));
+}
+
+/* Case `index`: an invalid draw is a skip; a valid case counts its features and collectives and
+ * runs every check (or the backend's). */
+static rs_status tp_eval(void *vx, int64_t index, rs_run_case *rc) {
+  tp_ctx *x = vx;
+  /* test hooks of tests/jobs_tp.sh (mutation builds only, as check's in props/campaign.c): case 38
+   * crashes, hangs or runs out of memory, so the runner's reports of each are seen */
+  if (index == 37 && RS_MUTANT(993)) raise(SIGSEGV);
+  if (index == 37 && RS_MUTANT(994))
+    for (;;) pause();
+  if (index == 37 && RS_MUTANT(995)) {
+    rc->oom = TP_PROP + 1;
+    snprintf(rc->msg[TP_PROP], RS_RUN_MSG, "tp: out of memory (planted)");
+    return RS_OK;
+  }
+  rs_choices ch;
+  seed_case(&ch, x->o->seed, index);
+  rs_status gst = rs_tp_gen_case(&ch, x->max_ranks, x->c);
+  rs_choices_free(&ch);
+  if (gst == RS_ERR_NOMEM) return gst;
+  if (gst != RS_OK) {
+    rc->out[TP_PROP] = RS_RUN_SKIP;
+    return RS_OK;
+  }
+  int64_t feat[RS_TP_F_COUNT] = {0};
+  count_features(x->c, feat);
+  for (int f = 0; f < RS_TP_F_COUNT; f++) rc->feature[f] = (uint16_t)feat[f];
+  pred_ctx pc = {x->max_ranks, x->o->impls, x->opt, x->c, x->msg, 4096, x->o};
+  rs_clear_error();
+  rs_outcome out = run_case(&pc, rc->counter);
+  if (rs_outcome_is_oom(out)) { /* no verdict: the runner stops here, nothing is shrunk */
+    rc->oom = TP_PROP + 1;
+    snprintf(rc->msg[TP_PROP], RS_RUN_MSG, "%s", x->msg);
+    return RS_OK;
+  }
+  rc->out[TP_PROP] = out == RS_PASS ? RS_RUN_PASS : out == RS_SKIP ? RS_RUN_SKIP : RS_RUN_FAIL;
+  if (out == RS_FAIL) snprintf(rc->msg[TP_PROP], RS_RUN_MSG, "%s", x->msg);
+  return RS_OK;
+}
+
+static rs_status tp_worker_init(void *vx, int w) {
+  tp_ctx *x = vx;
+  return x->o->worker_init ? x->o->worker_init(x->o->worker_ctx, w) : RS_OK;
+}
+
+static void tp_worker_exit(void *vx) {
+  tp_ctx *x = vx;
+  if (x->o->worker_exit) x->o->worker_exit(x->o->worker_ctx);
+}
+
+static void tp_ops(tp_ctx *x, rs_run_ops *ops) {
+  memset(ops, 0, sizeof *ops);
+  ops->ctx = x;
+  ops->eval = tp_eval;
+  ops->worker_init = tp_worker_init;
+  ops->worker_exit = tp_worker_exit;
+  ops->nprops = 1;
+  ops->nfeatures = RS_TP_F_COUNT;
+  ops->ncounters = RS_COLL_COUNT;
+}
+
+static const char *tp_verb(const rs_tp_check_opts *o) {
+  if (o->backend) return "conform tp";
+  return o->impls == RS_TP_REF ? "tp check --impl ref" : o->impls == RS_TP_OPT ? "tp check --impl opt" : "tp check";
+}
+
+static void tp_run_opts(const rs_tp_check_opts *o, rs_run_opts *ro) {
+  memset(ro, 0, sizeof *ro);
+  ro->verb = tp_verb(o);
+  ro->seed = o->seed;
+  ro->cases = o->cases > 0 ? o->cases : 0;
+  ro->seconds = o->seconds;
+  ro->jobs = o->jobs > 1 ? o->jobs : 1;
+  ro->shard_k = o->shard_k;
+  ro->shard_n = o->shard_n;
+  ro->max_failures = o->keep_going ? 0 : 1; /* one shrunk failure is the report */
+  ro->case_timeout = o->case_timeout;
+  ro->progress = o->print && !o->quiet;
+  ro->dist = o->dist;
+}
+
+static void tp_names(const rs_tp_check_opts *o, rs_run_names *nm) {
+  memset(nm, 0, sizeof *nm);
+  nm->prop[TP_PROP] = o->backend ? "backend_tp_oracle" : "tp";
+  nm->prop_on[TP_PROP] = 1;
+  for (int f = 0; f < RS_TP_F_COUNT; f++) {
+    nm->feature[f] = rs_tp_feature_name(f);
+    nm->rate[f] = rs_tp_feature_rate(f, o->max_ranks);
+  }
+  nm->judge_from = RS_FEATURE_MIN_CASES;
+  for (int k = 0; k < RS_COLL_COUNT; k++) nm->counter[k] = rs_collective_name((rs_collective)k);
+}
+
+cJSON *rs_tp_runner_json(const rs_tp_check_opts *o, const rs_tp_check_result *r, const char *replay) {
+  tp_ctx x = {.o = o};
+  rs_run_opts ro;
+  rs_run_ops ops;
+  rs_run_names nm;
+  tp_run_opts(o, &ro);
+  tp_ops(&x, &ops);
+  tp_names(o, &nm);
+  rs_run_failure_note notes[RS_RUN_PROPS] = {{0}};
+  if (r->fail) notes[TP_PROP] = (rs_run_failure_note){r->message, r->fixture[0] ? r->fixture : NULL, replay};
+  return rs_run_json(&ro, &ops, &nm, &r->run, notes);
+}
+
+/* Shrinks the failure at case `index` (drawn again here, in the calling process, so the shrunk case
+ * does not depend on --jobs) and saves the smallest failing case. */
+static void shrink_failure(const rs_tp_check_opts *o, tp_ctx *x, int64_t index, rs_tp_check_result *r) {
+  rs_choices ch;
+  seed_case(&ch, o->seed, index);
+  pred_ctx pc = {x->max_ranks, o->impls, x->opt, x->c, x->msg, 4096, o};
+  snprintf(x->msg, 4096, "%s", r->run.first_msg[TP_PROP]);
+  int fails = still_fails(&pc, &ch); /* draws the case again (its stream is the shrinker's start) */
+  size_t n = ch.n;
+  uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+  int shrink_out = 0;
+  char note[96] = "";
+  if (v && fails) {
+    memcpy(v, ch.v, n * sizeof *v);
+    int max = o->shrink_runs > 0 ? o->shrink_runs : 2000;
+    rs_shrink_stream_budget(still_fails, &pc, &v, &n, max, o->shrink_seconds, &shrink_out);
+    rs_choices rc;
+    if (rs_choices_replay(&rc, v, n) == RS_OK) {
+      still_fails(&pc, &rc);
+      rs_choices_free(&rc);
+    }
+    rs_shrink_budget_note(shrink_out, max, o->shrink_seconds, note, sizeof note);
+  }
+  free(v);
+  rs_choices_free(&ch);
+  if (!fails) snprintf(x->msg, 4096, "%s (passes when drawn again: flaky, not shrunk)", r->run.first_msg[TP_PROP]);
+  snprintf(r->message, sizeof r->message, "%s", x->msg);
+  if (note[0] && strlen(r->message) + strlen(note) + 4 < sizeof r->message)
+    strcat(strcat(strcat(r->message, " ("), note), ")");
+  r->message[strcspn(r->message, "\n")] = 0;
+  const char *dir = o->regress_dir ? o->regress_dir : "fixtures/tp/regressions";
+  if (write_regression(dir, x->c, r->message, r->fixture, sizeof r->fixture) != RS_OK)
+    snprintf(r->fixture, sizeof r->fixture, "(not written: %s)", rs_last_error());
+}
+
 rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
   memset(r, 0, sizeof *r);
   rs_tp_case *c = malloc(sizeof *c);
@@ -649,70 +843,28 @@ rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r) {
 #else
   if (st == RS_OK && (o->impls & RS_TP_OPT) && !o->backend) st = rs_fail(RS_ERR_UNSUPPORTED, "--impl opt: this build has no opt/");
 #endif
-  double t0 = rs_now();
-  int max_ranks = o->max_ranks > 0 ? o->max_ranks : 18;
-  if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
+  if (st == RS_OK && o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
     st = rs_fail(RS_ERR_INVALID, "seconds: %g, expected 0 < T <= %.0f (or a case count)", o->seconds, RS_MAX_SECONDS);
-  for (int64_t i = 0; st == RS_OK && (o->cases > 0 ? i < o->cases : rs_now() - t0 < o->seconds); i++) {
-    rs_choices ch;
-    rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, 0x7470));
-    r->cases++;
-    rs_status gst = rs_tp_gen_case(&ch, max_ranks, c);
-    if (gst != RS_OK) {
-      rs_choices_free(&ch);
-      if (gst == RS_ERR_NOMEM) {
-        st = gst;
-        break;
-      }
-      r->skip++;
-      continue;
-    }
-    count_features(c, r->feat);
-    pred_ctx x = {max_ranks, o->impls, opt, c, msg, 4096, o};
-    rs_clear_error();
-    rs_outcome out = run_case(&x, r->comm);
-    if (rs_outcome_is_oom(out)) {
-      rs_choices_free(&ch);
-      st = rs_campaign_oom("tp", (long long)i + 1, msg);
-      break;
-    }
-    if (out == RS_PASS) {
-      r->pass++;
-    } else if (out == RS_SKIP) {
-      r->skip++;
-    } else if (r->fail++ && o->keep_going) {
-      /* already reported: one shrunk failure is the report, later ones are counted */
-    } else {
-      size_t n = ch.n;
-      uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-      int shrink_out = 0;
-      char note[96] = "";
-      if (v) {
-        memcpy(v, ch.v, n * sizeof *v);
-        int max = o->shrink_runs > 0 ? o->shrink_runs : 2000;
-        rs_shrink_stream_budget(still_fails, &x, &v, &n, max, o->shrink_seconds, &shrink_out);
-        rs_choices rc;
-        if (rs_choices_replay(&rc, v, n) == RS_OK) {
-          still_fails(&x, &rc);
-          rs_choices_free(&rc);
-        }
-        free(v);
-        rs_shrink_budget_note(shrink_out, max, o->shrink_seconds, note, sizeof note);
-      }
-      snprintf(r->message, sizeof r->message, "%s", msg);
-      if (note[0] && strlen(r->message) + strlen(note) + 4 < sizeof r->message)
-        strcat(strcat(strcat(r->message, " ("), note), ")");
-      r->message[strcspn(r->message, "\n")] = 0;
-      const char *dir = o->regress_dir ? o->regress_dir : "fixtures/tp/regressions";
-      if (write_regression(dir, c, r->message, r->fixture, sizeof r->fixture) != RS_OK)
-        snprintf(r->fixture, sizeof r->fixture, "(not written: %s)", rs_last_error());
-      rs_choices_free(&ch);
-      if (!o->keep_going) break; /* one shrunk failure is the report */
-      continue;
-    }
-    rs_choices_free(&ch);
+  tp_ctx x = {o, o->max_ranks > 0 ? o->max_ranks : 18, opt, c, msg};
+  if (st == RS_OK) {
+    rs_run_opts ro;
+    rs_run_ops ops;
+    tp_run_opts(o, &ro);
+    tp_ops(&x, &ops);
+    rs_run_result *rr = &r->run;
+    st = rs_run(&ro, &ops, rr);
+    r->cases = rr->cases;
+    r->pass = rr->pass[TP_PROP];
+    r->fail = rr->fail[TP_PROP];
+    r->skip = rr->skip[TP_PROP];
+    r->seconds = rr->seconds;
+    for (int f = 0; f < RS_TP_F_COUNT; f++) r->feat[f] = rr->feature[f];
+    for (int k = 0; k < RS_COLL_COUNT; k++) r->comm[k] = rr->counter[k];
+    if (st == RS_ERR_NOMEM && rr->oom_prop >= 0)
+      st = rs_campaign_oom("tp", (long long)rr->oom_index + 1, rr->oom_msg);
+    else if (st == RS_OK && !rr->follower && r->fail) /* a follower rank reports nothing (runner.h) */
+      shrink_failure(o, &x, rr->first_fail[TP_PROP], r);
   }
-  r->seconds = rs_now() - t0;
 #ifdef RS_HAVE_OPT
   if (opt) rs_opt_destroy((rs_opt *)opt);
 #endif

@@ -47,6 +47,18 @@ typedef struct rs_tp_check_opts {
   rs_outcome (*backend)(void *ctx, const rs_tp_case *c, rs_locals *out, char *msg, size_t cap);
   void *backend_ctx;
   int keep_going;          /* count the failures after the first (shrunk) one instead of stopping */
+  /* the runner (props/runner.h), as rs_campaign_opts: --jobs N forked workers (1: this process),
+   * --shard K/N, the seconds one case may run in a worker before it is called hung (0: the
+   * runner's default) */
+  int jobs, shard_k, shard_n;
+  double case_timeout;
+  /* optional: run in each forked worker before its first case / after its last (a process backend
+   * starts its own child there) */
+  rs_status (*worker_init)(void *ctx, int worker);
+  void (*worker_exit)(void *ctx);
+  void *worker_ctx;
+  struct rs_run_dist *dist; /* --distribute (NULL: no) */
+  int print;               /* 1: the one aggregated progress line on a terminal (unless quiet) */
 } rs_tp_check_opts;
 
 /* The backend property on one case: the hook's output against the unsharded forward, every
@@ -82,6 +94,9 @@ enum {
   RS_TP_F_COUNT
 };
 const char *rs_tp_feature_name(int f);
+/* The coverage gate's rate of feature f (props/coverage.c): its designed rate at the default
+ * --max-ranks (0 or 18), -1 (required from 2,000 cases, no designed rate) at another. */
+double rs_tp_feature_rate(int f, int max_ranks);
 
 typedef struct rs_tp_check_result {
   int64_t feat[RS_TP_F_COUNT];
@@ -90,9 +105,19 @@ typedef struct rs_tp_check_result {
   int64_t comm[RS_COLL_COUNT]; /* collectives issued over the campaign (ref, or opt alone) */
   char message[1024];          /* the first failure, shrunk */
   char fixture[512];
+  /* the runner's sums: the first failing index; run.crashed: a worker crashed on case
+   * run.crash_index (run.crash_msg; not in pass/fail/skip: the caller reports it as a failure);
+   * run.follower: a --distribute rank other than 0, which reports nothing */
+  rs_run_result run;
 } rs_tp_check_result;
 
-/* Runs the campaign; RS_OK whether or not a case failed (see r->fail). */
+/* Runs the campaign on the runner (props/runner.h): case i is drawn from the seed and i alone, the
+ * lowest failing index is shrunk here, in the calling process. RS_OK whether or not a case failed
+ * (see r->fail). */
 rs_status rs_tp_check(const rs_tp_check_opts *o, rs_tp_check_result *r);
+
+/* The "runner" object of the --json report (props/runner_json.c; `reshard report merge` adds the
+ * objects of a campaign's shards up). replay: the command that replays the fixture (NULL: none). */
+struct cJSON *rs_tp_runner_json(const rs_tp_check_opts *o, const rs_tp_check_result *r, const char *replay);
 
 #endif

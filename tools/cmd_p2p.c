@@ -38,8 +38,12 @@ static const char *HELP =
     "      each rank's parameters and boxes (global offsets and sizes); world = processes `run` needs\n"
     "  check [--seed S] [--cases N | --seconds T] [--impl ref|opt] [--transport local|mpi|nccl]\n"
     "        [--copy-service NAME|LIB.so] [--collocate any|yes|no] [--max-ranks N] [--regress-dir DIR]\n"
-    "        [--json FILE] [--junit FILE] [--quiet]\n"
+    "        [--json FILE] [--junit FILE] [--quiet] [--jobs N|auto] [--shard K/N] [--case-timeout SEC]\n"
     "      property campaign over random models; failures are shrunk and saved for `p2p run`.\n"
+    "      Case i is drawn from the seed and i alone; each property's first failure (the lowest\n"
+    "      case) is shrunk in the main process, so --jobs and --shard do not change the report.\n"
+    "      --jobs runs in one process per rank under --transport mpi|nccl (mpirun's -np instead).\n"
+    CLI_RUNNER_HELP
     "The model format is in docs/p2p.md.\n";
 
 static const char *C = "p2p";
@@ -415,6 +419,77 @@ static int cmd_run_(int argc, char **argv) {
   return bad == 3 ? CLI_NOMEM : bad ? CLI_FAIL : rc;
 }
 
+/* The reports and the console summary of a finished campaign; its exit status. */
+static int report_check(const rs_p2p_campaign *o, const rs_p2p_campaign_result *r, const cli_campaign_args *ca,
+                        const char *impl, const char *transport, int quiet) {
+  if (r->run.follower) return CLI_OK; /* --distribute: rank 0 reports the campaign */
+  const char *tname = o->env.distributed ? transport : "local";
+  if (o->print && ca->json && rs_p2p_report_json(ca->json, o, r, impl, tname)) return cli_status_error(C, "--json");
+  if (o->print && ca->junit && rs_p2p_report_junit(ca->junit, r)) return cli_status_error(C, "--junit");
+  if (o->print) {
+    if (!quiet || r->failed) {
+      for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
+        if (!r->pass[p] && !r->fail[p] && !r->skip[p]) continue;
+        printf("%-16s pass %lld fail %lld skip %lld\n", rs_p2p_prop_name((rs_p2p_prop)p), (long long)r->pass[p],
+               (long long)r->fail[p], (long long)r->skip[p]);
+      }
+    }
+    for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
+      if (!r->fail[p]) continue;
+      printf("FAIL %s (case %lld of the campaign): %s\n", rs_p2p_prop_name((rs_p2p_prop)p),
+             (long long)r->caught_at[p], r->message[p]);
+      if (r->fixture[p][0])
+        printf("  shrunk model saved: %s\n  replay: reshard p2p run %s --impl %s\n", r->fixture[p], r->fixture[p],
+               p <= RS_P2P_PROP_REF_ORACLE ? "ref" : "opt");
+    }
+    if (r->run.crashed)
+      printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", r->run.crash_msg,
+             (long long)r->run.crash_index + 1, (unsigned long long)o->seed);
+    printf("p2p check (%s, %s): %lld cases in %.2f s, %s\n", impl, tname, (long long)r->cases, r->seconds,
+           r->failed ? "FAILED" : "all properties hold");
+  }
+  return r->failed ? CLI_FAIL : CLI_OK;
+}
+
+/* Opens the world (opt), runs the campaign and reports it. */
+static int run_check(rs_p2p_campaign *o, const cli_campaign_args *ca, const char *impl, const char *transport,
+                     const char *svc, int quiet, int *argc, char ***argv) {
+  int r;
+  o->env.impl = strcmp(impl, "ref") ? RS_IMPL_OPT : RS_IMPL_REF;
+  o->env.copy_service = svc;
+#ifdef RS_HAVE_OPT
+  rs_world *w = NULL;
+  if (o->env.impl == RS_IMPL_OPT && (r = open_world(transport, argc, argv, &w))) return r;
+  if (o->env.impl == RS_IMPL_OPT && (r = probe_copy_service(w, svc))) {
+    rs_world_finalize(w);
+    return r;
+  }
+  o->env.world = w;
+  o->env.distributed = w && !rs_world_is_local(w);
+  if (o->env.distributed) {
+    o->gen.world = rs_world_size(w);
+    o->print = rs_world_rank(w) == 0;
+  }
+#else
+  (void)argc;
+  (void)argv;
+  if (o->env.impl == RS_IMPL_OPT) return cli_usage_error(C, "--impl opt: this build has no opt/ library");
+#endif
+  if (o->env.impl == RS_IMPL_REF && (strcmp(transport, "local") || svc))
+    r = cli_usage_error(C, "check: --impl ref runs in one process (no --transport/--copy-service)");
+  else {
+    rs_p2p_campaign_result *res = calloc(1, sizeof *res);
+    rs_status st = res ? rs_p2p_campaign_run(o, res) : RS_ERR_NOMEM;
+    if (!res) r = cli_nomem(C, "campaign results");
+    else r = st ? cli_status_error(C, "check") : report_check(o, res, ca, impl, transport, quiet);
+    free(res);
+  }
+#ifdef RS_HAVE_OPT
+  rs_world_finalize(w);
+#endif
+  return r;
+}
+
 static int cmd_check_(int argc, char **argv) {
   const char *impl = "opt", *transport = "local", *svc = NULL, *col = "any", *v;
   cli_campaign_args ca = {.seed = 1};
@@ -454,55 +529,20 @@ static int cmd_check_(int argc, char **argv) {
   o.regress_dir = ca.regress_dir;
   o.quiet = quiet;
   o.print = 1;
-  o.env.impl = strcmp(impl, "ref") ? RS_IMPL_OPT : RS_IMPL_REF;
-  o.env.copy_service = svc;
-#ifdef RS_HAVE_OPT
-  rs_world *w = NULL;
-  if (o.env.impl == RS_IMPL_OPT && (r = open_world(transport, &argc, &argv, &w))) return r;
-  if (o.env.impl == RS_IMPL_OPT && (r = probe_copy_service(w, svc))) {
-    rs_world_finalize(w);
-    return r;
-  }
-  o.env.world = w;
-  o.env.distributed = w && !rs_world_is_local(w);
-  if (o.env.distributed) {
-    o.gen.world = rs_world_size(w);
-    o.print = rs_world_rank(w) == 0;
-  }
-#else
-  if (o.env.impl == RS_IMPL_OPT) return cli_usage_error(C, "--impl opt: this build has no opt/ library");
-#endif
-  if (o.env.impl == RS_IMPL_REF && (strcmp(transport, "local") || svc))
-    return cli_usage_error(C, "check: --impl ref runs in one process (no --transport/--copy-service)");
-  rs_p2p_campaign_result res;
-  rs_status st = rs_p2p_campaign_run(&o, &res);
-#ifdef RS_HAVE_OPT
-  rs_world_finalize(w);
-#endif
-  if (st) return cli_status_error(C, "check");
-  const char *tname = o.env.distributed ? transport : "local";
-  if (o.print && ca.json && rs_p2p_report_json(ca.json, &o, &res, impl, tname)) return cli_status_error(C, "--json");
-  if (o.print && ca.junit && rs_p2p_report_junit(ca.junit, &res)) return cli_status_error(C, "--junit");
-  if (o.print) {
-    if (!quiet || res.failed) {
-      for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
-        if (!res.pass[p] && !res.fail[p] && !res.skip[p]) continue;
-        printf("%-16s pass %lld fail %lld skip %lld\n", rs_p2p_prop_name((rs_p2p_prop)p), (long long)res.pass[p],
-               (long long)res.fail[p], (long long)res.skip[p]);
-      }
-    }
-    for (int p = 0; p < RS_P2P_PROP_COUNT; ++p) {
-      if (!res.fail[p]) continue;
-      printf("FAIL %s (case %lld of the campaign): %s\n", rs_p2p_prop_name((rs_p2p_prop)p),
-             (long long)res.caught_at[p], res.message[p]);
-      if (res.fixture[p][0])
-        printf("  shrunk model saved: %s\n  replay: reshard p2p run %s --impl %s\n", res.fixture[p], res.fixture[p],
-               p <= RS_P2P_PROP_REF_ORACLE ? "ref" : "opt");
-    }
-    printf("p2p check (%s, %s): %lld cases in %.2f s, %s\n", impl, o.env.distributed ? transport : "local",
-           (long long)res.cases, res.seconds, res.failed ? "FAILED" : "all properties hold");
-  }
-  return res.failed ? CLI_FAIL : CLI_OK;
+  o.jobs = ca.run.jobs;
+  o.shard_k = ca.run.shard_k;
+  o.shard_n = ca.run.shard_n;
+  o.case_timeout = ca.run.case_timeout;
+  int mpi = strcmp(transport, "local") != 0;
+  if (o.jobs > 1 && mpi)
+    return cli_usage_error(C, "--jobs: one process per rank under --transport %s (use mpirun's -np, or --jobs 1)", transport);
+  if (ca.run.distribute && mpi)
+    return cli_usage_error(C, "--distribute: the ranks of --transport %s play one case together; give one of the two", transport);
+  if ((r = cli_runner_start(C, &ca.run)) != CLI_OK) return r;
+  o.dist = ca.run.dist;
+  r = run_check(&o, &ca, impl, transport, svc, quiet, &argc, &argv);
+  cli_runner_stop(&ca.run);
+  return r;
 }
 
 int cmd_p2p(int argc, char **argv) {

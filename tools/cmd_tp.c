@@ -3,6 +3,7 @@
  * run the random campaign of TP cases with shrinking. */
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 #include "cli.h"
 #include "core/tp/tp_internal.h"
 #include "core/values.h"
@@ -17,6 +18,7 @@ static const char *HELP =
     "usage: reshard tp run CASE.json [--impl ref|opt|both] [--json]\n"
     "       reshard tp check [--seed S] [--cases N | --seconds T] [--impl ref|opt|both] [--max-ranks N]\n"
     "                        [--regress-dir D] [--junit F] [--json F] [--quiet]\n"
+    "                        [--keep-going] [--jobs N|auto] [--shard K/N] [--case-timeout SEC]\n"
     "       reshard tp run CASE.json --transport mpi [--quiet]        (under mpirun -np <mesh ranks>)\n"
     "       reshard tp check --transport mpi [--seed S] [--cases N] [--quiet]\n"
     "       reshard tp gen [--seed S] [--cases N] [--max-ranks N] [--one-d] [--min-tp N] [--even]\n"
@@ -33,11 +35,16 @@ static const char *HELP =
     "     --junit/--json write reports (properties tp_forward, tp_oracle, tp_layout, tp_comm,\n"
     "     tp_refusal: a case the independent rules refuse must be refused, and only those).\n"
     "     2,000 cases or more fail when a generator feature never occurred (feature coverage).\n"
+    "     Case i is drawn from the seed and i alone and the campaign stops at its lowest failing\n"
+    "     case, shrunk in the main process: --jobs does not change the report. --keep-going runs\n"
+    "     every case (failures after the first are counted): then the --shard K/N reports merge\n"
+    "     to the unsharded one's (stopping at the first failure stops each shard at its own).\n"
     "gen: prints the campaign's cases as JSON lines (--one-d: 1-d meshes only, as PyTorch's\n"
     "     parallelize_module takes the TP sub-mesh; the recorder in tools/pytorch reads them;\n"
     "     --min-tp N: only cases whose TP size is at least N; --even: every size times the TP size\n"
     "     and the batch times the DP size, so PyTorch's from_local runs the case).\n"
-    "Case format: docs/tp.md. Exit 0 pass, 1 a check failed, 2 bad usage or input.\n";
+    "Case format: docs/tp.md. Exit 0 pass, 1 a check failed, 2 bad usage or input.\n"
+    "check: " CLI_RUNNER_HELP;
 
 static int parse_impl(const char *C, const char *v, int *impls) {
   if (strcmp(v, "ref") == 0) *impls = RS_TP_REF;
@@ -253,14 +260,33 @@ static int failed_prop(const char *msg) {
 }
 
 static int write_junit(const char *path, const rs_tp_check_result *r) {
-  int bad = r->fail ? failed_prop(r->message) : -1;
-  FILE *f = rs__junit_open(path, "reshard.tp", NPROPS, r->fail ? 1 : 0, r->pass == 0 ? NPROPS - (bad >= 0) : 0,
-                           r->seconds);
+  int bad = r->fail ? failed_prop(r->message) : -1, crashed = r->run.crashed;
+  FILE *f = rs__junit_open(path, "reshard.tp", NPROPS + crashed, (r->fail ? 1 : 0) + crashed,
+                           r->pass == 0 ? NPROPS - (bad >= 0) : 0, r->seconds);
   if (!f) return -1;
   for (int i = 0; i < NPROPS; i++)
     rs__junit_property(f, "reshard.tp", PROPS[i], i == bad ? r->message : NULL, "reshard tp run", r->fixture,
                        r->pass == 0);
+  if (crashed) { /* a worker that crashed on a case: that case's outcome, no property's */
+    char msg[sizeof r->run.crash_msg + 96];
+    snprintf(msg, sizeof msg, "%s (replay case %lld alone with --jobs 1)", r->run.crash_msg,
+             (long long)r->run.crash_index + 1);
+    rs__junit_property(f, "reshard.tp", "crash", msg, "", NULL, 0);
+  }
   return rs__junit_close(f, path) == RS_OK ? 0 : -1;
+}
+
+static const char *impl_name(int impls) { return impls == 3 ? "both" : impls == 1 ? "ref" : "opt"; }
+
+/* the runner's object of the --json report, on one line */
+static void write_runner(FILE *f, const rs_tp_check_opts *o, const rs_tp_check_result *r) {
+  char replay[700];
+  snprintf(replay, sizeof replay, "reshard tp run %s --impl %s", r->fixture, impl_name(o->impls));
+  cJSON *x = rs_tp_runner_json(o, r, r->fixture[0] ? replay : NULL);
+  char *text = x ? cJSON_PrintUnformatted(x) : NULL;
+  fprintf(f, ",\"runner\":%s", text ? text : "null");
+  cJSON_free(text);
+  cJSON_Delete(x);
 }
 
 static int write_json(const char *path, const rs_tp_check_opts *o, const rs_tp_check_result *r) {
@@ -269,7 +295,7 @@ static int write_json(const char *path, const rs_tp_check_opts *o, const rs_tp_c
   fprintf(f, "{\"seed\":%llu,\"cases\":%lld,\"pass\":%lld,\"fail\":%lld,\"skip\":%lld,\"seconds\":%.3f,",
           (unsigned long long)o->seed, (long long)r->cases, (long long)r->pass, (long long)r->fail,
           (long long)r->skip, r->seconds);
-  fprintf(f, "\"impl\":\"%s\",\"collectives\":{", o->impls == 3 ? "both" : o->impls == 1 ? "ref" : "opt");
+  fprintf(f, "\"impl\":\"%s\",\"collectives\":{", impl_name(o->impls));
   for (int k = 0, first = 1; k < RS_COLL_COUNT; k++)
     if (r->comm[k]) {
       fprintf(f, "%s\"%s\":%lld", first ? "" : ",", rs_collective_name((rs_collective)k), (long long)r->comm[k]);
@@ -293,8 +319,64 @@ static int write_json(const char *path, const rs_tp_check_opts *o, const rs_tp_c
     cli_json_str(f, cmd);
     fprintf(f, "}");
   }
-  fprintf(f, "]}\n");
+  fprintf(f, "]");
+  if (r->run.crashed) {
+    fprintf(f, ",\"crash\":");
+    cli_json_str(f, r->run.crash_msg);
+    fprintf(f, ",\"crash_case\":%lld", (long long)r->run.crash_index + 1);
+  }
+  write_runner(f, o, r);
+  fprintf(f, "}\n");
   return fclose(f) ? -1 : 0;
+}
+
+/* The reports and the console summary of a finished campaign; its exit status. */
+static int report_check(const char *C, const rs_tp_check_opts *o, const rs_tp_check_result *res, const char *junit,
+                        const char *json) {
+  if (res->run.follower) return CLI_OK; /* --distribute: rank 0 reports the campaign */
+  if (junit && write_junit(junit, res)) return cli_usage_error(C, "--junit: cannot write %s", junit);
+  if (json && write_json(json, o, res)) return cli_usage_error(C, "--json: cannot write %s", json);
+  double rate = res->seconds > 0 ? (double)res->cases / res->seconds : 0;
+  printf("tp check: seed %llu, %lld cases (%s): %lld pass, %lld fail, %lld skipped (invalid draws) in %.2f s (%.0f cases/s)\n",
+         (unsigned long long)o->seed, (long long)res->cases,
+         o->impls == 3 ? "ref and opt" : o->impls == 1 ? "ref" : "opt", (long long)res->pass, (long long)res->fail,
+         (long long)res->skip, res->seconds, rate);
+  if (!o->quiet) {
+    printf("collectives issued:");
+    for (int k = 0; k < RS_COLL_COUNT; k++)
+      if (res->comm[k]) printf(" %s %lld", rs_collective_name((rs_collective)k), (long long)res->comm[k]);
+    printf("\n");
+  }
+  if (res->run.crashed) {
+    printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", res->run.crash_msg,
+           (long long)res->run.crash_index + 1, (unsigned long long)o->seed);
+    if (!res->fail) return CLI_FAIL;
+  }
+  /* props' one coverage gate (docs/harness.md, "Minimum rates"), judged only when no property
+   * failed; the designed rates are rs_tp_feature_rate's */
+  double tp_rate[RS_TP_F_COUNT];
+  int64_t tp_min[RS_TP_F_COUNT];
+  for (int f = 0; f < RS_TP_F_COUNT; f++) tp_rate[f] = rs_tp_feature_rate(f, o->max_ranks);
+  int missing = rs_feature_gate(res->cases, RS_FEATURE_MIN_CASES, RS_TP_F_COUNT, res->feat, tp_rate, tp_min);
+  int judged = missing && res->cases >= 2000 && !res->fail && !res->run.crashed;
+  if (!o->quiet || judged) {
+    printf("features (cases):");
+    for (int f = 0; f < RS_TP_F_COUNT; f++) printf("%s %s %lld", f ? "," : "", rs_tp_feature_name(f), (long long)res->feat[f]);
+    printf("\n");
+  }
+  if (judged) {
+    for (int f = 0; f < RS_TP_F_COUNT; f++)
+      if (res->feat[f] < tp_min[f])
+        printf("FAIL feature coverage: %s in %lld of %lld cases, under its minimum %lld\n", rs_tp_feature_name(f),
+               (long long)res->feat[f], (long long)res->cases, (long long)tp_min[f]);
+    return CLI_FAIL;
+  }
+  if (res->fail) {
+    printf("FAIL (shrunk): %s\n", res->message);
+    printf("saved: %s\nreplay: reshard tp run %s --impl %s\n", res->fixture, res->fixture, impl_name(o->impls));
+    return CLI_FAIL;
+  }
+  return res->run.crashed ? CLI_FAIL : CLI_OK;
 }
 
 static int tp_check(int argc, char **argv) {
@@ -316,6 +398,7 @@ static int tp_check(int argc, char **argv) {
       return CLI_OK;
     }
     if (cli_flag(argv, i, "--quiet")) { o.quiet = 1; continue; }
+    if (cli_flag(argv, i, "--keep-going")) { o.keep_going = 1; continue; }
     const char *name = argv[i];
     if ((r = cli_campaign_opt(C, argc, argv, &i, &ca)) != 0) {
       if (r < 0) return CLI_USAGE;
@@ -337,74 +420,20 @@ static int tp_check(int argc, char **argv) {
     o.seconds = ca.seconds;
   }
   if (ca.regress_dir) o.regress_dir = ca.regress_dir;
-  const char *junit = ca.junit, *json = ca.json;
-  rs_tp_check_result res;
-  if (rs_tp_check(&o, &res) != RS_OK) return cli_status_error(C, NULL);
-  if (junit && write_junit(junit, &res)) return cli_usage_error(C, "--junit: cannot write %s", junit);
-  if (json && write_json(json, &o, &res)) return cli_usage_error(C, "--json: cannot write %s", json);
-  double rate = res.seconds > 0 ? (double)res.cases / res.seconds : 0;
-  printf("tp check: seed %llu, %lld cases (%s): %lld pass, %lld fail, %lld skipped (invalid draws) in %.2f s (%.0f cases/s)\n",
-         (unsigned long long)o.seed, (long long)res.cases,
-         o.impls == 3 ? "ref and opt" : o.impls == 1 ? "ref" : "opt", (long long)res.pass, (long long)res.fail,
-         (long long)res.skip, res.seconds, rate);
-  if (!o.quiet) {
-    printf("collectives issued:");
-    for (int k = 0; k < RS_COLL_COUNT; k++)
-      if (res.comm[k]) printf(" %s %lld", rs_collective_name((rs_collective)k), (long long)res.comm[k]);
-    printf("\n");
-  }
-  /* props' one coverage gate (docs/harness.md, "Minimum rates"); judged only when no property
-   * failed. Designed rates: the share of cases per feature at the default --max-ranks (18), the
-   * mean of seeds 1-3 at 20,000 cases (`tp check --seed S --cases 20000 --json F`, "features");
-   * other --max-ranks: at least once from 2,000 cases. In rs_tp_feature_name order. */
-  static const double TP_RATES[] = {
-    0.276733 /* 2-d mesh */,
-    0.449350 /* uneven parameter split */,
-    0.080550 /* P(sum) input */,
-    0.521333 /* DTensor output */,
-    0.201633 /* sequence-parallel block */,
-    0.510050 /* colwise */,
-    0.512133 /* rowwise */,
-    0.337850 /* sequence */,
-    0.355600 /* none */,
-    0.240933 /* prepare_input */,
-    0.121583 /* prepare_output */,
-    0.031800 /* S(0) on TP with DP split */,
-    0.034450 /* P(sum) output */,
-    0.029467 /* plain module on Partial */,
-    0.167633 /* TP size 1 */,
-    0.013600 /* short sequence */,
-    0.181400 /* omitted argument */,
-    0.047183 /* PrepareModuleInput() */,
-    0.057633 /* layernorm */,
-    0.057283 /* rmsnorm */,
-    0.034133 /* refused by the rules */,
-    0.147417 /* BF16 */,
-    0.149117 /* F16 */};
-  _Static_assert(sizeof TP_RATES / sizeof TP_RATES[0] == RS_TP_F_COUNT, "one rate per tp feature");
-  double tp_rate[RS_TP_F_COUNT];
-  int64_t tp_min[RS_TP_F_COUNT];
-  for (int f = 0; f < RS_TP_F_COUNT; f++) tp_rate[f] = o.max_ranks == 0 || o.max_ranks == 18 ? TP_RATES[f] : -1;
-  int missing = rs_feature_gate(res.cases, RS_FEATURE_MIN_CASES, RS_TP_F_COUNT, res.feat, tp_rate, tp_min);
-  if (!o.quiet || (missing && res.cases >= 2000 && !res.fail)) {
-    printf("features (cases):");
-    for (int f = 0; f < RS_TP_F_COUNT; f++) printf("%s %s %lld", f ? "," : "", rs_tp_feature_name(f), (long long)res.feat[f]);
-    printf("\n");
-  }
-  if (missing && res.cases >= 2000 && !res.fail) {
-    for (int f = 0; f < RS_TP_F_COUNT; f++)
-      if (res.feat[f] < tp_min[f])
-        printf("FAIL feature coverage: %s in %lld of %lld cases, under its minimum %lld\n", rs_tp_feature_name(f),
-               (long long)res.feat[f], (long long)res.cases, (long long)tp_min[f]);
-    return CLI_FAIL;
-  }
-  if (res.fail) {
-    printf("FAIL (shrunk): %s\n", res.message);
-    printf("saved: %s\nreplay: reshard tp run %s --impl %s\n", res.fixture, res.fixture,
-           o.impls == 3 ? "both" : o.impls == 1 ? "ref" : "opt");
-    return CLI_FAIL;
-  }
-  return CLI_OK;
+  o.jobs = ca.run.jobs;
+  o.shard_k = ca.run.shard_k;
+  o.shard_n = ca.run.shard_n;
+  o.case_timeout = ca.run.case_timeout;
+  o.print = 1;
+  if ((r = cli_runner_start(C, &ca.run)) != CLI_OK) return r;
+  o.dist = ca.run.dist;
+  rs_tp_check_result *res = calloc(1, sizeof *res);
+  if (!res) r = cli_nomem(C, "campaign results");
+  else if (rs_tp_check(&o, res) != RS_OK) r = cli_status_error(C, NULL);
+  else r = report_check(C, &o, res, ca.junit, ca.json);
+  free(res);
+  cli_runner_stop(&ca.run);
+  return r;
 }
 
 /* --even: every size times the TP size (the batch also times the DP size), so every split is
