@@ -151,6 +151,7 @@ static void add_case(agg *a, int64_t j, const rs_run_case *rc, rs_status st, con
   for (int c = 0; c < ops->ncounters; c++) r->counter[c] += rc->counter[c];
   r->cases++;
   r->end_index = index + 1;
+  if (ops->add) ops->add(ops->ctx, index, rc);
   if (a->o->max_failures > 0 && r->failed_props >= a->o->max_failures) cut_at(a, j + 1, RS_OK, NULL);
 }
 
@@ -234,7 +235,7 @@ static int write_all(int fd, const void *p, size_t n) {
 }
 
 /* A case record's payload: outcomes, features, counters, oom, then each failing property's message
- * (u16 length + bytes). */
+ * (u16 length + bytes), then the verb's extra bytes (u32 length + bytes). */
 static size_t pack_case(const rs_run_ops *ops, const rs_run_case *rc, char *buf) {
   size_t n = 0;
   memcpy(buf + n, rc->out, (size_t)ops->nprops), n += (size_t)ops->nprops;
@@ -249,6 +250,9 @@ static size_t pack_case(const rs_run_ops *ops, const rs_run_case *rc, char *buf)
     memcpy(buf + n, &l16, sizeof l16), n += sizeof l16;
     memcpy(buf + n, rc->msg[p], l), n += l;
   }
+  uint32_t el = rc->extra_len <= RS_RUN_EXTRA ? rc->extra_len : RS_RUN_EXTRA;
+  memcpy(buf + n, &el, sizeof el), n += sizeof el;
+  memcpy(buf + n, rc->extra, el), n += el;
   return n;
 }
 
@@ -272,6 +276,12 @@ static int unpack_case(const rs_run_ops *ops, const char *buf, size_t len, rs_ru
     memcpy(rc->msg[p], buf + n, l16), n += l16;
     rc->msg[p][l16] = 0;
   }
+  uint32_t el;
+  if (n + sizeof el > len) return -1;
+  memcpy(&el, buf + n, sizeof el), n += sizeof el;
+  if (el > RS_RUN_EXTRA || n + el > len) return -1;
+  memcpy(rc->extra, buf + n, el), n += el;
+  rc->extra_len = el;
   return n == len ? 0 : -1;
 }
 

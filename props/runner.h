@@ -28,6 +28,7 @@ extern "C" {
 #define RS_RUN_FEATURES 64  /* features of its feature table */
 #define RS_RUN_COUNTERS 24  /* the verb's own per-case figures (Partial cases, declines, ...) */
 #define RS_RUN_MSG 1024     /* one failure message as the runner keeps it (the shrunk one is the verb's) */
+#define RS_RUN_EXTRA 4096   /* bytes of a verb's own per-case record (rs_run_case.extra) */
 
 /* one property's outcome on one case */
 enum { RS_RUN_NOT_RUN = 0, RS_RUN_PASS = 1, RS_RUN_FAIL = 2, RS_RUN_SKIP = 3 };
@@ -42,6 +43,11 @@ typedef struct rs_run_case {
                                         the campaign stops here with RS_ERR_NOMEM (exit 3), nothing is
                                         shrunk; msg[that property] says what ran out */
   char msg[RS_RUN_PROPS][RS_RUN_MSG]; /* the failure message of each RS_RUN_FAIL property */
+  /* optional: what the verb keeps of this case beyond the runner's sums (a score, a worst-case
+   * line), extra_len bytes (0..RS_RUN_EXTRA), carried to the parent as they are and handed to
+   * ops->add there */
+  uint32_t extra_len;
+  unsigned char extra[RS_RUN_EXTRA];
 } rs_run_case;
 
 /* The verb's side. eval runs case `index` (every property on it) and returns RS_OK; another status
@@ -57,6 +63,11 @@ typedef struct rs_run_ops {
   int nprops;        /* properties in use: 0..nprops-1 of out[] */
   int nfeatures;
   int ncounters;
+  /* optional, in the parent (the one process with --jobs 1): each case's record as the runner adds
+   * it, in index order, after counting it (not for a case cut off by a stop, an error or out of
+   * memory); a verb adds up what the runner does not hold here (a score table, worst cases, sums of
+   * doubles), so that too does not depend on the worker count */
+  void (*add)(void *ctx, int64_t index, const rs_run_case *rc);
 } rs_run_ops;
 
 /* A share gate judged on the sums (and so again by report merge): counter `part` over counter
