@@ -42,7 +42,7 @@ static const char *HELP =
     "      property campaign over random models; failures are shrunk and saved for `p2p run`.\n"
     "      Case i is drawn from the seed and i alone; each property's first failure (the lowest\n"
     "      case) is shrunk in the main process, so --jobs and --shard do not change the report.\n"
-    "      --jobs runs in one process per rank under --transport mpi|nccl (mpirun's -np instead).\n"
+    "      --jobs is refused under --transport mpi|nccl (one process per rank: mpirun's -np).\n"
     CLI_RUNNER_HELP
     "The model format is in docs/p2p.md.\n";
 
