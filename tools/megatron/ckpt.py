@@ -18,13 +18,16 @@ ckpt_load: the other layout's state dict on M processes, `dist_checkpointing.loa
 mode: the modes that list the checkpoint's keys fail on torch 2.15, tools/megatron/repro/); the object and the common entry must come back equal to the load's own description;
 every rank's bytes are answered for the harness to compare with the oracle.
 
-The processes (tools/megatron/mcore_ckpt_pool.py) are started once and reused: a case of another
-world size rebuilds the default process group, not the processes. A timeout or a dead process tears
+The processes (tools/megatron/mcore_ckpt_pool.py) are forked from this one once it has imported
+torch and Megatron, and reused: a case of another world size rebuilds the default process group,
+not the processes. Whether a key's boxes get `axis_fragmentations` is decided over all ranks: only
+when every box has the same shape on one regular grid (Megatron's validation wants equal local
+shapes for such a key); else every box of the key is irregular (None). A timeout or a dead process tears
 the pool down (the case fails); the next case starts a fresh one.
 
 What Megatron cannot express is answered "unsupported" with the reason (see DECLINES below) and
 counted as skipped by the harness. Options:
-  --bug rename_key|wrong_slice|factory_merge   plant a bug (mcore_ckpt_ops.py says what each does)
+  --bug rename_key|wrong_slice|factory_merge|drop_shard   plant a bug (mcore_ckpt_ops.py says what each does)
   --no-factory      plain ShardedTensors only (no ShardedTensorFactory)
   --timeout SEC     per-operation timeout inside the pool (default 240; a loaded machine is slow)
   --log FILE        one JSON line per declined or failed case ({"op", "kind", "message"})
@@ -42,8 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pytorch"))
 
-_out = sys.stdout
-sys.stdout = sys.stderr
+_out = sys.stdout  # the protocol stream (main() moves it off fd 1)
 
 import mcore_ckpt_pool  # noqa: E402
 import rs_model  # noqa: E402  (boxes: SPEC 4, torch.chunk splits in shard order)
@@ -111,6 +113,12 @@ def factory_row(key, shape, args):
 
 
 def _on_grid(gshape, pieces):
+    """Whether the pieces (start, size) lie on one regular grid: every piece of the same size, which
+    divides the global shape, at a multiple of it. Megatron's validation of a key with
+    axis_fragmentations wants equal local shapes on every rank: pieces that each divide the shape
+    but differ in size (torch.chunk's [2, 1, 1] of 4 rows) are irregular."""
+    if len({tuple(z) for _, z in pieces}) > 1:
+        return False
     for start, size in pieces:
         for g, s, z in zip(gshape, start, size):
             if z == 0 or g % z or s % z:
@@ -156,6 +164,13 @@ def plan(req, args):
         for rank, start, size, rep in bx:
             per[rank].append({"key": key, "dtype": dtype, "gshape": shape, "start": start, "size": size,
                               "replica": rep, "factory": h, "reg": reg})
+    if args.bug == "drop_shard":  # the first key with two or more main boxes loses its first one
+        for key, *_ in lay:
+            mains = [it for r in range(world) for it in per[r]
+                     if it["key"] == key and it["replica"] == 0 and 0 not in it["size"]]
+            if len(mains) >= 2:
+                mains[0]["drop"] = True
+                break
     return world, per, description(lay)
 
 
@@ -165,8 +180,8 @@ POOL = None
 def run(world, fn, args_per_rank):
     ans = POOL.call(world, "mcore_ckpt_ops", fn, args_per_rank)
     errs = [(r, a) for r, a in enumerate(ans) if a[0] != "ok"]
-    if errs:
-        r, a = errs[0]
+    if errs:  # the rank that raised, not one the pool stopped waiting for after it
+        r, a = ([e for e in errs if not str(e[1][1]).startswith("not waited for")] or errs)[0]
         raise RuntimeError("rank %d: %s" % (r, a[1]))
     return [a[1] for a in ans]
 
@@ -203,9 +218,14 @@ OPS = {"ckpt_save": op_ckpt_save, "ckpt_load": op_ckpt_load}
 
 
 def main():
-    global POOL
+    global POOL, _out
+    # the protocol goes to a copy of fd 1; fd 1 itself then points at stderr, so that nothing torch,
+    # Megatron or a forked worker prints (from Python or C) can reach the protocol stream
+    _out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bug", choices=["rename_key", "wrong_slice", "factory_merge"])
+    ap.add_argument("--bug", choices=["rename_key", "wrong_slice", "factory_merge", "drop_shard"])
     ap.add_argument("--no-factory", action="store_true")
     ap.add_argument("--timeout", type=float, default=240.0)
     ap.add_argument("--log")

@@ -6,8 +6,12 @@ common entries, saved with `dist_checkpointing.save` or loaded with `dist_checkp
 An item is a dict: key, dtype (reshard's name), gshape (global shape), start, size (the rank's box),
 replica (its replica id: 0 = main), factory (None, or the row H at which the "split" factory cuts
 the global tensor along dim 0 into KEY_w = rows [0, H) and KEY_v = rows [H, G)), data (bytes, save
-only). Planted bugs (`bug`): rename_key (the save writes one tensor under KEY_renamed), wrong_slice
-(the save writes a box's rows reversed), factory_merge (the load's merge puts V before W).
+only). Planted bugs (`bug`), each for the check that the harness catches it: rename_key (the save
+writes one tensor under KEY_renamed: the load cannot find KEY), wrong_slice (the save writes a box's
+bytes in another order -- rows reversed, or elements when it has one row -- under the right key,
+shape and offset: plausible data that only the oracle comparison tells from the right one),
+factory_merge (the load's merge puts V before W: right shape, wrong rows), drop_shard (the save
+leaves out one main-replica box of a key that has several, so the key is not covered).
 """
 import warnings
 
@@ -138,6 +142,20 @@ def _skip_empty(it):
     return 0 in it["size"]
 
 
+def wrong_slice(raw, size):
+    """The box's bytes reordered (rows reversed; a box of one row: its elements reversed), done on the
+    bytes so every dtype takes it (torch has no flip for float8); unchanged when the box has fewer
+    than two elements."""
+    n = 1
+    for s in size:
+        n *= s
+    if n < 2:
+        return raw
+    rows = size[0] if size and size[0] >= 2 else n
+    step = len(raw) // rows
+    return b"".join(raw[r * step:(r + 1) * step] for r in reversed(range(rows)))
+
+
 def save(rank, world, items, ckdir, desc, bug):
     dc, mapping, _ = _mc()
     sd = {}
@@ -145,9 +163,12 @@ def save(rank, world, items, ckdir, desc, bug):
     for i, it in enumerate(items):
         if _skip_empty(it):
             continue
-        data = tensor_of(it["data"], it["dtype"], it["size"])
-        if bug == "wrong_slice" and data.dim() >= 1 and data.shape[0] >= 2:
-            data = data.flip(0)
+        if bug == "drop_shard" and it.get("drop"):
+            continue  # the parent marked one main box of a key that has several
+        raw = it["data"]
+        if bug == "wrong_slice":
+            raw = wrong_slice(raw, it["size"])
+        data = tensor_of(raw, it["dtype"], it["size"])
         key = it["key"]
         if bug == "rename_key" and not renamed and it["factory"] is None:
             key, renamed = key + "_renamed", True

@@ -1,7 +1,10 @@
 """mcore_ckpt_pool.py - a pool of gloo processes that run Megatron-Core's dist_checkpointing.
 
-One worker process per rank (spawned, so torch and megatron are imported once per worker and
-reused across cases). Worker 0 hosts a TCPStore on a free port; every worker connects to it once.
+One worker process per rank, reused across cases. By default the workers are forked from the
+parent after it has imported torch and megatron once (importing them is about 6 s of CPU a
+process, so a pool of 8 spawned workers spent most of a short CI run importing); the parent holds
+no process group, store or thread of its own when it forks. `start="spawn"` (or RS_MCORE_START=spawn)
+starts fresh interpreters instead, each importing on its own. Worker 0 hosts a TCPStore on a free port; every worker connects to it once.
 A world of N ranks is the first N workers joined into a fresh default process group
 (`init_process_group("gloo", store=PrefixStore("g<gen>", store))`, world N); a request for another
 N destroys the group on every worker and makes the new one. Megatron's save and load use the
@@ -38,6 +41,10 @@ def _worker(conn, rank, port_conn, port, group_timeout, preload=()):
     """A worker's loop: commands ("group", gen, n), ("call", module, fn, args), ("exit",)."""
     _pdeathsig()
     sys.stdout = sys.stderr
+    try:  # fd 1 is the parent's protocol pipe: nothing a worker (or Megatron's writers) prints may reach it
+        os.dup2(2, 1)
+    except OSError:
+        pass
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     import datetime
     import importlib
@@ -117,8 +124,13 @@ class PoolError(Exception):
 
 
 class Pool:
-    def __init__(self, timeout=90.0, group_timeout=60, start_timeout=300.0, preload=("mcore_ckpt_ops",)):
-        self.ctx = mp.get_context("spawn")
+    def __init__(self, timeout=90.0, group_timeout=60, start_timeout=300.0, preload=("mcore_ckpt_ops",), start=None):
+        start = start or os.environ.get("RS_MCORE_START") or "fork"
+        if start not in ("fork", "spawn"):
+            raise ValueError("start method %r: fork or spawn" % start)
+        self.start = start
+        self.ctx = mp.get_context(start)
+        self.imported = False
         self.timeout = timeout
         self.start_timeout = start_timeout  # importing torch and megatron on a loaded machine
         self.preload = tuple(preload)
@@ -161,6 +173,17 @@ class Pool:
         """Start workers up to n, all at once once worker 0 has its store up (each imports torch and
         megatron: slow on a loaded machine), then wait for every one's "ready"."""
         try:
+            if self.start == "fork" and not self.imported:
+                # once, in the parent: the forked workers inherit the modules
+                import importlib
+                import warnings
+                if HERE not in sys.path:
+                    sys.path.insert(0, HERE)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    for m in self.preload:
+                        importlib.import_module(m)
+                self.imported = True
             first = len(self.procs)
             while len(self.procs) < n:
                 self._start(len(self.procs))
