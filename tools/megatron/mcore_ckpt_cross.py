@@ -7,16 +7,20 @@
 
 For each of a few layouts (SAVE spec on N ranks, LOAD spec on M ranks in another layout):
   A. Megatron -> reshard: `reshard ckpt save SAVE` + `reshard ckpt export` give the oracle's whole
-     tensors; N gloo processes save their boxes with dist_checkpointing.save; the DCP part of that
-     directory (.metadata + *.distcp) is imported with `python -m reshard_dcp import-dcp`
-     (tools/pytorch/reshard_dcp, DCP's default format) and `reshard ckpt load LOAD` compares every
-     rank with the oracle. Damage: one byte of the Megatron save's .metadata flipped -> the import
-     must refuse it.
-  B. reshard -> Megatron: `reshard ckpt save SAVE`; M gloo processes run dist_checkpointing.load into
+     tensors; N gloo processes save their boxes with dist_checkpointing.save (torch_dist); the
+     directory as Megatron wrote it (.metadata, *.distcp, metadata.json, common.pt) is imported with
+     `python -m reshard_dcp import-dcp --skip-non-tensors` (tools/pytorch/reshard_dcp: refused
+     without the flag, naming it) and `reshard ckpt load LOAD` compares every rank with the
+     oracle. Damage: a copy's .metadata cut to half its length -> the import must refuse it.
+  B. reshard -> Megatron: M gloo processes run dist_checkpointing.load of the reshard checkpoint into
      LOAD's boxes with Megatron's torch_dist load strategy reading through reshard_dcp's
-     ReshardStorageReader (Megatron's own metadata.json/common.pt written beside it, since Megatron
+     ReshardStorageReader (Megatron's own metadata.json/common.pt in a view directory, since Megatron
      reads those first); every box compared with the export (the oracle's tensors). Damage: one
      byte of a data file flipped -> the load must fail (the reader checks the digests).
+--plant wrong_values makes both directions carry valid checkpoints of wrong values (the Megatron
+save writes each box's rows reversed; the reshard checkpoint Megatron reads holds another seed's
+values for one tensor): only the comparisons with the oracle can tell, and each must FAIL.
+--layouts N runs the first N layouts. Worker tracebacks go to stderr; the verdicts to stdout.
 Exit 0 when every read matched and every damage was refused; 1 otherwise.
 """
 import argparse
@@ -114,11 +118,17 @@ def main():
     ap.add_argument("--reshard", required=True)
     ap.add_argument("--work")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--layouts", type=int, default=len(LAYOUTS), help="run the first N layouts (default all)")
+    ap.add_argument("--plant", choices=["wrong_values"],
+                    help="plant wrong-but-valid data in both directions (the Megatron save writes each box's rows "
+                         "reversed; the reshard checkpoint read by Megatron holds another seed's values for one "
+                         "tensor): every '== oracle' read must then FAIL (exit 1)")
     args = ap.parse_args()
     rs = os.path.realpath(args.reshard)
     work = args.work or tempfile.mkdtemp(prefix="mcore-cross-")
     os.makedirs(work, exist_ok=True)
     pool = mcore_ckpt_pool.Pool(timeout=args.timeout, group_timeout=int(args.timeout))
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "tools", "pytorch"))
     bad = 0
 
     def report(ok, what):
@@ -126,8 +136,19 @@ def main():
         print("%s %s" % ("ok  " if ok else "FAIL", what), flush=True)
         bad += 0 if ok else 1
 
+    def import_dcp(d, src, root, *extra):
+        return sh([sys.executable, "-m", "reshard_dcp", "import-dcp", src, "--root", root, "--step", "1"] + list(extra),
+                  cwd=d, env=env)
+
+    def errors(ans):  # the ranks' errors, the one that raised first (not one the pool stopped waiting for)
+        errs = [str(a[1]) for a in ans if a[0] != "ok"]
+        return sorted(errs, key=lambda e: e.startswith("not waited for"))
+
+    def last(text):
+        return (text.strip().splitlines() or [""])[-1][:300]
+
     try:
-        for name, save, load in LAYOUTS:
+        for name, save, load in LAYOUTS[:args.layouts]:
             d = os.path.join(work, name)
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
@@ -144,42 +165,52 @@ def main():
                 continue
             whole = export_arrays(os.path.join(d, "whole.safetensors"))
             desc = "cross"
-            # A. Megatron saves (oracle values, SAVE's boxes); reshard imports and loads LOAD
+            # A. Megatron saves (the oracle's values in SAVE's boxes); reshard imports the directory as
+            # Megatron wrote it and loads LOAD
             mdir = os.path.join(d, "megatron")
             os.makedirs(mdir)
             per = items_of(save, whole)
-            ans = pool.call(int(save["world"]), "mcore_ckpt_ops", "save", [(p, mdir, desc, None) for p in per])
-            if any(a[0] != "ok" for a in ans):
-                report(False, "%s: Megatron save: %s" % (name, [a[1] for a in ans if a[0] != "ok"][0]))
+            bug = "wrong_slice" if args.plant else None
+            ans = pool.call(int(save["world"]), "mcore_ckpt_ops", "save", [(p, mdir, desc, bug) for p in per])
+            if errors(ans):
+                report(False, "%s: Megatron save: %s" % (name, errors(ans)[0]))
                 continue
-            r = sh([sys.executable, "-m", "reshard_dcp", "import-dcp", mdir, "--root", "imp_direct", "--step", "1"],
-                   cwd=d, env=dict(os.environ, PYTHONPATH=os.path.join(TOP, "tools", "pytorch")))
-            print("     import-dcp of the Megatron directory as it is: exit %d (%s)" % (
-                r.returncode, (r.stderr.strip().splitlines() or [""])[-1][:200]))
-            dcp = os.path.join(d, "megatron-dcp")
-            os.makedirs(dcp)
-            for fn in os.listdir(mdir):
-                if fn == ".metadata" or fn.endswith(".distcp"):
-                    shutil.copy2(os.path.join(mdir, fn), dcp)
-            r = sh([sys.executable, "-m", "reshard_dcp", "import-dcp", dcp, "--root", "imp", "--step", "1",
-                    "--skip-non-tensors"], cwd=d, env=dict(os.environ, PYTHONPATH=os.path.join(TOP, "tools", "pytorch")))
+            r = import_dcp(d, mdir, "imp_strict")
+            report(r.returncode != 0 and "--skip-non-tensors" in r.stderr,
+                   "%s: import-dcp of the Megatron directory without --skip-non-tensors refused, naming the flag "
+                   "(exit %d: %s)" % (name, r.returncode, last(r.stderr)))
+            r = import_dcp(d, mdir, "imp", "--skip-non-tensors")
             if r.returncode:
-                report(False, "%s: Megatron -> reshard: import-dcp: %s" % (name, r.stderr.strip()[-300:]))
+                report(False, "%s: Megatron -> reshard: import-dcp: %s" % (name, last(r.stderr)))
             else:
                 r = sh([rs, "ckpt", "load", "load.json", "--root", "imp"], cwd=d)
-                report(r.returncode == 0, "%s: Megatron (%d ranks) -> reshard_dcp import-dcp -> reshard ckpt load "
-                       "(%d ranks) == oracle%s" % (name, save["world"], load["world"],
-                                                   "" if r.returncode == 0 else ": " + r.stdout.strip()[-300:]))
-            flip(os.path.join(dcp, ".metadata"))
-            r = sh([sys.executable, "-m", "reshard_dcp", "import-dcp", dcp, "--root", "imp_bad", "--step", "1",
-                    "--skip-non-tensors"], cwd=d, env=dict(os.environ, PYTHONPATH=os.path.join(TOP, "tools", "pytorch")))
-            report(r.returncode != 0, "%s: damage: a flipped byte in the Megatron .metadata refused by the import "
-                   "(exit %d)" % (name, r.returncode))
+                report(r.returncode == 0, "%s: Megatron dist_checkpointing.save (%d ranks) -> reshard_dcp import-dcp -> "
+                       "reshard ckpt load (%d ranks) == oracle%s" % (
+                           name, save["world"], load["world"], "" if r.returncode == 0 else ": " + last(r.stderr)))
+            mbad = os.path.join(d, "megatron-damaged")
+            shutil.copytree(mdir, mbad)
+            # cut short (as by a save that died while writing it): always malformed; a flipped byte may
+            # land in a string (the save's uuid) and leave a valid pickle
+            mp_ = os.path.join(mbad, ".metadata")
+            os.truncate(mp_, os.path.getsize(mp_) // 2)
+            r = import_dcp(d, mbad, "imp_bad", "--skip-non-tensors")
+            report(r.returncode != 0, "%s: damage: the Megatron .metadata cut to half its length refused by the import "
+                   "(exit %d: %s)" % (name, r.returncode, last(r.stderr)))
             # B. reshard's checkpoint read by Megatron's load through ReshardStorageReader
+            root = os.path.join(d, "rs")
+            if args.plant:  # a valid reshard checkpoint (digests right) whose first tensor has other values
+                wrong = json.loads(json.dumps(save))
+                wrong["tensors"][0]["seed"] += 7919
+                with open(os.path.join(d, "wrong.json"), "w") as f:
+                    json.dump(wrong, f)
+                root = os.path.join(d, "rs_wrong")
+                r = sh([rs, "ckpt", "save", "wrong.json", "--root", "rs_wrong", "--step", "1"], cwd=d)
+                if r.returncode:
+                    report(False, "%s: reshard ckpt save (planted): %s" % (name, last(r.stderr)))
+                    continue
             lper = items_of(load, None)
-            ans = pool.call(int(load["world"]), "mcore_ckpt_cross_ops", "load_reshard",
-                            [(p, os.path.join(d, "rs")) for p in lper])
-            errs = [a[1] for a in ans if a[0] != "ok"]
+            ans = pool.call(int(load["world"]), "mcore_ckpt_cross_ops", "load_reshard", [(p, root) for p in lper])
+            errs = errors(ans)
             if errs:
                 report(False, "%s: reshard -> Megatron load: %s" % (name, errs[0]))
             else:
@@ -191,15 +222,16 @@ def main():
                         idx = tuple(slice(s, s + z) for s, z in zip(it["start"], it["size"]))
                         if np.ascontiguousarray(g[idx]).tobytes() != raw:
                             diff.append("%s rank %d" % (it["key"], r_))
-                report(not diff, "%s: reshard (%d ranks) -> Megatron dist_checkpointing.load via ReshardStorageReader "
-                       "(%d ranks) == oracle%s" % (name, save["world"], load["world"],
-                                                   "" if not diff else ": differs at " + ", ".join(diff[:4])))
-            data = sorted(f for f in os.listdir(os.path.join(d, "rs", "step_1")) if f.endswith(".safetensors"))
-            flip(os.path.join(d, "rs", "step_1", data[0]), at=os.path.getsize(os.path.join(d, "rs", "step_1", data[0])) - 1)
-            ans = pool.call(int(load["world"]), "mcore_ckpt_cross_ops", "load_reshard",
-                            [(p, os.path.join(d, "rs")) for p in lper])
-            report(any(a[0] != "ok" for a in ans), "%s: damage: a flipped data byte in the reshard checkpoint refused "
-                   "by Megatron's load through ReshardStorageReader" % name)
+                report(not diff, "%s: reshard ckpt save (%d ranks) -> Megatron dist_checkpointing.load via "
+                       "ReshardStorageReader (%d ranks) == oracle%s" % (
+                           name, save["world"], load["world"], "" if not diff else ": differs at " + ", ".join(diff[:4])))
+            step = os.path.join(root, "step_1")
+            data = sorted(f for f in os.listdir(step) if f.endswith(".safetensors"))
+            flip(os.path.join(step, data[0]), at=os.path.getsize(os.path.join(step, data[0])) - 1)
+            ans = pool.call(int(load["world"]), "mcore_ckpt_cross_ops", "load_reshard", [(p, root) for p in lper])
+            errs = errors(ans)
+            report(bool(errs), "%s: damage: a flipped data byte in the reshard checkpoint refused by Megatron's load "
+                   "through ReshardStorageReader%s" % (name, ": " + errs[0][:200] if errs else ""))
     except mcore_ckpt_pool.PoolError as e:
         report(False, "gloo processes: %s" % e)
     finally:

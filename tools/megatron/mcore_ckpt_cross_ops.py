@@ -7,6 +7,7 @@ checked). So the directory given to Megatron is a small view: Megatron's metadat
 common.pt, the tensors coming from the reshard root. Used by mcore_ckpt_cross.py."""
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -37,4 +38,5 @@ def load_reshard(rank, world, items, root):
         got = dc.load(sd, view)
     finally:
         mtorch._get_filesystem_reader = orig
+        shutil.rmtree(view, ignore_errors=True)
     return [ops.bytes_of(got["t%d" % i]) for i in range(len(items))]
