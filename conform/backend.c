@@ -2,9 +2,12 @@
  * after the ELF check) or a process (conform/proto.c), behind one set of calls, so every suite
  * driver is written once and both kinds of backend see the same requests. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include "conform/backend_internal.h"
@@ -15,7 +18,7 @@
 
 
 unsigned rs_cf_backend_caps(const rs_cf_backend *b) { return b->caps; }
-int64_t rs_cf_backend_templates_sent(const rs_cf_backend *b) { return b->templates_sent; }
+int64_t rs_cf_backend_templates_sent(const rs_cf_backend *b) { return atomic_load(&b->sh->templates_sent); }
 const char *rs_cf_backend_name(const rs_cf_backend *b) { return b->name; }
 const char *rs_cf_backend_spec(const rs_cf_backend *b) { return b->spec; }
 int rs_cf_backend_ckpt_reshard(const rs_cf_backend *b) { return b->ckpt_reshard; }
@@ -37,6 +40,11 @@ static rs_status open_exec(rs_cf_backend *b, const char *cmd, double timeout) {
   if (!(b->caps & RS_CF_P2P_EXECUTE)) b->caps &= ~(unsigned)RS_CF_P2P_ANY_PLAN; /* a flag of p2p_execute */
   const char *f = rs_proto_hello_str(b->proto, "ckpt_format");
   b->ckpt_reshard = f && strcmp(f, "reshard") == 0;
+  /* "max_instances": k (k >= 1): at most k children of this command may run at once (a fixed
+   * port, file or device); absent or 0: any number (--jobs N starts N) */
+  if (rs_proto_hello_int(b->proto, "max_instances", 0, INT32_MAX, &b->max_instances) < 0)
+    return rs_fail(RS_ERR_INVALID, "--backend exec:%s: %s (max_instances: an integer, 0 or absent for any number)", cmd,
+                   rs_last_error());
   return RS_OK;
 }
 
@@ -46,6 +54,10 @@ static rs_status open_plugin(rs_cf_backend *b, const char *spec) {
   char *q = strchr(path, '?');
   const char *options = "";
   if (q) *q = 0, options = q + 1;
+  if (!(b->options = strdup(options))) {
+    free(path);
+    return rs_fail(RS_ERR_NOMEM, "--backend: out of memory");
+  }
   /* a bare name would be searched on the library path: always load the file named; the file
    * checked is the file mapped (core/elf_check.h) */
   char *load = path;
@@ -88,6 +100,7 @@ static rs_status open_plugin(rs_cf_backend *b, const char *spec) {
   if ((b->abi.p2p_plan || b->abi.p2p_execute) && (b->abi.p2p_flags & RS_BACKEND_P2P_TEMPLATES))
     b->caps |= RS_CF_P2P_TEMPLATES;
   b->ckpt_reshard = b->abi.ckpt_format == RS_BACKEND_CKPT_RESHARD;
+  b->max_instances = b->abi.max_instances; /* 0 when struct_size stops before it: any number */
   if (b->abi.create) {
     char msg[1024] = "";
     if (b->abi.create(options, &b->self, msg, sizeof msg) != RS_BACKEND_OK)
@@ -105,6 +118,14 @@ rs_status rs_cf_backend_open(const char *spec, double timeout, rs_cf_backend **o
     free(b);
     return rs_fail(RS_ERR_NOMEM, "--backend: out of memory");
   }
+  b->worker = -1;
+  /* shared before any fork: every --jobs worker adds its timeouts and template counts here */
+  void *sh = mmap(NULL, sizeof *b->sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) {
+    rs_cf_backend_close(b);
+    return rs_fail(RS_ERR_NOMEM, "--backend: out of memory (a shared page)");
+  }
+  b->sh = sh;
   rs_status st = strncmp(spec, "exec:", 5) == 0 ? open_exec(b, spec + 5, timeout) : open_plugin(b, spec);
   if (st) {
     rs_cf_backend_close(b);
@@ -119,11 +140,73 @@ void rs_cf_backend_close(rs_cf_backend *b) {
   rs_proto_close(b->proto);
   if (b->dl && b->abi.destroy && b->self) b->abi.destroy(b->self);
   if (b->dl) dlclose(b->dl);
+  if (b->sh) munmap(b->sh, sizeof *b->sh);
+  free(b->options);
   free(b->spec);
   free(b);
 }
 
+int64_t rs_cf_backend_max_instances(const rs_cf_backend *b) { return b->max_instances; }
+
+/* worker w's child, as conform sees it (0: none) */
+static void note_child(rs_cf_backend *b) {
+  if (b->worker >= 0 && b->worker < RS_RUN_MAX_JOBS)
+    atomic_store(&b->sh->child[b->worker], b->proto ? (int32_t)rs_proto_pid(b->proto) : 0);
+}
+
+rs_status rs_cf_backend_worker_start(rs_cf_backend *b, int worker) {
+  if (worker < 0 || worker >= RS_RUN_MAX_JOBS) return rs_fail(RS_ERR_INVALID, "conform: worker %d out of range", worker);
+  b->worker = worker;
+  if (b->proto) {
+    /* the child inherited from conform is conform's: its pipes are closed here, nothing is said to
+     * it, and this worker talks to a child of its own */
+    rs_status st = rs_proto_reopen(&b->proto);
+    if (st) return rs_fail(st, "--backend %s: worker %d: %s", b->spec, worker + 1, rs_last_error());
+    note_child(b);
+    return RS_OK;
+  }
+  if (b->dl && b->abi.create) {
+    /* a fresh instance of the plug-in: the one inherited from conform is left alone (not destroyed) */
+    char msg[1024] = "";
+    b->self = NULL;
+    if (b->abi.create(b->options ? b->options : "", &b->self, msg, sizeof msg) != RS_BACKEND_OK)
+      return rs_fail(RS_ERR_INVALID, "--backend %s: worker %d: create failed: %s", b->spec, worker + 1,
+                     msg[0] ? msg : "(no message)");
+  }
+  return RS_OK;
+}
+
+void rs_cf_backend_worker_stop(rs_cf_backend *b) {
+  if (b->worker < 0) return;
+  if (b->proto) {
+    rs_proto_close(b->proto); /* bye, then its process group killed and reaped */
+    b->proto = NULL;
+  } else if (b->dl && b->abi.destroy && b->self) {
+    b->abi.destroy(b->self);
+    b->self = NULL;
+  }
+  note_child(b);
+}
+
+int rs_cf_backend_workers_reap(rs_cf_backend *b) {
+  int n = 0;
+  for (int w = 0; w < RS_RUN_MAX_JOBS; w++) {
+    int32_t pid = atomic_exchange(&b->sh->child[w], 0);
+    if (pid <= 0) continue;
+    /* the worker died without stopping its child: PR_SET_PDEATHSIG killed `sh`, this kills what
+     * it started (the child's own process group) */
+    kill(-(pid_t)pid, SIGKILL);
+    kill((pid_t)pid, SIGKILL);
+    n++;
+  }
+  return n;
+}
+
 /* ---- calls ---- */
+
+void rs__cf_poison(void *data, int64_t nbytes) {
+  if (data && nbytes > 0) memset(data, RS_CF_POISON, (size_t)nbytes);
+}
 
 void rs__cf_call_set(rs_cf_call *call, int result, rs_exec_fault fault, const char *fmt, const char *arg) {
   call->result = result;
@@ -143,7 +226,7 @@ cJSON *rs__cf_request(rs_cf_backend *b, cJSON *req, rs_cf_call *call) {
   rs_exec_fault fault;
   if (rs_cf_backend_gave_up(b)) { /* --max-timeouts: no request waits for a backend that stopped answering */
     char why[96];
-    snprintf(why, sizeof why, "%lld", (long long)b->timeouts);
+    snprintf(why, sizeof why, "%lld", (long long)rs_cf_backend_timeouts(b));
     /* a skip, not a failure: no case is blamed (or shrunk toward) for a request never sent */
     rs__cf_call_set(call, RS_BACKEND_UNSUPPORTED, RS_EXEC_FINE,
                     "not sent: the backend timed out %s times (--max-timeouts), the run stopped asking it", why);
@@ -151,7 +234,8 @@ cJSON *rs__cf_request(rs_cf_backend *b, cJSON *req, rs_cf_call *call) {
   }
   rs_proto_result r = rs_proto_call(b->proto, req, &ans, call->msg, sizeof call->msg, &fault);
   /* Mutant 760: timeouts are never counted, so --max-timeouts never stops a hanging backend. */
-  if (fault == RS_EXEC_TIMEOUT && !RS_MUTANT(760)) b->timeouts++;
+  if (fault == RS_EXEC_TIMEOUT && !RS_MUTANT(760)) atomic_fetch_add(&b->sh->timeouts, 1);
+  note_child(b); /* a restart (after a fault) gave it a new child */
   call->fault = fault;
   call->result = r == RS_PROTO_OK ? RS_BACKEND_OK : r == RS_PROTO_UNSUPPORTED ? RS_BACKEND_UNSUPPORTED : RS_BACKEND_ERROR;
   return ans;
@@ -259,6 +343,7 @@ void rs_cf_redistribute(rs_cf_backend *b, const rs_case *c, const rs_locals *in,
     for (int p = 0; p < n; p++) {
       buf_of(&bi[p], c->mesh.ranks[p], &in->r[p], NULL);
       buf_of(&bo[p], c->mesh.ranks[p], &out->r[p], NULL);
+      rs__cf_poison(bo[p].data, bo[p].capacity);
     }
     rs_backend_bufs vi = {n, bi}, vo = {n, bo};
     call->result = b->abi.redistribute(b->self, cj, &vi, &vo, call->msg, sizeof call->msg);
@@ -355,7 +440,10 @@ void rs_cf_tp_forward(rs_cf_backend *b, const rs_tp_case *c, rs_locals *out, rs_
   }
   for (int p = 0; p < n && call->result == RS_BACKEND_OK; p++) {
     if (rs_local_resize(&out->r[p], 3, gshape, rs_dtype_size(rs_tp_dtype_of(c->dtype)))) rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", rs_last_error());
-    else buf_of(&bo[p], c->mesh.ranks[p], &out->r[p], NULL);
+    else {
+      buf_of(&bo[p], c->mesh.ranks[p], &out->r[p], NULL);
+      rs__cf_poison(bo[p].data, bo[p].capacity);
+    }
   }
   if (call->result == RS_BACKEND_OK) {
     rs_backend_bufs vi = {t->n, t->b}, vo = {n, bo};
@@ -373,5 +461,7 @@ out:
 }
 
 void rs_cf_backend_set_max_timeouts(rs_cf_backend *b, int64_t k) { b->max_timeouts = k; }
-int64_t rs_cf_backend_timeouts(const rs_cf_backend *b) { return b->timeouts; }
-int rs_cf_backend_gave_up(const rs_cf_backend *b) { return b->max_timeouts > 0 && b->timeouts >= b->max_timeouts; }
+int64_t rs_cf_backend_timeouts(const rs_cf_backend *b) { return atomic_load(&b->sh->timeouts); }
+int rs_cf_backend_gave_up(const rs_cf_backend *b) {
+  return b->max_timeouts > 0 && rs_cf_backend_timeouts(b) >= b->max_timeouts;
+}

@@ -24,7 +24,7 @@ static int64_t find_param(const rs_p2p_model *m, const char *name) {
  * expanded by reshard). Either way the oracle holds the result to reshard's expansion. */
 static rs_status model_text(rs_cf_backend *b, const rs_p2p_model *m, char **text) {
   if ((b->caps & RS_CF_P2P_TEMPLATES) && m->arch_set && rs_p2p_model_to_template_json(m, text) == RS_OK) {
-    b->templates_sent++;
+    atomic_fetch_add(&b->sh->templates_sent, 1);
     return RS_OK;
   }
   return rs_p2p_model_to_json(m, NULL, text);
@@ -239,6 +239,7 @@ void rs_cf_p2p_execute(rs_cf_backend *b, const rs_p2p_model *m, const rs_p2p_pla
       rs__cf_call_set(call, RS_BACKEND_ERROR, RS_EXEC_FINE, "%s", db ? rs_last_error() : "out of memory");
     } else {
       rs_backend_bufs vs = {ns, sb}, vd = {nd, db};
+      for (int i = 0; i < nd; i++) rs__cf_poison(db[i].data, db[i].capacity);
       /* pj NULL: its own plan; the backend's own transport always (cs NULL) */
       call->result = b->abi.p2p_execute(b->self, text, pj, NULL, NULL, &vs, &vd, call->msg, sizeof call->msg);
       if (call->result != RS_BACKEND_OK && call->result != RS_BACKEND_UNSUPPORTED) call->result = RS_BACKEND_ERROR;

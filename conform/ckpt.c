@@ -16,6 +16,7 @@
 #include "core/values.h"
 #include "props/ckpt.h"
 #include "props/report.h"
+#include "props/runner.h"
 
 /* Plain tensors only: Megatron's ways of cutting a tensor into state-dict entries (flattened
  * fragments, GLU factories) are dropped from its description (the tensor and its layout stay),
@@ -261,60 +262,140 @@ rs_status rs_cf_ckpt_draw(rs_cf_backend *b, struct rs_html *h, const char *name,
   return st;
 }
 
+/* ---- the campaign, on the runner (props/runner.h) ---- */
+
+#define CK_STREAM 0x636b7074 /* "ckpt": case i is drawn from rs_hash3(seed, i, CK_STREAM) */
+#define CK_MSG 4096
+
+typedef struct ck_ctx {
+  rs_cf_run *run;
+  char msg[CK_MSG];
+} ck_ctx;
+
+/* Case `index`: drawn from the seed and the index alone, saved and loaded through the backend (a
+ * forked worker's own). */
+static rs_status ck_eval(void *vx, int64_t index, rs_run_case *rc) {
+  ck_ctx *x = vx;
+  rs_choices ch;
+  rs_choices_seed(&ch, rs_hash3(x->run->o->seed, (uint64_t)index, CK_STREAM));
+  ck_case c;
+  rs_outcome out = ck_gen(&ch, &c) ? RS_SKIP : judge(x->run->b, &c, x->msg, CK_MSG);
+  ck_free(&c);
+  rs_choices_free(&ch);
+  rc->out[0] = out == RS_PASS ? RS_RUN_PASS : out == RS_SKIP ? RS_RUN_SKIP : RS_RUN_FAIL;
+  if (out == RS_FAIL) snprintf(rc->msg[0], RS_RUN_MSG, "%.*s", RS_RUN_MSG - 1, x->msg);
+  return RS_OK;
+}
+
+static rs_status ck_worker_init(void *vx, int w) { return rs_cf_worker_init(((ck_ctx *)vx)->run, w); }
+static void ck_worker_exit(void *vx) { rs_cf_worker_exit(((ck_ctx *)vx)->run); }
+
+static void ck_run_opts(const rs_cf_run *run, rs_run_opts *ro) {
+  const rs_conform_opts *o = run->o;
+  memset(ro, 0, sizeof *ro);
+  ro->verb = "conform ckpt";
+  ro->seed = o->seed;
+  ro->cases = o->cases;
+  ro->seconds = o->seconds;
+  ro->jobs = run->jobs;
+  ro->shard_k = o->shard_k;
+  ro->shard_n = o->shard_n;
+  ro->case_timeout = o->case_timeout;
+  ro->progress = !o->quiet;
+  ro->stop = rs_cf_gave_up;
+  ro->stop_ctx = run->b;
+}
+
+/* The first failure (case `index`) shrunk here, in conform, saved, printed. */
+static void ck_shrink(rs_cf_run *run, rs_cf_item *it, int64_t index, const char *first) {
+  const rs_conform_opts *o = run->o;
+  char *msg = malloc(CK_MSG);
+  rs_choices ch;
+  ck_case c;
+  if (!msg) return;
+  snprintf(msg, CK_MSG, "%s", first);
+  rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)index, CK_STREAM));
+  ck_gen(&ch, &c); /* the draws of the failing case */
+  ck_free(&c);
+  size_t n = ch.n;
+  uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+  pred_ctx x = {run->b, msg, CK_MSG, {{0}, {0}}};
+  char path[1024] = "";
+  if (v) {
+    memcpy(v, ch.v, n * sizeof *v);
+    int shrink_out = 0;
+    char note[96];
+    rs_shrink_stream_budget(still_fails, &x, &v, &n, o->shrink_runs, o->shrink_seconds, &shrink_out);
+    rs_shrink_budget_note(shrink_out, o->shrink_runs, o->shrink_seconds, note, sizeof note);
+    rs_choices rc;
+    if (rs_choices_replay(&rc, v, n) == RS_OK) {
+      if (!still_fails(&x, &rc)) snprintf(msg, CK_MSG, "%.1000s (shrinking lost the failure)", first);
+      rs_choices_free(&rc);
+    }
+    if (note[0] && strlen(msg) + strlen(note) + 4 < CK_MSG) strcat(strcat(strcat(msg, " ("), note), ")");
+    free(v);
+  }
+  rs_choices_free(&ch);
+  if (x.last.save.nt && save_failure(run, &x.last, msg, path, sizeof path) == RS_OK) rs_cf_item_saved(run, it, path);
+  RS_CF_PRINT(it->message, "%s", msg);
+  printf("FAIL ckpt %s (shrunk: %d tensor(s), %d rank(s) saving, %d loading)\n  %s\n", it->name, x.last.save.nt,
+         x.last.save.world, x.last.load.world, msg);
+  if (it->replay[0]) printf("  replay: %s\n", it->replay);
+  fflush(stdout);
+  ck_free(&x.last);
+  free(msg);
+}
+
+/* The runner object of the --json report (`reshard report merge` adds a campaign's shards up). */
+static cJSON *ck_runner_json(const rs_cf_run *run, const rs_run_ops *ops, const rs_run_result *rr, const rs_cf_item *it) {
+  rs_run_opts ro;
+  rs_run_names nm;
+  ck_run_opts(run, &ro);
+  memset(&nm, 0, sizeof nm);
+  nm.prop[0] = "backend_ckpt_oracle";
+  nm.prop_on[0] = 1;
+  rs_run_failure_note notes[RS_RUN_PROPS] = {{0}};
+  if (rr->fail[0])
+    notes[0] = (rs_run_failure_note){it->message, it->saved[0] ? it->saved : NULL, it->replay[0] ? it->replay : NULL};
+  return rs_run_json(&ro, ops, &nm, rr, notes);
+}
+
 static void campaign(rs_cf_run *run) {
   rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_CKPT, 0, "backend_ckpt_oracle");
-  if (!it) return;
-  const rs_conform_opts *o = run->o;
-  char *msg = malloc(4096);
-  if (!msg) return;
-  double t0 = rs_now();
-  int64_t i = 0;
-  for (;; i++) {
-    if (o->cases > 0 ? i >= o->cases : rs_now() - t0 >= o->seconds) break;
-    rs_choices ch;
-    rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, 0x636b7074));
-    ck_case c;
-    rs_outcome out = ck_gen(&ch, &c) ? RS_SKIP : judge(run->b, &c, msg, 4096);
-    ck_free(&c);
-    if (out == RS_PASS) it->pass++;
-    else if (out == RS_SKIP) it->skip++;
-    else if (!it->fail++) {
-      /* the first failure is shrunk and saved; later ones are counted */
-      size_t n = ch.n;
-      uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-      pred_ctx x = {run->b, msg, 4096, {{0}, {0}}};
-      char first[1024], path[1024] = "";
-      snprintf(first, sizeof first, "%s", msg);
-      if (v) {
-        memcpy(v, ch.v, n * sizeof *v);
-        int shrink_out = 0;
-        char note[96];
-        rs_shrink_stream_budget(still_fails, &x, &v, &n, o->shrink_runs, o->shrink_seconds, &shrink_out);
-        rs_shrink_budget_note(shrink_out, o->shrink_runs, o->shrink_seconds, note, sizeof note);
-        rs_choices rc;
-        if (rs_choices_replay(&rc, v, n) == RS_OK) {
-          if (!still_fails(&x, &rc)) snprintf(msg, 4096, "%s (shrinking lost the failure)", first);
-          rs_choices_free(&rc);
-        }
-        if (note[0] && strlen(msg) + strlen(note) + 4 < 4096) strcat(strcat(strcat(msg, " ("), note), ")");
-        free(v);
-      }
-      if (x.last.save.nt && save_failure(run, &x.last, msg, path, sizeof path) == RS_OK)
-        rs_cf_item_saved(run, it, path);
-      RS_CF_PRINT(it->message, "%s", msg);
-      printf("FAIL ckpt %s (shrunk: %d tensor(s), %d rank(s) saving, %d loading)\n  %s\n", it->name, x.last.save.nt,
-             x.last.save.world, x.last.load.world, msg);
-      if (it->replay[0]) printf("  replay: %s\n", it->replay);
-      fflush(stdout);
-      ck_free(&x.last);
-    }
-    rs_choices_free(&ch);
+  ck_ctx *x = calloc(1, sizeof *x);
+  rs_run_result *rr = calloc(1, sizeof *rr);
+  if (!it || !x || !rr) {
+    free(x), free(rr);
+    return;
   }
-  it->seconds = rs_now() - t0;
-  if (!o->quiet || it->fail)
-    printf("ckpt: %lld cases: %lld pass, %lld fail, %lld skip (%.2f s)\n", (long long)i, (long long)it->pass,
+  x->run = run;
+  rs_run_opts ro;
+  /* each forked worker (--jobs N) saves and loads through a backend of its own */
+  rs_run_ops ops = {.ctx = x, .eval = ck_eval, .worker_init = ck_worker_init, .worker_exit = ck_worker_exit, .nprops = 1};
+  ck_run_opts(run, &ro);
+  rs_status st = rs_run(&ro, &ops, rr);
+  it->pass = rr->pass[0], it->fail = rr->fail[0], it->skip = rr->skip[0], it->seconds = rr->seconds;
+  cJSON *runner = NULL;
+  if (st != RS_OK) {
+    rs_cf_campaign_error(run, it, st);
+  } else {
+    if (rr->fail[0]) ck_shrink(run, it, rr->first_fail[0], rr->first_msg[0]);
+    else if (rr->crashed) {
+      it->fail++;
+      RS_CF_PRINT(it->message, "crash: %s", rr->crash_msg);
+    }
+    if (rr->crashed)
+      printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", rr->crash_msg,
+             (long long)rr->crash_index + 1, (unsigned long long)run->o->seed);
+    runner = ck_runner_json(run, &ops, rr, it);
+  }
+  if (!run->o->quiet || it->fail)
+    printf("ckpt: %lld cases: %lld pass, %lld fail, %lld skip (%.2f s)\n", (long long)rr->cases, (long long)it->pass,
            (long long)it->fail, (long long)it->skip, it->seconds);
-  free(msg);
+  fflush(stdout);
+  rs_cf_campaign_done(run, RS_CF_SUITE_CKPT, runner, rr->skip[0], rr->pass[0] + rr->fail[0] + rr->skip[0]);
+  free(rr);
+  free(x);
 }
 
 typedef struct saving {

@@ -47,6 +47,19 @@ int rs_cf_backend_ckpt_reshard(const rs_cf_backend *b);
 void rs_cf_backend_set_max_timeouts(rs_cf_backend *b, int64_t k);
 int64_t rs_cf_backend_timeouts(const rs_cf_backend *b);
 int rs_cf_backend_gave_up(const rs_cf_backend *b);
+/* --jobs N (each forked worker its own backend): how many instances of the backend may run at once
+ * (hello "max_instances" / rs_backend.max_instances; 0: any number). */
+int64_t rs_cf_backend_max_instances(const rs_cf_backend *b);
+/* In forked worker `worker` (the runner's worker_init): a process backend forgets the child it
+ * inherited (its pipes closed, nothing said, not killed: it is conform's) and starts its own with
+ * the same command and hello; a plug-in makes a fresh instance (create). Errors name the worker. */
+rs_status rs_cf_backend_worker_start(rs_cf_backend *b, int worker);
+/* The worker's end (worker_exit): its child gets bye, then its process group is killed and reaped;
+ * a plug-in instance is destroyed. */
+void rs_cf_backend_worker_stop(rs_cf_backend *b);
+/* In conform after a campaign: kills the process group of every worker's child still registered
+ * (a worker that died or was killed without stopping it); returns how many. */
+int rs_cf_backend_workers_reap(rs_cf_backend *b);
 
 /* How one call ended: RS_BACKEND_OK, _ERROR (msg says why; fault says whether a process
  * crashed, hung or wrote garbage) or _UNSUPPORTED (a skip). */
@@ -103,6 +116,11 @@ typedef struct rs_conform_opts {
   double max_skip_share;
   double shrink_seconds;    /* --shrink-seconds: wall-clock cap per shrunk failure (0: none) */
   int64_t max_timeouts;     /* --max-timeouts (rs_cf_backend_set_max_timeouts) */
+  /* the runner (props/runner.h) for every suite's campaign: --jobs N forked workers, each with its
+   * own backend (a process backend's own child; at most the backend's max_instances), --shard K/N
+   * (the fixture corpora run in shard 1 only), --case-timeout SEC */
+  int jobs, shard_k, shard_n;
+  double case_timeout;
 } rs_conform_opts;
 
 #define RS_CF_MAX_SKIP_SHARE 1.0
@@ -129,6 +147,12 @@ typedef struct rs_cf_result {
   int64_t timeouts;         /* requests that timed out */
   int stopped;              /* the run stopped: the backend timed out --max-timeouts times */
   char replay[2048];        /* "reshard conform --backend '<spec>' --replay", before a saved file */
+  /* each suite campaign's "runner" object (props/runner.h), in suite order, for the --json report
+   * and `reshard report merge`; NULL where the campaign did not run */
+  struct cJSON *runner[4];
+  int jobs;                 /* workers each campaign ran with (after the backend's max_instances) */
+  int hung;                 /* a campaign stopped: a worker hung on one case past --case-timeout (exit 4) */
+  int oom;                  /* a campaign stopped: a case ran out of memory (exit 3) */
 } rs_cf_result;
 
 /* Run the chosen suites against b; RS_OK whether or not something failed (r->failed). */

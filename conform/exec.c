@@ -15,6 +15,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #define TAIL_CAP 2048
 
@@ -65,6 +68,7 @@ static rs_status spawn(rs_exec *x) {
     x->fault = RS_EXEC_SPAWN;
     return rs_fail(RS_ERR_IO, "exec: pipe: %s", strerror(e));
   }
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -73,6 +77,14 @@ static rs_status spawn(rs_exec *x) {
     return rs_fail(RS_ERR_IO, "exec: fork: %s", strerror(e));
   }
   if (pid == 0) {
+#ifdef __linux__
+    /* the child dies with the process that started it (conform, or one of its --jobs workers):
+     * a worker killed by the runner leaves no backend behind */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127); /* it died before the line above */
+#else
+    (void)parent;
+#endif
     setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);
     dup2(pin[0], 0), dup2(pout[1], 1), dup2(perr[1], 2);
@@ -432,6 +444,18 @@ rs_status rs_exec_restart(rs_exec *x) {
   x->pid = -1;
   return spawn(x);
 }
+
+void rs_exec_forget(rs_exec *x) {
+  if (!x) return;
+  close_fd(&x->in);
+  close_fd(&x->out);
+  close_fd(&x->err);
+  free(x->buf);
+  free(x->cmd);
+  free(x);
+}
+
+const char *rs_exec_cmd(const rs_exec *x) { return x->cmd; }
 
 void rs_exec_free(rs_exec *x, double grace) {
   if (!x) return;

@@ -26,7 +26,8 @@ typedef struct rs_exec rs_exec;
 /* s as one word of an `sh -c` command line: '...' with each ' written '\'' (cut to fit cap). */
 void rs_exec_quote(const char *s, char *out, size_t cap);
 /* Start `sh -c cmd` in its own process group (stdin, stdout, stderr are pipes). max_line: the
- * longest line accepted from the child (0: 1 GiB). */
+ * longest line accepted from the child (0: 1 GiB). On Linux the child is killed when the process
+ * that started it dies (PR_SET_PDEATHSIG), so no backend outlives its harness. */
 rs_status rs_exec_start(const char *cmd, size_t max_line, rs_exec **out);
 /* Write `line` and a '\n' (line has none) within timeout seconds. */
 rs_status rs_exec_send(rs_exec *x, const char *line, double timeout);
@@ -56,6 +57,12 @@ int rs_exec_pid(const rs_exec *x);
 void rs_exec_stop(rs_exec *x, double grace);
 /* Stop (grace 0) and start the same command again. */
 rs_status rs_exec_restart(rs_exec *x);
+/* Free x without touching its child: only our ends of its pipes are closed (no kill, no wait). A
+ * forked --jobs worker forgets the child it inherited from conform this way: that child stays
+ * conform's, and the worker starts its own. NULL is fine. */
+void rs_exec_forget(rs_exec *x);
+/* The command it runs (sh -c CMD). */
+const char *rs_exec_cmd(const rs_exec *x);
 /* Stop (grace seconds) and free. NULL is fine. */
 void rs_exec_free(rs_exec *x, double grace);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 #include "conform/suite.h"
 #include "props/p2p.h"
 
@@ -161,20 +162,38 @@ static void campaign(rs_cf_run *run) {
   c.shrink_runs = run->o->shrink_runs;
   c.shrink_seconds = run->o->shrink_seconds;
   c.save_templates = (rs_cf_backend_caps(run->b) & RS_CF_P2P_TEMPLATES) != 0;
+  /* the runner: each worker runs its models through a backend of its own; failures shrink here */
+  c.jobs = run->jobs;
+  c.shard_k = run->o->shard_k;
+  c.shard_n = run->o->shard_n;
+  c.case_timeout = run->o->case_timeout;
+  c.worker_init = rs_cf_worker_init;
+  c.worker_exit = rs_cf_worker_exit;
+  c.worker_ctx = run;
   rs_p2p_campaign_result *r = calloc(1, sizeof *r);
   if (!r) return;
-  if (rs_p2p_campaign_run(&c, r)) {
-    it->fail++;
-    RS_CF_PRINT(it->message, "campaign: %s", rs_last_error());
+  cJSON *runner = NULL;
+  int64_t judged[2] = {0, 0}; /* skipped, all: the --max-skip-share gate's sums */
+  rs_status st = rs_p2p_campaign_run(&c, r);
+  if (st != RS_OK) {
+    rs_cf_campaign_error(run, it, st);
   } else {
     int p = RS_P2P_PROP_OPT_ORACLE;
     it->pass = r->pass[p], it->fail = r->fail[p], it->skip = r->skip[p], it->seconds = r->seconds;
+    judged[0] = r->skip[p], judged[1] = r->pass[p] + r->fail[p] + r->skip[p];
     if (r->fail[p]) {
       RS_CF_PRINT(it->message, "%s", r->message[p]);
       rs_cf_item_saved(run, it, r->fixture[p]);
       printf("FAIL p2p %s (shrunk; found at case %lld)\n  %s\n  replay: %s\n", it->name, (long long)r->caught_at[p],
              it->message, it->replay);
+    } else if (r->run.crashed) {
+      /* a worker died on a case (a plug-in that crashed): that case is the failure */
+      it->fail++;
+      RS_CF_PRINT(it->message, "crash: %s", r->run.crash_msg);
+      printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", r->run.crash_msg,
+             (long long)r->run.crash_index + 1, (unsigned long long)run->o->seed);
     }
+    runner = rs_p2p_runner_json(&c, r);
     if (!run->o->quiet || r->fail[p])
       printf("p2p: %lld cases: %lld pass, %lld fail, %lld skip (%.2f s)\n", (long long)r->cases, (long long)it->pass,
              (long long)it->fail, (long long)it->skip, r->seconds);
@@ -192,6 +211,7 @@ static void campaign(rs_cf_run *run) {
     }
   }
   fflush(stdout);
+  rs_cf_campaign_done(run, RS_CF_SUITE_P2P, runner, judged[0], judged[1]);
   free(r);
 }
 

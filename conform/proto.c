@@ -30,6 +30,16 @@ const char *rs_proto_hello_str(const rs_proto *p, const char *key) {
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+int rs_proto_hello_int(const rs_proto *p, const char *key, int64_t lo, int64_t hi, int64_t *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(p->hello, key);
+  if (!v) return 0;
+  char what[96];
+  snprintf(what, sizeof what, "hello.%s", key);
+  return rs_json_i64(v, what, lo, hi, out) == RS_OK ? 1 : -1;
+}
+
+int rs_proto_pid(const rs_proto *p) { return p && p->x ? rs_exec_pid(p->x) : -1; }
+
 /* Send one object, read one line and parse it as an object. */
 static rs_status exchange(rs_proto *p, const cJSON *req, double timeout, cJSON **ans) {
   *ans = NULL;
@@ -120,6 +130,30 @@ rs_status rs_proto_open(const char *cmd, const char *role, double timeout, rs_pr
   }
   *out = p;
   return RS_OK;
+}
+
+rs_status rs_proto_reopen(rs_proto **pp) {
+  rs_proto *old = *pp;
+  char *cmd = strdup(rs_exec_cmd(old->x)), *role = strdup(old->role);
+  double timeout = old->timeout;
+  if (!cmd || !role) {
+    free(cmd), free(role);
+    return rs_fail(RS_ERR_NOMEM, "protocol: out of memory");
+  }
+  /* the inherited child is forgotten first: nothing of it (not even a pipe end) reaches the new one */
+  rs_proto_forget(old);
+  *pp = NULL;
+  rs_status st = rs_proto_open(cmd, role, timeout, pp);
+  free(cmd), free(role);
+  return st;
+}
+
+void rs_proto_forget(rs_proto *p) {
+  if (!p) return;
+  rs_exec_forget(p->x);
+  cJSON_Delete(p->hello);
+  free(p->role);
+  free(p);
 }
 
 static void fault_msg(rs_proto *p, char *msg, size_t cap, rs_exec_fault *fault) {

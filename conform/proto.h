@@ -46,6 +46,17 @@ const char *rs_proto_name(const rs_proto *p);
 int rs_proto_has(const rs_proto *p, const char *cap);
 /* A string member of the hello answer (e.g. "ckpt_format"), or NULL. */
 const char *rs_proto_hello_str(const rs_proto *p, const char *key);
+/* An integer member of the hello answer (e.g. "max_instances"): 0 when absent, 1 with *out set,
+ * -1 (the error set, naming hello.KEY) when it is not an integer in [lo, hi]. */
+int rs_proto_hello_int(const rs_proto *p, const char *key, int64_t lo, int64_t hi, int64_t *out);
+/* The child's pid (its process group), -1 when none. */
+int rs_proto_pid(const rs_proto *p);
+/* A forked --jobs worker's own child: forgets the child of *p (rs_proto_forget: the inherited
+ * child stays its parent's, untouched), then starts the same command again (a fresh child, hello)
+ * into *p (NULL on an error). */
+rs_status rs_proto_reopen(rs_proto **p);
+/* Free p without a word to its child: only our pipe ends are closed (rs_exec_forget). */
+void rs_proto_forget(rs_proto *p);
 /* One request: req (an object; "id" is set here) is sent, the answer read and checked (object,
  * same id, ok boolean). On RS_PROTO_OK *answer is the parsed answer (caller cJSON_Deletes it). On
  * anything else msg holds one line (FAULT: the fault, the exit status, then the stderr tail on the

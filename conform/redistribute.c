@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "conform/suite.h"
+#include "props/report.h"
 #include "props/report_html.h"
 #include "core/mutant.h"
 #include "reshard/oracle.h"
@@ -113,16 +114,6 @@ rs_outcome rs_cf_redistribute_replay(rs_cf_backend *b, const char *text, char *m
 
 /* ---- the property campaign ---- */
 
-/* --max-timeouts: the campaign stops once the backend stopped being asked. */
-static const char *gave_up(void *ctx) {
-  static char why[160];
-  rs_cf_backend *b = ctx;
-  if (!rs_cf_backend_gave_up(b)) return NULL;
-  snprintf(why, sizeof why, "stopped: the backend timed out %lld times (--max-timeouts)",
-           (long long)rs_cf_backend_timeouts(b));
-  return why;
-}
-
 static void campaign(rs_cf_run *run) {
   const rs_conform_opts *o = run->o;
   rs_cf_item *it = rs_cf_add_item(run->r, RS_CF_SUITE_REDISTRIBUTE, 0, rs_prop_name(RS_PROP_BACKEND));
@@ -141,19 +132,34 @@ static void campaign(rs_cf_run *run) {
   co.quiet = o->quiet;
   co.shrink_runs = o->shrink_runs;
   co.shrink_seconds = o->shrink_seconds;
-  co.stop = gave_up;
+  co.stop = rs_cf_gave_up;
   co.stop_ctx = run->b;
+  /* the runner: each worker judges its cases with a backend of its own; failures shrink here */
+  co.jobs = run->jobs;
+  co.shard_k = o->shard_k;
+  co.shard_n = o->shard_n;
+  co.case_timeout = o->case_timeout;
+  co.worker_init = rs_cf_worker_init;
+  co.worker_exit = rs_cf_worker_exit;
+  co.worker_ctx = run;
   rs_campaign_result *cr = calloc(1, sizeof *cr);
   if (!cr) return;
-  if (rs_campaign_run(&co, cr) != RS_OK) {
-    it->fail++;
-    RS_CF_PRINT(it->message, "campaign: %s", rs_last_error());
+  cJSON *runner = NULL;
+  int64_t judged[2] = {0, 0}; /* skipped, all: the --max-skip-share gate's sums */
+  rs_status st = rs_campaign_run(&co, cr);
+  if (st != RS_OK) {
+    rs_cf_campaign_error(run, it, st);
   } else {
     const rs_prop_stats *s = &cr->prop[RS_PROP_BACKEND];
     it->pass = s->pass, it->fail = s->fail, it->skip = s->skip;
+    judged[0] = s->skip, judged[1] = s->pass + s->fail + s->skip;
     if (s->fail) {
       RS_CF_PRINT(it->message, "%s", s->message);
       rs_cf_item_saved(run, it, s->fixture);
+    } else if (cr->run.crashed) {
+      /* a worker died on a case (a plug-in that crashed): that case is the failure */
+      it->fail++;
+      RS_CF_PRINT(it->message, "crash: %s", cr->run.crash_msg);
     } else if (cr->failed) {
       /* the campaign's own checks: feature coverage, the share of order values */
       it->fail++;
@@ -161,7 +167,11 @@ static void campaign(rs_cf_run *run) {
                                                                           : "too few Partial cases carried order values");
     }
     it->seconds = cr->seconds;
+    int en[RS_PROP_COUNT] = {0};
+    en[RS_PROP_BACKEND] = 1;
+    runner = rs__campaign_runner_json(&co, cr, en);
   }
+  rs_cf_campaign_done(run, RS_CF_SUITE_REDISTRIBUTE, runner, judged[0], judged[1]);
   free(cr);
 }
 

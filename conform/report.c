@@ -176,5 +176,17 @@ rs_status rs_cf_write_json(const char *path, const rs_conform_opts *o, const rs_
   cJSON_AddNumberToObject(root, "max_timeouts", (double)o->max_timeouts);
   cJSON_AddItemToObject(root, "suites", suites);
   cJSON_AddItemToObject(root, "items", items);
+  /* the runner object of each suite's campaign (props/runner.h), in suite order; "runner" too when
+   * one campaign ran, so `reshard report merge` adds up the --shard K/N reports of one suite */
+  cJSON *runners = cJSON_AddArrayToObject(root, "runners");
+  const cJSON *only = NULL;
+  int nrun = 0;
+  for (int k = 0; k < 4; k++)
+    if (r->runner[k]) {
+      cJSON_AddItemToArray(runners, cJSON_Duplicate(r->runner[k], 1));
+      only = r->runner[k];
+      nrun++;
+    }
+  if (nrun == 1) cJSON_AddItemToObject(root, "runner", cJSON_Duplicate(only, 1));
   return rs__report_json_write(root, path);
 }

@@ -63,6 +63,9 @@ static cJSON *hello(const rs_backend *b, const cJSON *req) {
     cJSON_AddStringToObject(a, "ckpt_format", b->ckpt_format == RS_BACKEND_CKPT_RESHARD ? "reshard" : "own");
   }
   cJSON_AddItemToObject(a, "capabilities", caps);
+  /* a plug-in that allows k instances at once: so does the process serving it */
+  if (b->struct_size >= offsetof(rs_backend, max_instances) + sizeof b->max_instances && b->max_instances)
+    cJSON_AddNumberToObject(a, "max_instances", b->max_instances);
   return a;
 }
 
@@ -231,6 +234,7 @@ static cJSON *serve_p2p(const rs_backend *b, void *self, const cJSON *req, int e
       a = refuse(req, RS_BACKEND_ERROR, rs_last_error());
     else {
       rs_backend_bufs out = {nd, db};
+      for (int i = 0; i < nd; i++) rs__cf_poison(db[i].data, db[i].capacity); /* unwritten bytes read the same each run */
       int r = b->p2p_execute(self, model_json, pj, NULL, NULL, &in, &out, msg, 4096);
       if (r != RS_BACKEND_OK) a = refuse(req, r, msg);
       else {

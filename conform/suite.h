@@ -19,10 +19,28 @@ typedef struct rs_cf_run {
   const rs_conform_opts *o;
   rs_cf_backend *b;
   rs_cf_result *r;
-  const char *fixtures; /* the fixtures/ folder, NULL when there is none */
+  const char *fixtures; /* the fixtures/ folder, NULL when there is none (or --shard K/N, K > 1) */
   const char *failures; /* where failures are saved */
   char replay[2048];    /* "reshard conform --backend '<spec>' --replay" */
+  int jobs;             /* workers of each campaign: --jobs, at most the backend's max_instances */
 } rs_cf_run;
+
+/* The runner's worker hooks of every suite campaign (ctx: the rs_cf_run): each forked worker runs
+ * its own backend (rs_cf_backend_worker_start / _stop). */
+rs_status rs_cf_worker_init(void *run, int worker);
+void rs_cf_worker_exit(void *run);
+/* After a suite's campaign: what a dead worker left running is killed (no backend outlives
+ * conform), and the campaign's runner object (may be NULL) is kept for the --json report with the
+ * --max-skip-share gate added on its sums (skip of total cases), so `reshard report merge` judges
+ * the gate too. */
+void rs_cf_campaign_done(rs_cf_run *run, unsigned suite, struct cJSON *runner, int64_t skip, int64_t total);
+/* A suite's campaign stopped with an error (st): the item fails with its message; a worker that hung
+ * past --case-timeout (not a --max-timeouts stop) or a case out of memory is kept for the exit
+ * status. */
+void rs_cf_campaign_error(rs_cf_run *run, rs_cf_item *it, rs_status st);
+/* --max-timeouts, as the runner's stop hook (ctx: the backend): a message once the backend stopped
+ * being asked, NULL before. */
+const char *rs_cf_gave_up(void *backend);
 
 /* A new item of the report (zeroed, named); NULL on out of memory. */
 rs_cf_item *rs_cf_add_item(rs_cf_result *r, unsigned suite, int fixture, const char *name);

@@ -135,6 +135,7 @@ void rs_cf_tally(const rs_cf_run *run, rs_cf_item *it, rs_outcome o, const char 
 }
 
 void rs_cf_result_free(rs_cf_result *r) {
+  for (int k = 0; k < 4; k++) cJSON_Delete(r->runner[k]);
   free(r->item);
   memset(r, 0, sizeof *r);
 }
@@ -249,6 +250,82 @@ rs_status rs_cf_save_failure(const rs_cf_run *run, const char *text, const char 
   return RS_OK;
 }
 
+/* ---- the runner's side ---- */
+
+rs_status rs_cf_worker_init(void *vrun, int worker) {
+  rs_cf_run *run = vrun;
+  return rs_cf_backend_worker_start(run->b, worker);
+}
+
+void rs_cf_worker_exit(void *vrun) {
+  rs_cf_run *run = vrun;
+  rs_cf_backend_worker_stop(run->b);
+}
+
+const char *rs_cf_gave_up(void *ctx) {
+  static char why[160];
+  rs_cf_backend *b = ctx;
+  if (!rs_cf_backend_gave_up(b)) return NULL;
+  snprintf(why, sizeof why, "stopped: the backend timed out %lld times (--max-timeouts)",
+           (long long)rs_cf_backend_timeouts(b));
+  return why;
+}
+
+void rs_cf_campaign_error(rs_cf_run *run, rs_cf_item *it, rs_status st) {
+  it->fail++;
+  RS_CF_PRINT(it->message, "campaign: %s", rs_last_error());
+  if (st == RS_ERR_NOMEM) run->r->oom = 1;
+  else if (st == RS_ERR_TIMEOUT && !rs_cf_backend_gave_up(run->b)) run->r->hung = 1;
+}
+
+static int suite_slot(unsigned suite) {
+  for (size_t i = 0; i < NSUITES; i++)
+    if (SUITES[i].bit == suite) return (int)i;
+  return -1;
+}
+
+/* The --max-skip-share gate in the runner object's terms: part (skipped) over total (cases) must
+ * stay <= the share; report merge adds part and total over the shards and judges it again. */
+static void skip_gate(cJSON *runner, double share, int64_t skip, int64_t total) {
+  cJSON *gates = cJSON_GetObjectItemCaseSensitive(runner, "gates");
+  cJSON *failed = cJSON_GetObjectItemCaseSensitive(runner, "gates_failed");
+  cJSON *g = cJSON_CreateObject();
+  if (!cJSON_IsArray(gates) || !cJSON_IsArray(failed) || !g) {
+    cJSON_Delete(g);
+    return;
+  }
+  if (share > 1) share = 1;
+  cJSON_AddStringToObject(g, "name", "max_skip_share");
+  cJSON_AddNumberToObject(g, "part", (double)skip);
+  cJSON_AddNumberToObject(g, "total", (double)total);
+  cJSON_AddNumberToObject(g, "share", share);
+  cJSON_AddBoolToObject(g, "is_min", 0);
+  cJSON_AddNumberToObject(g, "judge_from", 1);
+  cJSON_AddItemToArray(gates, g);
+  /* as the runner judges a gate: part / total > share fails */
+  if (total > 0 && (double)skip / (double)total > share) {
+    cJSON_AddItemToArray(failed, cJSON_CreateString("max_skip_share"));
+    cJSON_DeleteItemFromObjectCaseSensitive(runner, "failed");
+    cJSON_AddBoolToObject(runner, "failed", 1);
+  }
+}
+
+void rs_cf_campaign_done(rs_cf_run *run, unsigned suite, cJSON *runner, int64_t skip, int64_t total) {
+  int left = rs_cf_backend_workers_reap(run->b);
+  if (left) {
+    printf("conform: killed the backend children of %d worker(s) that ended without stopping them\n", left);
+    fflush(stdout);
+  }
+  int k = suite_slot(suite);
+  if (!runner) return;
+  if (k < 0 || run->r->runner[k]) {
+    cJSON_Delete(runner);
+    return;
+  }
+  skip_gate(runner, run->o->max_skip_share, skip, total);
+  run->r->runner[k] = runner;
+}
+
 /* ---- the run ---- */
 
 /* The run's policy gates after the suites: an item whose backend declined more than
@@ -274,9 +351,28 @@ static void rs_cf_policy(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_resul
   }
 }
 
+/* Workers per campaign: --jobs, at most as many instances as the backend allows at once. */
+static int workers(const rs_conform_opts *o, rs_cf_backend *b) {
+  int jobs = o->jobs > 1 ? o->jobs : 1;
+  int64_t most = rs_cf_backend_max_instances(b);
+  if (most > 0 && jobs > most) {
+    printf("note: backend %s runs at most %lld instance(s) at once (max_instances): --jobs %d runs %lld worker(s)\n",
+           rs_cf_backend_name(b), (long long)most, jobs, (long long)most);
+    fflush(stdout);
+    jobs = (int)most;
+  }
+  return jobs;
+}
+
 rs_status rs_conform_run(const rs_conform_opts *o, rs_cf_backend *b, rs_cf_result *r) {
   memset(r, 0, sizeof *r);
-  rs_cf_run run = {o, b, r, o->fixtures, o->failures ? o->failures : "conform-failures", ""};
+  rs_cf_run run = {o, b, r, o->fixtures, o->failures ? o->failures : "conform-failures", "", 1};
+  run.jobs = r->jobs = workers(o, b);
+  if (o->shard_n > 1 && o->shard_k != 1 && run.fixtures) {
+    /* the corpora are no indexed cases: one shard runs them, so the shards add up to one run */
+    if (!o->quiet) printf("--shard %d/%d: the fixture corpora run in shard 1/%d only\n", o->shard_k, o->shard_n, o->shard_n);
+    run.fixtures = NULL;
+  }
   char q[1800];
   rs_exec_quote(rs_cf_backend_spec(b), q, sizeof q);
   snprintf(run.replay, sizeof run.replay, "reshard conform --backend %s --replay", q);

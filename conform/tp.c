@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 #include "conform/suite.h"
 #include "props/tp.h"
 
@@ -61,23 +62,38 @@ static void campaign(rs_cf_run *run) {
   t.regress_dir = run->failures;
   t.quiet = run->o->quiet;
   t.keep_going = 1;
+  /* the runner: each worker runs its cases through a backend of its own; a failure shrinks here */
+  t.jobs = run->jobs;
+  t.shard_k = run->o->shard_k;
+  t.shard_n = run->o->shard_n;
+  t.case_timeout = run->o->case_timeout;
+  t.worker_init = rs_cf_worker_init;
+  t.worker_exit = rs_cf_worker_exit;
+  t.worker_ctx = run;
   rs_tp_check_result *res = calloc(1, sizeof *res);
   if (!res) return;
-  if (rs_tp_check(&t, res) != RS_OK) {
-    it->fail++;
-    RS_CF_PRINT(it->message, "campaign: %s", rs_last_error());
-  }
+  cJSON *runner = NULL;
+  rs_status st = rs_tp_check(&t, res);
+  if (st != RS_OK) rs_cf_campaign_error(run, it, st);
   it->pass += res->pass, it->fail += res->fail, it->skip += res->skip;
   it->seconds = res->seconds;
   if (res->fail) {
     RS_CF_PRINT(it->message, "%s", res->message);
     rs_cf_item_saved(run, it, res->fixture);
     printf("FAIL tp %s (shrunk)\n  %s\n  replay: %s\n", it->name, it->message, it->replay);
+  } else if (st == RS_OK && res->run.crashed) {
+    /* a worker died on a case (a plug-in that crashed): that case is the failure */
+    it->fail++;
+    RS_CF_PRINT(it->message, "crash: %s", res->run.crash_msg);
+    printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", res->run.crash_msg,
+           (long long)res->run.crash_index + 1, (unsigned long long)run->o->seed);
   }
+  if (st == RS_OK) runner = rs_tp_runner_json(&t, res, it->replay[0] ? it->replay : NULL);
   if (!run->o->quiet || res->fail)
     printf("tp: %lld cases: %lld pass, %lld fail, %lld skip (%.2f s)\n", (long long)res->cases, (long long)res->pass,
            (long long)res->fail, (long long)res->skip, res->seconds);
   fflush(stdout);
+  rs_cf_campaign_done(run, RS_CF_SUITE_TP, runner, res->skip, res->pass + res->fail + res->skip);
   free(res);
 }
 

@@ -17,6 +17,8 @@ the harness reports as skipped. MODE plants one fault, to show the harness catch
   --stray-late        answers, 0.3 s later a stray line   }
   --half              writes half a line, then hangs      }
   CONFORM_CHILD_PIDS=FILE (environment): each start appends its pid to FILE (to check reaping)
+  CONFORM_CHILD_MAX_INSTANCES=K (environment): its hello says "max_instances": K (at most K of it
+                      may run at once: `conform --jobs N` then starts min(N, K) children)
   --version N         says hello with protocol version N
 """
 import base64
@@ -154,8 +156,10 @@ def main():
             return
         if op == "hello":
             version = int(ARG) if MODE == "--version" else 1
-            print(json.dumps({"ok": True, "version": version, "name": "python-copy-only",
-                              "capabilities": ["redistribute"]}), flush=True)
+            hello = {"ok": True, "version": version, "name": "python-copy-only", "capabilities": ["redistribute"]}
+            if os.environ.get("CONFORM_CHILD_MAX_INSTANCES"):
+                hello["max_instances"] = int(os.environ["CONFORM_CHILD_MAX_INSTANCES"])
+            print(json.dumps(hello), flush=True)
             continue
         rid = req.get("id")
         if op != "redistribute":

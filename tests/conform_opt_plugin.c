@@ -392,4 +392,14 @@ static const rs_backend BACKEND = {
     .p2p_flags = RS_BACKEND_P2P_ANY_PLAN | RS_BACKEND_P2P_TEMPLATES, /* unread past a V1 struct_size */
 };
 
-const rs_backend *rs_backend_entry(void) { return &BACKEND; }
+/* CONFORM_PLUGIN_MAX_INSTANCES=K (environment, tests/jobs_conform.sh): the struct says max_instances
+ * K, as a plug-in bound to a fixed port would say 1 (`conform --jobs N` then runs min(N, K)). */
+const rs_backend *rs_backend_entry(void) {
+  static rs_backend b;
+  b = BACKEND;
+#ifndef RS_CONFORM_PLUGIN_V1
+  const char *k = getenv("CONFORM_PLUGIN_MAX_INSTANCES");
+  if (k) b.max_instances = (uint32_t)strtoul(k, NULL, 10);
+#endif
+  return &b;
+}

@@ -93,8 +93,19 @@ static const char *HELP =
     "                     redistribute case drawn as per-rank boxes with the differing elements red\n"
     "                     (P2P, ckpt: the failing parameter's or tensor's boxes; tp: message, case)\n"
     "  --replay FILE      re-run one saved failure against the backend (exit 1 if it still fails)\n"
+    "  --jobs N|auto      each suite's campaign in N forked workers, each with a backend of its own\n"
+    "                     (a process backend: N children of the command, each said hello to; a\n"
+    "                     plug-in: an instance per worker, made by its create); a backend whose hello\n"
+    "                     or ABI says max_instances K runs min(N, K) (a note says so). The reports,\n"
+    "                     failures and shrunk cases do not depend on N; failures shrink in conform\n"
+    "                     with its own backend, and the corpora run there too\n"
+    "  --shard K/N        each campaign runs only its cases i with i % N == K-1, the corpora run in\n"
+    "                     shard 1 only; `reshard report merge` adds the --json reports of one suite up\n"
+    "  --case-timeout SEC a worker on one case longer is reported hung (default 600; a process\n"
+    "                     backend's own --timeout per exchange still applies first)\n"
     "Exit: 0 all passed (at least one case), 1 a failure or nothing checked, 2 bad usage or input (a\n"
-    "missing or invalid backend, another protocol version), 3 out of memory.\n"
+    "missing or invalid backend, another protocol version), 3 out of memory, 4 a --jobs worker hung\n"
+    "on one case past --case-timeout (the reports are still written).\n"
     "Capabilities the backend lacks are reported as skipped, never as passed.\n";
 
 static int parse_seconds(const char *flag, const char *v, double *out) {
@@ -138,6 +149,8 @@ int cmd_conform(int argc, char **argv) {
   o.shrink_seconds = RS_CF_SHRINK_SECONDS;
   int r;
   int seconds_given = 0;
+  cli_runner_args run;
+  memset(&run, 0, sizeof run);
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP, stdout);
@@ -145,6 +158,10 @@ int cmd_conform(int argc, char **argv) {
     }
     if (cli_flag(argv, i, "--quiet")) {
       o.quiet = 1;
+      continue;
+    }
+    if ((r = cli_runner_opt(C, argc, argv, &i, &run)) != 0) {
+      if (r < 0) return CLI_USAGE;
       continue;
     }
     CLI_OPT(C, "--backend", backend);
@@ -194,6 +211,12 @@ int cmd_conform(int argc, char **argv) {
     return cli_usage_error(C, "unknown argument '%s' (see reshard conform --help)", argv[i]);
   }
   if (!backend) return cli_usage_error(C, "--backend: required (a plug-in .so or exec:CMD)");
+  if (run.distribute)
+    return cli_usage_error(C, "--distribute: not supported by conform (each rank would need its own backend): use --jobs N, or --shard K/N per machine and `reshard report merge`");
+  o.jobs = run.jobs > 1 ? run.jobs : 1;
+  o.shard_k = run.shard_k;
+  o.shard_n = run.shard_n;
+  o.case_timeout = run.case_timeout;
   if (cases && seconds_given) return cli_usage_error(C, "--cases and --seconds: give one of them");
   o.cases = seconds_given ? 0 : cases ? cases : 1000;
   if (rs_cf_parse_suites(suite, &o.suites)) return cli_status_error(C, NULL);
@@ -249,7 +272,7 @@ int cmd_conform(int argc, char **argv) {
     if (o.junit && rs_cf_write_junit(o.junit, b, &res)) rc = cli_status_error(C, NULL);
     else if (o.json && rs_cf_write_json(o.json, &o, b, &res)) rc = cli_status_error(C, NULL);
     else if (o.report && rs_cf_write_html(o.report, &o, b, &res)) rc = cli_status_error(C, NULL);
-    else rc = res.failed || !passed ? CLI_FAIL : CLI_OK;
+    else rc = res.oom ? CLI_NOMEM : res.hung ? CLI_PEER : res.failed || !passed ? CLI_FAIL : CLI_OK;
   }
   rs_cf_result_free(&res);
   rs_cf_backend_close(b);

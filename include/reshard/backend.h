@@ -133,6 +133,13 @@ typedef struct rs_backend {
    * the backend's own): the p2p suite then also hands it reshard's opt plan and ref's plan of each
    * model, each execution held to the oracle bit for bit. Without it plan_json is always NULL. */
   uint32_t p2p_flags;
+
+  /* How many instances of this backend may run at once (`reshard conform --jobs N` runs each of its
+   * N forked workers with an instance of its own, made by create in that worker): 0 (the default,
+   * and what a plug-in built before this field reads as) any number; k at most k, e.g. 1 for a
+   * backend bound to a fixed port, file or device. Instances never share a process: no plug-in
+   * call is ever made from two threads. */
+  uint32_t max_instances;
 } rs_backend;
 
 /* RS_BACKEND_P2P_TEMPLATES: the backend expands Megatron-style templates itself (docs/p2p.md, "The
