@@ -230,6 +230,30 @@ static int still_fails(void *vx, rs_choices *ch) {
   return out == RS_FAIL;
 }
 
+/* The campaign's scratch directory named "$SCRATCH" in msg: it is gone when the campaign ends, and
+ * its name (the process id) would make two runs of one campaign report different messages. */
+static void neutral_scratch(char *msg, size_t cap, const char *dir) {
+  size_t dl = strlen(dir);
+  char *out = malloc(cap);
+  if (!out || !dl) {
+    free(out);
+    return;
+  }
+  size_t n = 0;
+  for (const char *p = msg; *p && n + 1 < cap;) {
+    if (!strncmp(p, dir, dl)) {
+      n += (size_t)snprintf(out + n, cap - n, "$SCRATCH");
+      if (n >= cap) n = cap - 1;
+      p += dl;
+    } else {
+      out[n++] = *p++;
+    }
+  }
+  out[n] = 0;
+  memcpy(msg, out, n + 1);
+  free(out);
+}
+
 /* Property p's first failure (case `index`), in this process whatever --jobs was: the case run
  * again to record its draws, shrunk, saved as a fixture (rank 0) and printed with its replay. */
 static void shrink_one(ck_ctx *x, int p, int64_t index, const char *first, char *message, char *fixture) {
@@ -247,6 +271,7 @@ static void shrink_one(ck_ctx *x, int p, int64_t index, const char *first, char 
   uint64_t *v = rs__ckpt_shrink(still_fails, &pc, &ch, msg, MSG_CAP, o->shrink_runs > 0 ? o->shrink_runs : defruns,
                                 &n, &runs);
   rs_choices_free(&ch);
+  neutral_scratch(msg, MSG_CAP, x->dir);
   const char *name = prop_name(x->mode, p);
   char path[4400] = "";
   rs_status st = RS_OK;

@@ -281,10 +281,12 @@ int cmd_ckpt_opt_check(const rs_ckpt_campaign *oc, const char *impl, const char 
       ckpt_ref_summary(&o, ref, "both");
       failed |= ref->failed != 0;
     }
+    char jobs[32] = "";
+    if (res->run.jobs > 1) snprintf(jobs, sizeof jobs, ", %d jobs", res->run.jobs);
     if (me == 0)
-      printf("ckpt check: %lld cases (seed %llu, impl opt beside ref, %s, %d process%s) in %.1fs: ckpt_opt pass %lld  skip %lld  fail %lld\n",
+      printf("ckpt check: %lld cases (seed %llu, impl opt beside ref, %s, %d process%s%s) in %.1fs: ckpt_opt pass %lld  skip %lld  fail %lld\n",
              (long long)res->cases, (unsigned long long)o.seed, world_name(world), rs_world_size(world),
-             rs_world_size(world) > 1 ? "es" : "", res->seconds, (long long)res->pass, (long long)res->skip,
+             rs_world_size(world) > 1 ? "es" : "", jobs, res->seconds, (long long)res->pass, (long long)res->skip,
              (long long)res->fail);
     failed |= res->fail != 0 || res->crashed;
     if (me == 0 && st == RS_OK && ckpt_opt_features(&o, res)) failed = 1;
