@@ -346,7 +346,7 @@ static void check_ops(check_ctx *x, rs_run_ops *ops) {
 
 static void check_run_opts(const rs_campaign_opts *o, check_ctx *x, rs_run_opts *ro) {
   memset(ro, 0, sizeof *ro);
-  ro->verb = o->impl == RS_IMPL_OPT ? "check --impl opt" : "check";
+  ro->verb = o->env.backend ? "conform redistribute" : o->impl == RS_IMPL_OPT ? "check --impl opt" : "check";
   ro->seed = o->seed;
   ro->cases = o->cases;
   ro->seconds = o->seconds;

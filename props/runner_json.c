@@ -300,13 +300,140 @@ static rs_status gate_sums(const char *path, const cJSON *run, int64_t (*sum)[2]
   return RS_OK;
 }
 
+/* One campaign of the merge: the runner objects of one verb (conform's --suite a,b writes one per
+ * suite in "runners"), added up over the files. */
+#define MERGE_GROUPS 16
+typedef struct group {
+  merged m;
+  int64_t gsum[RS_RUN_GATES][2];
+  int started;
+  rs_run_failure_note notes[RS_RUN_PROPS];
+  int64_t min[RS_RUN_FEATURES];
+  int missing, gfail, failed;
+  const char *gname[RS_RUN_GATES];
+} group;
+
+/* After every file: every shard seen once, the gates and the verdict on the sums. */
+static rs_status group_finish(group *g) {
+  merged *m = &g->m;
+  for (int k = 1; k <= m->shard_n; k++)
+    if (!m->seen[k])
+      return rs_fail(RS_ERR_INVALID, "%s: shard %d/%d: no report given (merge needs every shard of the campaign once)", m->verb, k,
+                     m->shard_n);
+  rs_run_ops *ops = &m->ops;
+  rs_run_result *r = &m->r;
+  rs_run_names *nm = &m->nm;
+  /* gates judged on the summed parts and totals: counters past the files' own stand in for them */
+  int base = ops->ncounters;
+  for (int i = 0; i < nm->ngates && base + 2 * i + 1 < RS_RUN_COUNTERS; i++) {
+    r->counter[base + 2 * i] = g->gsum[i][0];
+    r->counter[base + 2 * i + 1] = g->gsum[i][1];
+    nm->gate[i].part = base + 2 * i;
+    nm->gate[i].total = base + 2 * i + 1;
+  }
+  for (int p = 0; p < ops->nprops; p++) {
+    nm->prop[p] = m->prop_name[p];
+    if (r->fail[p]) {
+      r->failed_props++;
+      if (r->first_failure < 0 || r->first_fail[p] < r->first_failure) r->first_failure = r->first_fail[p];
+    }
+    g->notes[p] = (rs_run_failure_note){m->note_msg[p], m->note_fix[p], m->note_replay[p]};
+  }
+  for (int f = 0; f < ops->nfeatures; f++) nm->feature[f] = m->feature_name[f];
+  for (int c = 0; c < ops->ncounters; c++) nm->counter[c] = m->counter_name[c];
+  if (m->crash) snprintf(r->crash_msg, sizeof r->crash_msg, "%s (%s)", m->crash, m->crash_file);
+  g->missing = rs_run_judge(nm, ops, r, g->min, &g->gfail, g->gname);
+  g->failed = r->failed_props || g->missing || g->gfail || r->crashed;
+  return RS_OK;
+}
+
+static void group_summary(FILE *out, const group *g) {
+  const merged *m = &g->m;
+  const rs_run_result *r = &m->r;
+  const rs_run_names *nm = &m->nm;
+  fprintf(out, "%s, seed %s: %d shard%s merged, %lld cases\n", m->verb, m->seed, m->shard_n, m->shard_n == 1 ? "" : "s",
+          (long long)r->cases);
+  for (int p = 0; p < m->ops.nprops; p++)
+    fprintf(out, "  %-28s pass %lld  fail %lld  skip %lld%s\n", nm->prop[p], (long long)r->pass[p], (long long)r->fail[p],
+            (long long)r->skip[p], r->fail[p] ? "  FAIL" : "");
+  for (int p = 0; p < m->ops.nprops; p++)
+    if (r->fail[p])
+      fprintf(out, "FAIL %s (first at case %lld)\n  %s\n%s%s%s", nm->prop[p], (long long)r->first_fail[p] + 1,
+              g->notes[p].message ? g->notes[p].message : "", g->notes[p].replay ? "  replay: " : "",
+              g->notes[p].replay ? g->notes[p].replay : "", g->notes[p].replay ? "\n" : "");
+  for (int f = 0; f < m->ops.nfeatures; f++)
+    if (r->feature[f] < g->min[f])
+      fprintf(out, "FAIL feature coverage: %s %lld < %lld\n", nm->feature[f], (long long)r->feature[f], (long long)g->min[f]);
+  for (int i = 0; i < g->gfail; i++) fprintf(out, "FAIL gate %s\n", g->gname[i]);
+  if (r->crashed) fprintf(out, "FAIL crash: %s\n", r->crash_msg);
+}
+
+static cJSON *group_json(const group *g) {
+  const merged *m = &g->m;
+  rs_run_ops jops = m->ops;
+  return json_of(m->verb, strtoull(m->seed, NULL, 10), m->cases_asked, m->seconds_asked, 1, 1, &jops, &m->nm, &m->r,
+                 g->notes);
+}
+
+static void group_junit(FILE *f, const group *g) {
+  const merged *m = &g->m;
+  const rs_run_result *r = &m->r;
+  for (int p = 0; p < m->ops.nprops; p++)
+    rs__junit_property(f, m->verb, m->nm.prop[p], r->fail[p] ? (g->notes[p].message ? g->notes[p].message : "failed") : NULL,
+                       g->notes[p].replay ? g->notes[p].replay : "", r->fail[p] ? g->notes[p].fixture : NULL, 0);
+  rs__junit_property(f, m->verb, "feature_coverage", g->missing ? "required features under their minimum count" : NULL, "",
+                     NULL, 0);
+  for (int i = 0; i < m->nm.ngates; i++) {
+    int bad = 0;
+    for (int x = 0; x < g->gfail; x++) bad |= strcmp(g->gname[x], m->nm.gate[i].name) == 0;
+    rs__junit_property(f, m->verb, m->nm.gate[i].name, bad ? "share gate failed" : NULL, "", NULL, 0);
+  }
+  if (r->crashed) rs__junit_property(f, m->verb, "crash", r->crash_msg, "", NULL, 0);
+}
+
+/* the runner objects of one report: "runner", or each of "runners" (conform, one per suite) */
+static rs_status add_file(group *gs, int *ng, const char *path, const cJSON *root) {
+  const cJSON *one = cJSON_GetObjectItemCaseSensitive(root, "runner");
+  const cJSON *many = cJSON_GetObjectItemCaseSensitive(root, "runners");
+  const cJSON *list[MERGE_GROUPS];
+  int nl = 0;
+  if (cJSON_IsArray(many)) {
+    for (const cJSON *x = many->child; x; x = x->next) {
+      if (nl == MERGE_GROUPS) return rs_fail(RS_ERR_INVALID, "%s: runners: more than %d campaigns", path, MERGE_GROUPS);
+      list[nl++] = x;
+    }
+  } else if (cJSON_IsObject(one)) {
+    list[nl++] = one;
+  }
+  if (!nl)
+    return rs_fail(RS_ERR_INVALID, "%s: no \"runner\" object (not a campaign's --json report, or one written before report merge)",
+                   path);
+  for (int i = 0; i < nl; i++) {
+    if (!cJSON_IsObject(list[i])) return rs_fail(RS_ERR_INVALID, "%s: runners[%d]: not an object", path, i);
+    const char *verb = str(list[i], "verb");
+    if (!verb) return rs_fail(RS_ERR_INVALID, "%s: runner.verb: missing", path);
+    int g = 0;
+    while (g < *ng && strcmp(gs[g].m.verb, verb)) g++;
+    if (g == *ng) {
+      if (*ng == MERGE_GROUPS) return rs_fail(RS_ERR_INVALID, "%s: more than %d campaigns to merge", path, MERGE_GROUPS);
+      group *ngp = &gs[(*ng)++];
+      for (int p = 0; p < RS_RUN_PROPS; p++) ngp->m.r.first_fail[p] = -1;
+      ngp->m.r.crash_index = -1;
+      ngp->m.r.first_failure = -1;
+    }
+    rs_status st = merge_one(&gs[g].m, path, list[i], !gs[g].started);
+    if (st == RS_OK) st = gate_sums(path, list[i], gs[g].gsum, gs[g].m.nm.ngates);
+    if (st) return st;
+    gs[g].started = 1;
+  }
+  return RS_OK;
+}
+
 rs_status rs_run_merge(const char *const *paths, int n, const char *json_out, const char *junit_out,
                        const char *report_dir, FILE *summary, int *failed) {
-  merged *m = calloc(1, sizeof *m);
-  if (!m) return rs_fail(RS_ERR_NOMEM, "report merge: out of memory");
-  for (int p = 0; p < RS_RUN_PROPS; p++) m->r.first_fail[p] = -1;
-  m->r.crash_index = -1;
-  int64_t gsum[RS_RUN_GATES][2] = {{0}};
+  group *gs = calloc(MERGE_GROUPS, sizeof *gs);
+  if (!gs) return rs_fail(RS_ERR_NOMEM, "report merge: out of memory");
+  int ng = 0;
   rs_status st = RS_OK;
   for (int i = 0; i < n && st == RS_OK; i++) {
     char *text = rs_read_text(paths[i]);
@@ -321,121 +448,70 @@ rs_status rs_run_merge(const char *const *paths, int n, const char *json_out, co
       st = rs_fail(st, "%s: %s", paths[i], rs_last_error());
       break;
     }
-    const cJSON *run = cJSON_GetObjectItemCaseSensitive(root, "runner");
-    if (!cJSON_IsObject(run)) st = rs_fail(RS_ERR_INVALID, "%s: no \"runner\" object (not a campaign's --json report, or one written before report merge)", paths[i]);
-    else st = merge_one(m, paths[i], run, i == 0);
-    if (st == RS_OK) st = gate_sums(paths[i], run, gsum, m->nm.ngates);
+    st = add_file(gs, &ng, paths[i], root);
     cJSON_Delete(root);
   }
-  if (st == RS_OK) {
-    for (int k = 1; k <= m->shard_n; k++)
-      if (!m->seen[k]) {
-        st = rs_fail(RS_ERR_INVALID, "shard %d/%d: no report given (merge needs every shard of the campaign once)", k, m->shard_n);
-        break;
-      }
+  for (int g = 0; g < ng && st == RS_OK; g++) st = group_finish(&gs[g]);
+  *failed = 0;
+  for (int g = 0; g < ng && st == RS_OK; g++) {
+    *failed |= gs[g].failed;
+    if (summary) group_summary(summary, &gs[g]);
   }
-  if (st != RS_OK) {
-    merged_free(m);
-    free(m);
-    return st;
-  }
-  /* gates judged on the summed parts and totals: counters of the merged result stand in for them */
-  rs_run_ops *ops = &m->ops;
-  rs_run_result *r = &m->r;
-  rs_run_names *nm = &m->nm;
-  int base = ops->ncounters;
-  for (int g = 0; g < nm->ngates && base + 2 * g + 1 < RS_RUN_COUNTERS; g++) {
-    r->counter[base + 2 * g] = gsum[g][0];
-    r->counter[base + 2 * g + 1] = gsum[g][1];
-    nm->gate[g].part = base + 2 * g;
-    nm->gate[g].total = base + 2 * g + 1;
-  }
-  for (int p = 0; p < ops->nprops; p++) {
-    nm->prop[p] = m->prop_name[p];
-    if (r->fail[p]) {
-      r->failed_props++;
-      if (r->first_failure < 0 || r->first_fail[p] < r->first_failure) r->first_failure = r->first_fail[p];
-    }
-  }
-  for (int f = 0; f < ops->nfeatures; f++) nm->feature[f] = m->feature_name[f];
-  for (int c = 0; c < ops->ncounters; c++) nm->counter[c] = m->counter_name[c];
-  rs_run_failure_note notes[RS_RUN_PROPS];
-  for (int p = 0; p < ops->nprops; p++) notes[p] = (rs_run_failure_note){m->note_msg[p], m->note_fix[p], m->note_replay[p]};
-  if (m->crash) snprintf(r->crash_msg, sizeof r->crash_msg, "%s (%s)", m->crash, m->crash_file);
-  uint64_t seed = strtoull(m->seed, NULL, 10);
-  /* the JSON: the merged runner object, with counters as the files had them */
-  rs_run_ops jops = *ops;
-  cJSON *run = json_of(m->verb, seed, m->cases_asked, m->seconds_asked, 1, 1, &jops, nm, r, notes);
-  int64_t min[RS_RUN_FEATURES];
-  int gfail = 0;
-  const char *gname[RS_RUN_GATES];
-  int missing = rs_run_judge(nm, ops, r, min, &gfail, gname);
-  *failed = r->failed_props || missing || gfail || r->crashed;
-  if (summary) {
-    fprintf(summary, "%s, seed %s: %d shard%s merged, %lld cases\n", m->verb, m->seed, m->shard_n, m->shard_n == 1 ? "" : "s",
-            (long long)r->cases);
-    for (int p = 0; p < ops->nprops; p++)
-      fprintf(summary, "  %-28s pass %lld  fail %lld  skip %lld%s\n", nm->prop[p], (long long)r->pass[p],
-              (long long)r->fail[p], (long long)r->skip[p], r->fail[p] ? "  FAIL" : "");
-    for (int p = 0; p < ops->nprops; p++)
-      if (r->fail[p])
-        fprintf(summary, "FAIL %s (first at case %lld)\n  %s\n%s%s%s", nm->prop[p], (long long)r->first_fail[p] + 1,
-                notes[p].message ? notes[p].message : "", notes[p].replay ? "  replay: " : "",
-                notes[p].replay ? notes[p].replay : "", notes[p].replay ? "\n" : "");
-    for (int f = 0; f < ops->nfeatures; f++)
-      if (r->feature[f] < min[f])
-        fprintf(summary, "FAIL feature coverage: %s %lld < %lld\n", nm->feature[f], (long long)r->feature[f], (long long)min[f]);
-    for (int g = 0; g < gfail; g++) fprintf(summary, "FAIL gate %s\n", gname[g]);
-    if (r->crashed) fprintf(summary, "FAIL crash: %s\n", r->crash_msg);
-    fprintf(summary, "%s\n", *failed ? "FAILED" : "passed");
-  }
-  if (json_out) {
+  if (st == RS_OK && summary) fprintf(summary, "%s\n", *failed ? "FAILED" : "passed");
+  if (st == RS_OK && json_out) {
     cJSON *root = cJSON_CreateObject();
     cJSON *from = cJSON_AddArrayToObject(root, "merged_from");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(from, cJSON_CreateString(paths[i]));
-    cJSON_AddItemToObject(root, "runner", run);
-    run = NULL;
+    if (ng == 1) {
+      cJSON_AddItemToObject(root, "runner", group_json(&gs[0]));
+    } else {
+      cJSON *arr = cJSON_AddArrayToObject(root, "runners");
+      for (int g = 0; g < ng; g++) cJSON_AddItemToArray(arr, group_json(&gs[g]));
+    }
     st = rs__report_json_write(root, json_out);
   }
-  cJSON_Delete(run);
   if (st == RS_OK && junit_out) {
     int tests = 0, fails = 0;
-    for (int p = 0; p < ops->nprops; p++) tests++, fails += r->fail[p] > 0;
-    tests += 1 + nm->ngates;
-    fails += (missing > 0) + gfail;
-    FILE *f = rs__junit_open(junit_out, m->verb, tests, fails, 0, 0);
+    for (int g = 0; g < ng; g++) {
+      const merged *m = &gs[g].m;
+      for (int p = 0; p < m->ops.nprops; p++) tests++, fails += m->r.fail[p] > 0;
+      tests += 1 + m->nm.ngates + (m->r.crashed != 0);
+      fails += (gs[g].missing > 0) + gs[g].gfail + (m->r.crashed != 0);
+    }
+    FILE *f = rs__junit_open(junit_out, ng == 1 ? gs[0].m.verb : "report merge", tests, fails, 0, 0);
     if (!f) st = RS_ERR_IO;
     else {
-      for (int p = 0; p < ops->nprops; p++)
-        rs__junit_property(f, m->verb, nm->prop[p], r->fail[p] ? (notes[p].message ? notes[p].message : "failed") : NULL,
-                           notes[p].replay ? notes[p].replay : "", r->fail[p] ? notes[p].fixture : NULL, 0);
-      rs__junit_property(f, m->verb, "feature_coverage", missing ? "required features under their minimum count" : NULL, "",
-                         NULL, 0);
-      for (int g = 0; g < nm->ngates; g++) {
-        int bad = 0;
-        for (int x = 0; x < gfail; x++) bad |= strcmp(gname[x], nm->gate[g].name) == 0;
-        rs__junit_property(f, m->verb, nm->gate[g].name, bad ? "share gate failed" : NULL, "", NULL, 0);
-      }
+      for (int g = 0; g < ng; g++) group_junit(f, &gs[g]);
       st = rs__junit_close(f, junit_out);
     }
   }
   if (st == RS_OK && report_dir) {
     rs_html *h;
-    char cmd[256], sum[256];
-    snprintf(cmd, sizeof cmd, "reshard report merge (%s, seed %s, %d shards)", m->verb, m->seed, m->shard_n);
+    char cmd[256], sum[256], row[192];
+    snprintf(cmd, sizeof cmd, "reshard report merge (%s, seed %s, %d shards)", gs[0].m.verb, gs[0].m.seed, gs[0].m.shard_n);
     if ((st = rs_html_open(report_dir, "merged", cmd, &h)) == RS_OK) {
-      for (int p = 0; p < ops->nprops; p++) rs_html_row(h, nm->prop[p], r->pass[p], r->fail[p], r->skip[p]);
-      rs_html_row(h, "feature_coverage", !missing, missing > 0, 0);
-      for (int p = 0; p < ops->nprops; p++)
-        if (r->fail[p] && rs_html_failure_add(h, &(rs_html_failure){.name = nm->prop[p], .message = notes[p].message,
-                                                                    .replay = notes[p].replay}) != RS_OK)
-          rs_clear_error();
-      snprintf(sum, sizeof sum, "%s, seed %s: %lld cases over %d shards, %s", m->verb, m->seed, (long long)r->cases,
-               m->shard_n, *failed ? "FAILED" : "passed");
+      int64_t cases = 0;
+      for (int g = 0; g < ng; g++) {
+        const merged *m = &gs[g].m;
+        const rs_run_result *r = &m->r;
+        cases += r->cases;
+        for (int p = 0; p < m->ops.nprops; p++) {
+          snprintf(row, sizeof row, "%s%s%s", ng > 1 ? m->verb : "", ng > 1 ? ": " : "", m->nm.prop[p]);
+          rs_html_row(h, row, r->pass[p], r->fail[p], r->skip[p]);
+        }
+        snprintf(row, sizeof row, "%s%sfeature_coverage", ng > 1 ? m->verb : "", ng > 1 ? ": " : "");
+        rs_html_row(h, row, !gs[g].missing, gs[g].missing > 0, 0);
+        for (int p = 0; p < m->ops.nprops; p++)
+          if (r->fail[p] && rs_html_failure_add(h, &(rs_html_failure){.name = m->nm.prop[p], .message = gs[g].notes[p].message,
+                                                                      .replay = gs[g].notes[p].replay}) != RS_OK)
+            rs_clear_error();
+      }
+      snprintf(sum, sizeof sum, "%s, seed %s: %lld cases over %d shards, %s", gs[0].m.verb, gs[0].m.seed, (long long)cases,
+               gs[0].m.shard_n, *failed ? "FAILED" : "passed");
       st = rs_html_close(h, sum);
     }
   }
-  merged_free(m);
-  free(m);
+  for (int g = 0; g < MERGE_GROUPS; g++) merged_free(&gs[g].m);
+  free(gs);
   return st;
 }
