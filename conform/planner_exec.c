@@ -21,6 +21,7 @@ typedef struct exec_planner {
   rs_planner_steps steps;
   rs_step step[RS_MAX_STEPS];
   rs_p2p_plan plan;
+  int64_t max_instances; /* hello "max_instances" (0: any number at once) */
 } exec_planner;
 
 static rs_status fail_msg(exec_planner *x, rs_status st, const char *fmt, const char *what) {
@@ -161,6 +162,16 @@ static void destroy_(void *self) {
   free(x);
 }
 
+rs_status rs__planner_exec_reopen(void *self) {
+  exec_planner *x = self;
+  rs_status st = rs_proto_reopen(&x->p);
+  if (st != RS_OK) return rs_fail_prefix(st, "--planner exec: a worker's own child: ");
+  x->vt.name = rs_proto_name(x->p); /* the forgotten child's name went with it */
+  return RS_OK;
+}
+
+int64_t rs__planner_exec_max_instances(const void *self) { return ((const exec_planner *)self)->max_instances; }
+
 rs_status rs__planner_exec_open(const char *cmd, double timeout_s, const rs_planner_vtable **vt, void **self) {
   *vt = NULL;
   *self = NULL;
@@ -170,6 +181,15 @@ rs_status rs__planner_exec_open(const char *cmd, double timeout_s, const rs_plan
   if (st != RS_OK) {
     free(x);
     return rs_fail_prefix(st, "--planner exec: ");
+  }
+  /* "max_instances": k >= 1 children of this command at most at once (a planner holding a port, a
+   * file, a licence); 0 or absent: any number. The name is the conform backends' hello field. */
+  if (rs_proto_hello_int(x->p, "max_instances", 0, INT32_MAX, &x->max_instances) < 0) {
+    rs_status bad = rs_fail(RS_ERR_INVALID, "--planner exec:%s: %s (max_instances: an integer, 0 or absent for any "
+                            "number)", cmd, rs_last_error());
+    rs_proto_close(x->p);
+    free(x);
+    return bad;
   }
   int plan = rs_proto_has(x->p, "plan"), p2p = rs_proto_has(x->p, "p2p_plan");
   rs_planner_vtable v = {sizeof v,

@@ -5,9 +5,11 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 #include "conform/planner_fuzz.h"
 #include "core/case_json.h"
@@ -251,23 +253,49 @@ static void keep_worst(const rs_pf_opts *o, rs_pf_result *r, int obj, int64_t ca
   r->nworst[obj] = n;
 }
 
+/* The best of the baselines that planned the case on obj (-1: none); *counted: whether the "best"
+ * column counts the case (a baseline planned it, or one found no path where the planner did). */
+static int best_base(const rs_pf_opts *o, const pf_eval *e, int obj, int *counted) {
+  int nb = rs_pf_nbase(o->kind), any_nopath = 0, best = -1;
+  for (int b = 0; b < nb; b++) {
+    any_nopath |= e->bhave[b] < 0;
+    if (e->bhave[b] > 0 && (best < 0 || e->base[b][obj] < e->base[best][obj])) best = b;
+  }
+  *counted = best >= 0 || (e->have && any_nopath);
+  return best;
+}
+
+/* The planner against the best baseline on obj: -1 better, 0 a tie, 1 worse, 2 not counted. */
+static int vs_best(const rs_pf_opts *o, const pf_eval *e, int obj) {
+  int counted, best = best_base(o, e, obj, &counted);
+  if (!counted) return 2;
+  return cmp_values(e->have ? e->mine[obj] : INFINITY, best < 0 ? INFINITY : e->base[best][obj]);
+}
+
+/* a scored case's traffic against the lower bound: 0 not measured, 1 above it, 2 at it, 3 bytes
+ * where the bound is 0 */
+static int lb_cell(const pf_eval *e) {
+  if (!e->have || !e->lb_ok) return 0;
+  if (e->lb == 0 && e->traffic > 0) return 3;
+  double ratio = e->lb == 0 ? 1.0 : e->traffic / e->lb;
+  return ratio <= 1.0 + 1e-12 ? 2 : 1;
+}
+
 /* One scored case: the planner's plan (or its decline) against every baseline and their best. A
  * plan beats a baseline that found no path; a decline loses to a baseline's plan; a baseline that
  * did not run (greedy on non-default shard orders, graph beyond the state-space bound) is not
  * counted. */
 static void score(const rs_pf_opts *o, rs_pf_result *r, const pf_eval *e, int64_t case_no, const char *layout) {
-  int nb = rs_pf_nbase(o->kind), any_nopath = 0;
-  for (int b = 0; b < nb; b++) any_nopath |= e->bhave[b] < 0;
+  int nb = rs_pf_nbase(o->kind);
   for (int obj = 0; obj < rs_pf_nobj(o->kind); obj++) {
-    int best = -1;
     double mine = e->have ? e->mine[obj] : INFINITY;
     for (int b = 0; b < nb; b++) {
       if (e->bhave[b] == 0 || (e->bhave[b] < 0 && !e->have)) continue;
       tally(r, obj, b, cmp_values(mine, e->bhave[b] > 0 ? e->base[b][obj] : INFINITY));
-      if (e->bhave[b] > 0 && (best < 0 || e->base[b][obj] < e->base[best][obj])) best = b;
     }
-    if (best < 0 && !(e->have && any_nopath)) continue;
-    tally(r, obj, nb, cmp_values(mine, best < 0 ? INFINITY : e->base[best][obj]));
+    int counted, best = best_base(o, e, obj, &counted);
+    if (!counted) continue;
+    tally(r, obj, nb, vs_best(o, e, obj));
     if (e->have && best >= 0) {
       r->scored[obj]++;
       r->sum_mine[obj] += e->mine[obj];
@@ -276,15 +304,16 @@ static void score(const rs_pf_opts *o, rs_pf_result *r, const pf_eval *e, int64_
                  o->kind == RS_PF_P2P ? rs_pf_base_name(o->kind, best) : e->base_trace[best]);
     }
   }
-  if (e->have && e->lb_ok) {
+  int lb = lb_cell(e);
+  if (lb) {
     r->lb_cases++;
-    if (e->lb == 0 && e->traffic > 0) {
+    if (lb == 3) {
       r->lb_inf++;
     } else {
       double ratio = e->lb == 0 ? 1.0 : e->traffic / e->lb;
       r->lb_ratio_sum += ratio;
       if (ratio > r->lb_ratio_max) r->lb_ratio_max = ratio;
-      r->at_lb += ratio <= 1.0 + 1e-12;
+      r->at_lb += lb == 2;
     }
   }
 }
@@ -488,30 +517,313 @@ static void record_failure(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result
   free(v);
 }
 
-/* The run's own verdicts, after the cases: feature coverage (redistribute: props' table and gate,
- * judged from RS_PF_FEATURE_MIN_CASES cases), nothing checked (every case declined or not
- * generated), and declines over --max-decline-share. Each counts as one failure. */
-static void pf_gates(const rs_pf_opts *o, rs_pf_result *r) {
+/* ---- the campaign on the runner (props/runner.h) ---- */
+
+/* The runner's counters: per case 1 or 0 each, then per objective the planner against the best
+ * baseline (win, tie, loss), the same cells as the score table's "best" column. */
+enum { CNT_CASES = 0, CNT_PASSED, CNT_DECLINED, CNT_NOT_GENERATED, CNT_FAILED, CNT_CHECKED, CNT_LB_CASES, CNT_AT_LB,
+       CNT_SCORE };
+static const char *const CNT_NAMES[CNT_SCORE] = {"cases", "passed", "declined", "not_generated", "failed_cases",
+                                                 "checked", "lower_bound_cases", "at_lower_bound"};
+static const char *const SCORE_NAMES[2][RS_PF_NOBJ * 3] = {
+    {"vs_best_steps_win", "vs_best_steps_tie", "vs_best_steps_loss", "vs_best_seed-cost_win", "vs_best_seed-cost_tie",
+     "vs_best_seed-cost_loss", "vs_best_pytorch-cost_win", "vs_best_pytorch-cost_tie", "vs_best_pytorch-cost_loss",
+     "vs_best_traffic_win", "vs_best_traffic_tie", "vs_best_traffic_loss"},
+    {"vs_best_traffic_win", "vs_best_traffic_tie", "vs_best_traffic_loss", "vs_best_max-sender_win",
+     "vs_best_max-sender_tie", "vs_best_max-sender_loss"}};
+/* the runner's properties: the failure kinds, named as the JUnit testcases */
+static const char *const PROP_NAMES[RS_PF_NFAIL] = {"planner_answers", "plans_legal", "plans_match_oracle"};
+enum { GATE_DECLINES = 0, GATE_CHECKED = 1 };
+/* "checked something" as a share gate: checked / cases >= this, i.e. at least one plan checked */
+#define CHECKED_MIN_SHARE 1e-300
+
+/* What the parent needs of one case beyond the runner's sums (rs_run_case.extra): its score. */
+typedef struct pf_rec {
+  int32_t out, why;
+  pf_eval e;
+  char layout[320];
+} pf_rec;
+_Static_assert(sizeof(pf_rec) <= RS_RUN_EXTRA, "fuzz-planner's per-case record must fit rs_run_case.extra");
+
+typedef struct pf_ctx {
+  rs_planner_host *h;
+  const rs_pf_opts *o;
+  rs_pf_result *r; /* the parent's: the score table, added in index order */
+  rs_case *c;
+  pf_eval *e;
+  char *msg;
+  pf_rec *rec;
+} pf_ctx;
+
+/* Case `index`: drawn from rs_hash3(seed, index, 0) (the same case for every worker count, and gen's
+ * case `index`), planned by this process's planner, checked, measured. */
+static rs_status pf_eval_case(void *vx, int64_t index, rs_run_case *rc) {
+  pf_ctx *x = vx;
+  const rs_pf_opts *o = x->o;
+  pf_rec *rec = x->rec;
+  /* test hooks of tests/jobs_fuzz_planner.sh (mutation builds only, props/MUTANTS.md): case 38
+   * crashes, hangs or runs out of memory, so the runner's reports of each are seen */
+  if (index == 37 && RS_MUTANT(993)) raise(SIGSEGV);
+  if (index == 37 && RS_MUTANT(994))
+    for (;;) pause();
+  if (index == 37 && RS_MUTANT(995)) {
+    rc->oom = 1;
+    snprintf(rc->msg[0], RS_RUN_MSG, "planner_answers: out of memory (planted)");
+    return RS_OK;
+  }
+  memset(rec, 0, sizeof *rec);
+  x->msg[0] = 0;
+  rs_choices ch;
+  rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)index, 0));
+  rs_p2p_model m;
+  memset(&m, 0, sizeof m);
+  rs_pf_fail why = RS_PF_NFAIL;
+  rs_outcome out;
+  if (o->kind == RS_PF_P2P) {
+    out = p2p_case(x->h, o, &ch, &m, x->e, &why, x->msg);
+    describe_model(&m, rec->layout, sizeof rec->layout);
+  } else {
+    out = redistribute_case(x->h, o, &ch, x->c, x->e, &why, x->msg);
+    describe_case(x->c, rec->layout, sizeof rec->layout);
+  }
+  int generated = !(out == RS_SKIP && strncmp(x->msg, "generator:", 10) == 0);
+  if (o->kind == RS_PF_REDISTRIBUTE && generated) {
+    int hit[RS_FEATURES_MAX];
+    rs__features_of_case(x->c, hit);
+    for (int f = 0; f < rs_feature_count(); f++) rc->feature[f] = (uint16_t)hit[f];
+  }
+  rc->counter[CNT_CASES] = 1;
+  if (out == RS_FAIL && why < RS_PF_NFAIL) {
+    /* the checks before the failing one passed (an illegal plan was an answer), later ones not run */
+    for (int k = 0; k < (int)why; k++) rc->out[k] = RS_RUN_PASS;
+    rc->out[why] = RS_RUN_FAIL;
+    snprintf(rc->msg[why], RS_RUN_MSG, "%s", x->msg);
+    rc->counter[CNT_FAILED] = rc->counter[CNT_CHECKED] = 1;
+  } else {
+    if (out == RS_PASS) {
+      for (int k = 0; k < RS_PF_NFAIL; k++) rc->out[k] = RS_RUN_PASS;
+      rc->counter[CNT_PASSED] = rc->counter[CNT_CHECKED] = 1;
+    } else if (x->e->have == 0 && !generated) {
+      rc->counter[CNT_NOT_GENERATED] = 1;
+    } else {
+      for (int k = 0; k < RS_PF_NFAIL; k++) rc->out[k] = RS_RUN_SKIP;
+      rc->counter[CNT_DECLINED] = 1;
+    }
+    for (int obj = 0; obj < rs_pf_nobj(o->kind); obj++) {
+      int v = vs_best(o, x->e, obj);
+      if (v != 2) rc->counter[CNT_SCORE + 3 * obj + v + 1]++;
+    }
+    int lb = lb_cell(x->e);
+    rc->counter[CNT_LB_CASES] = lb != 0;
+    rc->counter[CNT_AT_LB] = lb == 2;
+  }
+  rec->out = out;
+  rec->why = why;
+  rec->e = *x->e;
+  memcpy(rc->extra, rec, sizeof *rec);
+  rc->extra_len = sizeof *rec;
+  rs_p2p_model_free(&m);
+  rs_choices_free(&ch);
+  return RS_OK;
+}
+
+/* In the parent, in index order: the case's score into the table (wins/ties/losses, sums, worst). */
+static void pf_add(void *vx, int64_t index, const rs_run_case *rc) {
+  pf_ctx *x = vx;
+  if (rc->extra_len != sizeof *x->rec) return;
+  memcpy(x->rec, rc->extra, sizeof *x->rec);
+  if (x->rec->out == RS_FAIL && x->rec->why < RS_PF_NFAIL) return;
+  score(x->o, x->r, &x->rec->e, index + 1, x->rec->layout);
+}
+
+/* A forked worker: its own planner (an exec planner's own child), then the caller's hook. */
+static rs_status pf_worker_init(void *vx, int w) {
+  pf_ctx *x = vx;
+  rs_status st = rs_planner_host_worker_start(x->h);
+  if (st == RS_OK && x->o->worker_init) st = x->o->worker_init(x->o->worker_ctx, w);
+  return st;
+}
+
+static void pf_worker_exit(void *vx) {
+  pf_ctx *x = vx;
+  if (x->o->worker_exit) x->o->worker_exit(x->o->worker_ctx);
+  rs_planner_host_worker_stop(x->h);
+}
+
+static void pf_ops(const rs_pf_opts *o, pf_ctx *x, rs_run_ops *ops) {
+  memset(ops, 0, sizeof *ops);
+  ops->ctx = x;
+  ops->eval = pf_eval_case;
+  ops->add = pf_add;
+  ops->worker_init = pf_worker_init;
+  ops->worker_exit = pf_worker_exit;
+  ops->nprops = RS_PF_NFAIL;
+  ops->nfeatures = o->kind == RS_PF_REDISTRIBUTE ? rs_feature_count() : 0;
+  ops->ncounters = CNT_SCORE + 3 * rs_pf_nobj(o->kind);
+}
+
+static void pf_run_opts(const rs_pf_opts *o, int jobs, rs_run_opts *ro) {
+  memset(ro, 0, sizeof *ro);
+  ro->verb = o->kind == RS_PF_P2P                  ? "fuzz-planner --kind p2p"
+             : o->enumeration == RS_ENUM_PYTORCH ? "fuzz-planner --enumeration pytorch"
+                                                 : "fuzz-planner";
+  ro->seed = o->seed;
+  ro->cases = o->cases;
+  ro->seconds = o->seconds;
+  ro->jobs = jobs;
+  ro->shard_k = o->shard_k;
+  ro->shard_n = o->shard_n;
+  ro->case_timeout = o->case_timeout;
+  ro->progress = !o->quiet;
+  ro->dist = o->dist;
+}
+
+/* The names of what fuzz-planner counts, and its gates: the decline share (--max-decline-share)
+ * and "checked something", judged on the sums (again by report merge). */
+static void pf_names(const rs_pf_opts *o, rs_run_names *nm) {
+  memset(nm, 0, sizeof *nm);
+  for (int k = 0; k < RS_PF_NFAIL; k++) {
+    nm->prop[k] = PROP_NAMES[k];
+    nm->prop_on[k] = 1;
+  }
   if (o->kind == RS_PF_REDISTRIBUTE) {
     rs_gen_opts g = run_gen(o);
-    double rate[RS_FEATURES_MAX];
     for (int f = 0; f < rs_feature_count(); f++) {
-      r->feature_required[f] = rs__feature_required(&g, f);
-      rate[f] = rs__feature_rate(&g, f);
+      nm->feature[f] = rs_feature_name(f);
+      nm->rate[f] = rs__feature_rate(&g, f);
     }
-    /* Mutant 803: fuzz-planner's coverage gate is never judged. */
-    if (!RS_MUTANT(803))
-      r->features_missing = rs_feature_gate(r->cases, RS_PF_FEATURE_MIN_CASES, rs_feature_count(), r->feature, rate,
-                                            r->feature_min);
-    r->failed += r->features_missing != 0;
   }
-  /* a failed case was checked; a run of only declines and undrawable cases checked nothing */
-  r->nothing_checked = r->passed == 0 && r->failed_cases == 0;
-  r->failed += r->nothing_checked;
-  r->decline_over = rs_share_over(r->declined, r->cases, o->max_decline_share);
-  r->failed += r->decline_over;
+  nm->judge_from = RS_PF_FEATURE_MIN_CASES;
+  /* Mutant 803: fuzz-planner's coverage gate is never judged. */
+  if (RS_MUTANT(803)) nm->judge_from = (int64_t)1 << 50;
+  for (int c = 0; c < CNT_SCORE; c++) nm->counter[c] = CNT_NAMES[c];
+  for (int c = 0; c < 3 * rs_pf_nobj(o->kind); c++) nm->counter[CNT_SCORE + c] = SCORE_NAMES[o->kind == RS_PF_P2P][c];
+  nm->gate[GATE_DECLINES] = (rs_run_gate){"decline_share", CNT_DECLINED, CNT_CASES, o->max_decline_share, 0, 1};
+  nm->gate[GATE_CHECKED] = (rs_run_gate){"checked_some", CNT_CHECKED, CNT_CASES, CHECKED_MIN_SHARE, 1, 1};
+  nm->ngates = 2;
+}
+
+cJSON *rs__pf_runner_json(const rs_pf_opts *o, const rs_pf_result *r) {
+  pf_ctx x = {.o = o};
+  rs_run_opts ro;
+  rs_run_ops ops;
+  rs_run_names nm;
+  pf_run_opts(o, r->jobs, &ro);
+  pf_ops(o, &x, &ops);
+  pf_names(o, &nm);
+  rs_run_failure_note notes[RS_RUN_PROPS] = {{0}};
+  char replay[RS_PF_NFAIL][1100];
+  for (int k = 0; k < RS_PF_NFAIL; k++) {
+    if (!r->run.fail[k]) continue;
+    char args[1024];
+    rs__pf_replay_args(o, r->fixture[k], args, sizeof args);
+    snprintf(replay[k], sizeof replay[k], "reshard fuzz-planner %s", args);
+    notes[k] = (rs_run_failure_note){r->message[k], r->fixture[k], replay[k]};
+  }
+  return rs_run_json(&ro, &ops, &nm, &r->run, notes);
+}
+
+/* The run's own verdicts on the runner's sums: feature coverage (redistribute: props' table and
+ * gate, judged from RS_PF_FEATURE_MIN_CASES cases), nothing checked (every case declined or not
+ * generated) and declines over --max-decline-share (the two share gates). Each counts as one
+ * failure. */
+static void pf_verdicts(const rs_pf_opts *o, const rs_run_ops *ops, const rs_run_names *nm, rs_pf_result *r) {
+  int64_t min[RS_RUN_FEATURES] = {0};
+  int ngf = 0;
+  const char *gname[RS_RUN_GATES];
+  r->features_missing = rs_run_judge(nm, ops, &r->run, min, &ngf, gname);
+  rs_gen_opts g = run_gen(o);
+  for (int f = 0; f < ops->nfeatures && f < RS_FEATURES_MAX; f++) {
+    r->feature_required[f] = rs__feature_required(&g, f);
+    r->feature_min[f] = min[f];
+  }
+  for (int i = 0; i < ngf; i++) {
+    r->nothing_checked |= strcmp(gname[i], nm->gate[GATE_CHECKED].name) == 0;
+    r->decline_over |= strcmp(gname[i], nm->gate[GATE_DECLINES].name) == 0;
+  }
+  r->failed += (r->features_missing != 0) + r->nothing_checked + r->decline_over;
   if ((r->features_missing || r->nothing_checked || r->decline_over) && !r->first_failure_case)
     r->first_failure_case = r->cases;
+}
+
+/* The failure kinds in the order of their first failing index (lowest first): -1 when done. */
+static int next_failure(const rs_run_result *rr, const int *done) {
+  int best = -1;
+  for (int k = 0; k < RS_PF_NFAIL; k++)
+    if (rr->fail[k] && !done[k] && (best < 0 || rr->first_fail[k] < rr->first_fail[best])) best = k;
+  return best;
+}
+
+/* Shrinks, saves and prints the first failure of each kind, here in the parent: the case is drawn
+ * again from its index, so the shrunk case does not depend on --jobs. */
+static void shrink_failures(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r, rs_case *c) {
+  const rs_run_result *rr = &r->run;
+  int done[RS_PF_NFAIL] = {0};
+  for (int k; (k = next_failure(rr, done)) >= 0;) {
+    done[k] = 1;
+    rs_choices ch;
+    rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)rr->first_fail[k], 0));
+    if (o->kind == RS_PF_P2P) {
+      rs_p2p_model m;
+      memset(&m, 0, sizeof m);
+      if (rs_p2p_gen(&ch, &o->p2p, &m) != RS_OK) rs_clear_error();
+      rs_p2p_model_free(&m);
+    } else {
+      rs_gen_opts g = run_gen(o);
+      if (rs_gen_case(&ch, &g, c) != RS_OK) rs_clear_error();
+    }
+    record_failure(h, o, r, (rs_pf_fail)k, &ch, rr->first_msg[k]);
+    rs_choices_free(&ch);
+  }
+}
+
+/* Workers: --jobs, at most as many as the planner may run at once (its max_instances). */
+static int pf_jobs(rs_planner_host *h, const rs_pf_opts *o) {
+  int jobs = o->jobs > 1 ? o->jobs : 1;
+  int64_t most = rs_planner_host_max_instances(h);
+  if (jobs > 1 && most > 0 && jobs > most) {
+    printf("note: planner %s runs at most %lld instance(s) at once (max_instances): --jobs %d runs %lld worker(s)\n",
+           rs_planner_host_name(h), (long long)most, jobs, (long long)most);
+    fflush(stdout);
+    jobs = (int)most;
+  }
+  return jobs;
+}
+
+/* The campaign with its buffers (rs_pf_run): the runner, then shrinking and the verdicts. */
+static rs_status pf_campaign(pf_ctx *x, rs_pf_result *r) {
+  rs_planner_host *h = x->h;
+  const rs_pf_opts *o = x->o;
+  rs_run_opts ro;
+  rs_run_ops ops;
+  rs_run_names nm;
+  pf_run_opts(o, pf_jobs(h, o), &ro);
+  pf_ops(o, x, &ops);
+  pf_names(o, &nm);
+  rs_run_result *rr = &r->run;
+  rs_status st = rs_run(&ro, &ops, rr);
+  r->jobs = rr->jobs;
+  r->cases = rr->cases;
+  r->passed = rr->counter[CNT_PASSED];
+  r->declined = rr->counter[CNT_DECLINED];
+  r->skipped = rr->counter[CNT_NOT_GENERATED];
+  r->failed_cases = rr->counter[CNT_FAILED];
+  for (int k = 0; k < RS_PF_NFAIL; k++) r->fail[k] = rr->fail[k];
+  for (int f = 0; f < ops.nfeatures && f < RS_FEATURES_MAX; f++) r->feature[f] = rr->feature[f];
+  r->failed = rr->failed_props;
+  r->first_failure_case = rr->first_failure >= 0 ? rr->first_failure + 1 : 0;
+  r->seconds = rr->seconds;
+  if (st != RS_OK || rr->follower) return st; /* a follower rank reports nothing (runner.h) */
+  shrink_failures(h, o, r, x->c);
+  if (rr->crashed) {
+    r->failed++;
+    if (!r->first_failure_case || rr->crash_index + 1 < r->first_failure_case) r->first_failure_case = rr->crash_index + 1;
+    printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", rr->crash_msg,
+           (long long)rr->crash_index + 1, (unsigned long long)o->seed);
+    fflush(stdout);
+  }
+  pf_verdicts(o, &ops, &nm, r);
+  return RS_OK;
 }
 
 rs_status rs_pf_run(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r) {
@@ -520,68 +832,17 @@ rs_status rs_pf_run(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r) {
   if (!(rs_planner_host_caps(h) & need))
     return rs_fail(RS_ERR_INVALID, "--planner %s: no %s capability (--kind %s)", o->planner,
                    o->kind == RS_PF_P2P ? "p2p_plan" : "plan", o->kind == RS_PF_P2P ? "p2p" : "redistribute");
-  rs_case *c = malloc(sizeof *c);
-  pf_eval *e = malloc(sizeof *e);
-  char *msg = malloc(MSG_CAP);
-  if (!c || !e || !msg) {
-    free(c);
-    free(e);
-    free(msg);
-    return rs_fail(RS_ERR_NOMEM, "fuzz-planner: out of memory");
-  }
-  rs_progress prog;
-  rs_progress_init(&prog, !o->quiet);
-  double t0 = rs_now();
-  for (int64_t i = 0;; i++) {
-    double el = rs_now() - t0;
-    if (o->cases > 0 ? i >= o->cases : el >= o->seconds) break;
-    rs_progress_update(&prog, i, el, r->failed, 0);
-    rs_choices ch;
-    rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)i, 0));
-    rs_p2p_model m;
-    memset(&m, 0, sizeof m);
-    rs_pf_fail why = RS_PF_NFAIL;
-    char layout[320] = "";
-    rs_outcome out;
-    if (o->kind == RS_PF_P2P) {
-      out = p2p_case(h, o, &ch, &m, e, &why, msg);
-      describe_model(&m, layout, sizeof layout);
-    } else {
-      out = redistribute_case(h, o, &ch, c, e, &why, msg);
-      describe_case(c, layout, sizeof layout);
-      if (strncmp(msg, "generator:", 10) != 0 || out != RS_SKIP) {
-        int hit[RS_FEATURES_MAX];
-        rs__features_of_case(c, hit);
-        for (int f = 0; f < rs_feature_count(); f++) r->feature[f] += hit[f];
-      }
-    }
-    r->cases++;
-    if (out == RS_FAIL && why < RS_PF_NFAIL) {
-      r->failed_cases++;
-      if (!r->first_failure_case) r->first_failure_case = i + 1;
-      if (r->fail[why]++ == 0) {
-        r->failed++;
-        rs_progress_end(&prog);
-        char *first = strdup(msg);
-        record_failure(h, o, r, why, &ch, first ? first : msg);
-        free(first);
-      }
-    } else {
-      if (out == RS_PASS) r->passed++;
-      else if (e->have == 0 && strncmp(msg, "generator:", 10) == 0) r->skipped++;
-      else r->declined++;
-      score(o, r, e, i + 1, layout);
-    }
-    rs_p2p_model_free(&m);
-    rs_choices_free(&ch);
-  }
-  rs_progress_end(&prog);
-  r->seconds = rs_now() - t0;
-  pf_gates(o, r);
-  free(c);
-  free(e);
-  free(msg);
-  return RS_OK;
+  pf_ctx x = {.h = h, .o = o, .r = r};
+  x.c = malloc(sizeof *x.c);
+  x.e = malloc(sizeof *x.e);
+  x.msg = malloc(MSG_CAP);
+  x.rec = malloc(sizeof *x.rec);
+  rs_status st = x.c && x.e && x.msg && x.rec ? pf_campaign(&x, r) : rs_fail(RS_ERR_NOMEM, "fuzz-planner: out of memory");
+  free(x.c);
+  free(x.e);
+  free(x.msg);
+  free(x.rec);
+  return st;
 }
 
 rs_status rs_pf_replay(rs_planner_host *h, const rs_pf_opts *o, const char *path, int *failed, char *msg,

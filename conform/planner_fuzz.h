@@ -12,6 +12,7 @@
 #include "conform/planner_host.h"
 #include "props/p2p.h"
 #include "props/props.h"
+#include "props/runner.h"
 
 typedef enum rs_pf_kind { RS_PF_REDISTRIBUTE = 0, RS_PF_P2P = 1 } rs_pf_kind;
 
@@ -55,6 +56,16 @@ typedef struct rs_pf_opts {
    * RS_PF_MAX_DECLINE_SHARE); >= 1: never */
   double max_decline_share;
   double shrink_seconds; /* --shrink-seconds: the time all shrinking of one run may take (0: none) */
+  /* the runner (props/runner.h): --jobs N forked workers (1: this process; an exec planner's worker
+   * starts its own child, at most the planner's max_instances workers), --shard K/N, the seconds one
+   * case may run in a worker before it is called hung, --distribute; the hooks run in each worker
+   * after the planner's own start and before its stop */
+  int jobs, shard_k, shard_n;
+  double case_timeout;
+  rs_status (*worker_init)(void *ctx, int worker);
+  void (*worker_exit)(void *ctx);
+  void *worker_ctx;
+  struct rs_run_dist *dist;
 } rs_pf_opts;
 
 #define RS_PF_MAX_DECLINE_SHARE 0.5
@@ -97,11 +108,19 @@ typedef struct rs_pf_result {
   rs_pf_worst worst[RS_PF_NOBJ][RS_PF_WORST];
   int nworst[RS_PF_NOBJ];
   double seconds;
-  int failed; /* failure kinds seen, plus 1 each for coverage, nothing checked, too many declines */
+  int failed; /* failure kinds seen, plus 1 each for coverage, nothing checked, too many declines, a
+                 crashed worker */
+  int jobs;   /* workers that ran (after the planner's max_instances) */
+  rs_run_result run; /* the runner's sums (the "runner" object of --json; run.follower: say nothing) */
 } rs_pf_result;
 
-/* The campaign; RS_OK whether or not the planner failed (r->failed). Errors: the planner could not
- * be used at all, out of memory. */
+/* The campaign on the runner (props/runner.h): case i is drawn from rs_hash3(seed, i, 0) whatever
+ * the worker count; the failure kinds are the runner's properties, the outcomes, declines and the
+ * score against the best baseline its counters, the decline share and "checked something" its
+ * share gates, redistribute's feature table its features, so `reshard report merge` judges the
+ * shards' sums as the unsharded run. The first failure of each kind (its lowest index) is shrunk
+ * here afterwards. RS_OK whether or not the planner failed (r->failed; a crashed worker is one).
+ * Errors: the planner could not be used at all, out of memory, a hung worker (RS_ERR_TIMEOUT). */
 rs_status rs_pf_run(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r);
 /* One saved case (a case JSON, or a P2P model for kind P2P): *failed = 1 when the planner still
  * fails it, 2 when it declines it, 0 when it passes; msg says how (or the plan's trace). */
@@ -114,5 +133,8 @@ void rs__pf_replay_args(const rs_pf_opts *o, const char *fixture, char *buf, siz
 void rs_pf_print(FILE *f, rs_planner_host *h, const rs_pf_opts *o, const rs_pf_result *r);
 rs_status rs_pf_json(const char *path, rs_planner_host *h, const rs_pf_opts *o, const rs_pf_result *r);
 rs_status rs_pf_junit(const char *path, const rs_pf_opts *o, const rs_pf_result *r);
+/* The runner's object of the --json report (props/runner.h), with each failure's shrunk message,
+ * fixture and replay command. */
+struct cJSON *rs__pf_runner_json(const rs_pf_opts *o, const rs_pf_result *r);
 
 #endif

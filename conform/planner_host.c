@@ -14,6 +14,8 @@ struct rs_planner_host {
   void *dl; /* dlopen handle of a plug-in; NULL for a child process */
   const rs_planner_vtable *vt;
   void *self;
+  int exec;    /* a child process (planner_exec.c) */
+  int stopped; /* worker_stop destroyed it */
   char name[128];
 };
 
@@ -74,6 +76,7 @@ rs_status rs_planner_host_open(const char *spec, double timeout_s, rs_planner_ho
   if (!h) return rs_fail(RS_ERR_NOMEM, "--planner: out of memory");
   rs_status st;
   if (strncmp(spec, "exec:", 5) == 0) {
+    h->exec = 1;
     st = rs__planner_exec_open(spec + 5, timeout_s, &h->vt, &h->self);
     if (st == RS_OK && (st = check_vtable(spec, h->vt)) != RS_OK) h->vt->destroy(h->self);
   } else {
@@ -91,12 +94,26 @@ rs_status rs_planner_host_open(const char *spec, double timeout_s, rs_planner_ho
 
 void rs_planner_host_close(rs_planner_host *h) {
   if (!h) return;
-  if (h->vt && h->vt->destroy) h->vt->destroy(h->self);
+  if (h->vt && h->vt->destroy && !h->stopped) h->vt->destroy(h->self);
   if (h->dl) dlclose(h->dl);
   free(h);
 }
 
 const char *rs_planner_host_name(const rs_planner_host *h) { return h->name; }
+
+rs_status rs_planner_host_worker_start(rs_planner_host *h) {
+  return h->exec ? rs__planner_exec_reopen(h->self) : RS_OK;
+}
+
+void rs_planner_host_worker_stop(rs_planner_host *h) {
+  if (!h->exec || h->stopped) return;
+  h->vt->destroy(h->self);
+  h->stopped = 1;
+}
+
+int64_t rs_planner_host_max_instances(const rs_planner_host *h) {
+  return h->exec ? rs__planner_exec_max_instances(h->self) : 0;
+}
 
 int rs_planner_host_caps(const rs_planner_host *h) {
   return (VT_HAS(h->vt, plan) ? RS_PLANNER_CAP_PLAN : 0) | (VT_HAS(h->vt, plan_p2p) ? RS_PLANNER_CAP_P2P : 0);

@@ -20,6 +20,16 @@ enum { RS_PLANNER_CAP_PLAN = 1, RS_PLANNER_CAP_P2P = 2 };
 rs_status rs_planner_host_open(const char *spec, double timeout_s, rs_planner_host **out);
 void rs_planner_host_close(rs_planner_host *h);
 const char *rs_planner_host_name(const rs_planner_host *h);
+
+/* --jobs N (props/runner.h): the planner in a forked worker. worker_start (the worker's first act):
+ * an exec planner's worker forgets the child it inherited (pipe ends closed, the child stays the
+ * parent's) and starts its own, which dies with the worker; a plug-in is the worker's own copy
+ * after fork already (nothing to do). worker_stop (its last act) stops that child. */
+rs_status rs_planner_host_worker_start(rs_planner_host *h);
+void rs_planner_host_worker_stop(rs_planner_host *h);
+/* How many instances of the planner may run at once: 0 any number (plug-ins; exec planners by
+ * default), k from an exec planner's hello "max_instances" (1: it runs in one process only). */
+int64_t rs_planner_host_max_instances(const rs_planner_host *h);
 int rs_planner_host_caps(const rs_planner_host *h); /* RS_PLANNER_CAP_* bits */
 
 /* One plan for case c (its mesh, tensor, src, dst and enumeration). RS_OK: *out holds the plan

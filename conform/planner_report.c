@@ -161,6 +161,18 @@ rs_status rs_pf_json(const char *path, rs_planner_host *h, const rs_pf_opts *o, 
   cJSON_AddNumberToObject(lb, "mean_ratio", mean(r->lb_ratio_sum, r->lb_cases - r->lb_inf));
   cJSON_AddNumberToObject(lb, "max_ratio", r->lb_ratio_max);
   cJSON_AddNumberToObject(lb, "traffic_where_bound_is_zero", (double)r->lb_inf);
+  if (r->run.crashed) {
+    cJSON_AddNumberToObject(root, "crash_case", (double)r->run.crash_index + 1);
+    cJSON_AddStringToObject(root, "crash", r->run.crash_msg);
+  }
+  cJSON_AddNumberToObject(root, "jobs", r->jobs);
+  /* the runner's part (props/runner.h): what `reshard report merge` adds up over --shard K/N runs */
+  cJSON *run = rs__pf_runner_json(o, r);
+  if (!run) {
+    cJSON_Delete(root);
+    return rs_fail(RS_ERR_NOMEM, "--json: out of memory");
+  }
+  cJSON_AddItemToObject(root, "runner", run);
   return rs__report_json_write(root, path);
 }
 
@@ -174,7 +186,7 @@ rs_status rs_pf_junit(const char *path, const rs_pf_opts *o, const rs_pf_result 
     skipped += r->passed == 0 && !r->fail[k];
     kinds += r->fail[k] != 0;
   }
-  int policy = r->features_missing || r->nothing_checked || r->decline_over;
+  int policy = r->features_missing || r->nothing_checked || r->decline_over || r->run.crashed;
   FILE *f = rs__junit_open(path, suite, RS_PF_NFAIL + 1, kinds + policy, skipped, r->seconds);
   if (!f) return RS_ERR_IO;
   for (int k = 0; k < RS_PF_NFAIL; k++) {
@@ -188,8 +200,10 @@ rs_status rs_pf_junit(const char *path, const rs_pf_opts *o, const rs_pf_result 
                        r->passed == 0 && !r->fail[k]);
   }
   /* the run's own verdicts: feature coverage, nothing checked, the decline share */
-  char why[256] = "";
-  if (r->nothing_checked)
+  char why[512] = "";
+  if (r->run.crashed)
+    snprintf(why, sizeof why, "crash: %s", r->run.crash_msg);
+  else if (r->nothing_checked)
     snprintf(why, sizeof why, "nothing checked: the planner planned none of %lld cases", (long long)r->cases);
   else if (r->decline_over)
     snprintf(why, sizeof why, "declined %lld of %lld cases, over --max-decline-share %g", (long long)r->declined,

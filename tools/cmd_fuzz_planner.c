@@ -13,6 +13,7 @@ static const char *HELP =
     "                            [--enumeration seed|pytorch] [--timeout SECONDS] [--worst K]\n"
     "                            [--max-decline-share P] [--shrink-runs N] [--shrink-seconds T]\n"
     "                            [--json F] [--junit F] [--regress-dir D] [--quiet] [generator options]\n"
+    "                            [--jobs N|auto] [--shard K/N] [--case-timeout SEC]\n"
     "       reshard fuzz-planner --planner ... [--kind ..] [--enumeration ..] --case FILE\n"
     "Draws cases with the property generators, asks the planner for a plan, checks it (legality,\n"
     "SPEC 6 / SPEC 10), executes it with ref and compares every rank's bytes with the oracle, then\n"
@@ -30,7 +31,13 @@ static const char *HELP =
     "takes its --timeout). A budget that ran out is said on the FAIL line and in the JSON.\n"
     "Redistribute runs of 1,000 cases or more also fail when a feature of the generator fell\n"
     "under its minimum count (the feature table of reshard check; docs/harness.md).\n"
-    "Exit: 0 every plan legal and right, 1 a failure, 2 bad usage, 3 out of memory.\n";
+    "--jobs N: an exec planner gets one child per worker (each dies with its worker); a planner\n"
+    "whose hello says \"max_instances\": k runs in at most k workers (docs/conformance.md).\n"
+    "The --json report's \"runner\" object holds the failure kinds, outcomes, declines, the score\n"
+    "against the best planner and the feature table; `reshard report merge` judges the shards'\n"
+    "sums (the decline share and \"checked something\" are share gates).\n"
+    "Exit: 0 every plan legal and right, 1 a failure (or a crashed worker), 2 bad usage, 3 out of\n"
+    "memory, 4 a worker hung on one case past --case-timeout.\n";
 
 int cmd_fuzz_planner(int argc, char **argv) {
   const char *C = "fuzz-planner";
@@ -44,6 +51,7 @@ int cmd_fuzz_planner(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(HELP, stdout);
+      fputs(CLI_RUNNER_HELP, stdout);
       fputs(CLI_GEN_HELP, stdout);
       return CLI_OK;
     }
@@ -102,9 +110,21 @@ int cmd_fuzz_planner(int argc, char **argv) {
   o.json = ca.json;
   o.junit = ca.junit;
   if (ca.regress_dir) o.regress_dir = ca.regress_dir;
+  o.jobs = ca.run.jobs;
+  o.shard_k = ca.run.shard_k;
+  o.shard_n = ca.run.shard_n;
+  o.case_timeout = ca.run.case_timeout;
+  if (case_file && (o.jobs > 1 || o.shard_n > 1 || ca.run.distribute))
+    return cli_usage_error(C, "--case replays one saved case: --jobs, --shard and --distribute are for campaigns");
 
+  if ((r = cli_runner_start(C, &ca.run)) != CLI_OK) return r;
+  o.dist = ca.run.dist;
   rs_planner_host *h;
-  if (rs_planner_host_open(planner, o.timeout, &h) != RS_OK) return cli_status_error(C, "");
+  if (rs_planner_host_open(planner, o.timeout, &h) != RS_OK) {
+    r = cli_status_error(C, "");
+    cli_runner_stop(&ca.run);
+    return r;
+  }
   int rc = CLI_OK;
   if (case_file) {
     char msg[8192];
@@ -115,15 +135,19 @@ int cmd_fuzz_planner(int argc, char **argv) {
       rc = failed == 1 ? CLI_FAIL : CLI_OK;
     }
     rs_planner_host_close(h);
+    cli_runner_stop(&ca.run);
     return rc;
   }
   rs_pf_result *res = calloc(1, sizeof *res);
   if (!res) {
     rs_planner_host_close(h);
+    cli_runner_stop(&ca.run);
     return cli_nomem(C, "result");
   }
   if (rs_pf_run(h, &o, res) != RS_OK) {
     rc = cli_status_error(C, "");
+  } else if (res->run.follower) {
+    rc = CLI_OK; /* a --distribute rank other than 0: rank 0 reports (props/runner.h) */
   } else {
     rs_pf_print(stdout, h, &o, res);
     if (o.json && rs_pf_json(o.json, h, &o, res) != RS_OK) rc = cli_status_error(C, "");
@@ -132,5 +156,6 @@ int cmd_fuzz_planner(int argc, char **argv) {
   }
   free(res);
   rs_planner_host_close(h);
+  cli_runner_stop(&ca.run);
   return rc;
 }
