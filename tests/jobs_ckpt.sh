@@ -14,7 +14,8 @@
 #   4. with planted bugs compiled in: a worker that crashes (993), hangs (994) or runs out of memory
 #      (995) on case 38 is reported as such (exit 1 naming the case / 4 / 3), the report is written,
 #      no worker is left running and nothing is left in --scratch;
-#   5. --jobs 2 with --transport mpi is a usage error (exit 2).
+#   5. --jobs 2 with --transport mpi is a usage error (exit 2);
+#   6. given an MPI launcher ($3...): --distribute on 2 ranks gives --jobs 1's report and fixtures.
 set -uo pipefail
 R=$1
 SRC=$2
@@ -187,6 +188,30 @@ fi
 rc=$?
 { [ $rc = 2 ] && grep -q -- "--jobs" "$tmp/u.txt"; } || bad "--jobs 2 --transport mpi: exit $rc, want a usage error naming --jobs"
 echo "5. --jobs 2 --transport mpi: exit $rc [${SECONDS} s]"
+
+# ---- 6. --distribute: two MPI ranks share the case range (when a launcher is given) ----
+shift 2
+if [ $# -gt 0 ] && [ -n "$1" ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  dbug=(env)
+  [ $mut = 1 ] && dbug=(env RS_MUTANT=304)
+  timeout 300 "${dbug[@]}" "$@" -np 2 "$R" ckpt check --distribute --cases 121 --seed 11 --shrink-runs 60 \
+    --json "$tmp/dist.json" --regress-dir "$tmp/rgd" --scratch "$scr" > "$tmp/dist.txt" 2>&1
+  rc=$?
+  if grep -qE "not available|built without MPI" "$tmp/dist.txt"; then
+    echo "6. skipped: --distribute is not in this build [${SECONDS} s]"
+  else
+    want=$(cat "$tmp/refrc1")
+    { [ $rc = "$want" ] || { [ "$want" = 1 ] && [ $rc != 0 ]; }; } || bad "--distribute: exit $rc, --jobs 1's $want"
+    diff <(strip "$tmp/ref1.json" "$tmp/refrg1") <(strip "$tmp/dist.json" "$tmp/rgd") > "$tmp/d4.txt" ||
+      { bad "--distribute: --json differs from --jobs 1's"; head -20 "$tmp/d4.txt"; }
+    diff -r "$tmp/refrg1" "$tmp/rgd" > /dev/null 2>&1 || { [ ! -d "$tmp/refrg1" ] && [ ! -d "$tmp/rgd" ]; } ||
+      bad "--distribute: saved fixtures differ from --jobs 1's"
+    echo "6. --distribute on 2 ranks: exit $rc, the report and fixtures of --jobs 1 [${SECONDS} s]"
+  fi
+else
+  echo "6. skipped: no MPI launcher given [${SECONDS} s]"
+fi
 
 [ $fail = 0 ] && echo "jobs_ckpt: ok"
 exit $fail
