@@ -169,6 +169,8 @@ static void ck_ops(ck_ctx *x, rs_run_ops *ops) {
 
 static void ck_verb(int mode, rs_world *world, char *out, size_t cap) {
   const char *tr = world ? rs_world_transport(world) : "local";
+  /* RS_SIM_DEVICE=1: a local world's tensor data in simulated device memory (other code paths) */
+  if (world && rs_world_is_local(world) && !rs_world_uses_device(world) && rs_opt_ckpt_sim_device()) tr = "local-device";
   if (mode == RS__CKPT_REF) snprintf(out, cap, "ckpt check");
   else snprintf(out, cap, "ckpt check --impl %s%s%s", mode == RS__CKPT_OPT ? "opt" : "both",
                 strcmp(tr, "local") ? " --transport " : "", strcmp(tr, "local") ? tr : "");
