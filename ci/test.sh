@@ -16,6 +16,9 @@ bash ci/deps.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export RS_REPORTS_VENV="$top/build/reports-venv" # junitparser + pillow for the ctest `reports`, one venv for every tree
 CASES=${RS_CASES:-100000}
+# every campaign runs its cases in worker processes, one per core (--jobs auto; the result does not
+# depend on the count: props/runner.h); RS_JOBS overrides. MPI campaigns keep one process per rank.
+J=${RS_JOBS:-auto}
 out="$top/out"
 mkdir -p "$out"
 t0=$(date +%s)
@@ -45,13 +48,13 @@ stage "unit tests"
 (cd build && ctest --output-on-failure -j2 --timeout 600)
 
 stage "ref vs oracle campaign: $CASES cases"
-$R check --seed 1 --cases "$CASES" --quiet --junit "$out/ref.junit.xml" --json "$out/ref.json" \
+$R check --seed 1 --cases "$CASES" --jobs "$J" --quiet --junit "$out/ref.junit.xml" --json "$out/ref.json" \
   --regress-dir "$out/regressions"
 
 if $R check --help 2>&1 | grep -q -- "--impl"; then
   if $R check --impl opt --seed 2 --cases 100 --quiet >/dev/null 2>&1; then
     stage "opt vs ref vs oracle in-process: $CASES cases"
-    $R check --impl opt --seed 2 --cases "$CASES" --quiet --junit "$out/opt.junit.xml" \
+    $R check --impl opt --seed 2 --cases "$CASES" --jobs "$J" --quiet --junit "$out/opt.junit.xml" \
       --regress-dir "$out/regressions"
     for np in 4 8; do
       stage "opt over MPI, $np ranks"
@@ -73,7 +76,7 @@ fi
 stage "order values: $(( CASES / 10 )) cases, all Partial cases on order values"
 order_impl=ref
 $R check --impl opt --seed 2 --cases 10 --quiet >/dev/null 2>&1 && order_impl=opt
-$R check --impl "$order_impl" --order-share 100 --seed 8 --cases $(( CASES / 10 )) --quiet \
+$R check --impl "$order_impl" --order-share 100 --seed 8 --cases $(( CASES / 10 )) --jobs "$J" --quiet \
   --json "$out/order.json" --regress-dir "$out/regressions"
 # ---- end of the values and reduction order block ----
 
@@ -84,10 +87,10 @@ $R check --impl "$order_impl" --order-share 100 --seed 8 --cases $(( CASES / 10 
 # 4,096-rank figure (target < 50 ms). Failures are shrunk and saved under $out/regressions/p2p.
 if $R p2p --help >/dev/null 2>&1; then
   stage "p2p: ref vs oracle, $(( CASES / 4 )) cases"
-  $R p2p check --impl ref --seed 41 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions/p2p" \
+  $R p2p check --impl ref --seed 41 --cases $(( CASES / 4 )) --jobs "$J" --quiet --regress-dir "$out/regressions/p2p" \
     --junit "$out/p2p-ref.junit.xml" --json "$out/p2p-ref.json"
   stage "p2p: opt vs oracle (plans, traffic == lower bound, MXFP8), $CASES cases"
-  $R p2p check --impl opt --seed 42 --cases "$CASES" --quiet --regress-dir "$out/regressions/p2p" \
+  $R p2p check --impl opt --seed 42 --cases "$CASES" --jobs "$J" --quiet --regress-dir "$out/regressions/p2p" \
     --junit "$out/p2p-opt.junit.xml" --json "$out/p2p-opt.json"
   for np in 4 8; do
     for col in yes no; do
@@ -112,8 +115,8 @@ fi
 # cases at the default RS_CASES), a longer torture, and the safetensors interop test.
 CKPT_CASES=$(( CASES / 5 ))
 stage "ckpt: property campaign ($CKPT_CASES cases) beside the torture and the safetensors interop test"
-# the campaign is single-threaded: it runs on one core while the other does the rest
-$R ckpt check --seed 1 --cases "$CKPT_CASES" --quiet --regress-dir "$out/ckpt-regressions" \
+# the campaign mostly waits on fsync: its workers (--jobs) run beside the torture and the interop test
+$R ckpt check --seed 1 --cases "$CKPT_CASES" --jobs "$J" --quiet --regress-dir "$out/ckpt-regressions" \
   --junit "$out/ckpt.junit.xml" --json "$out/ckpt.json" >"$out/ckpt-check.log" 2>&1 &
 ckpt_pid=$!
 $R ckpt torture --kills 300 --seed 2 --impl both   # every other save is opt's
@@ -136,14 +139,14 @@ cat "$out/ckpt-check.log"
 # its own state dict; with 4 processes about 3 in 4 cases need more ranks and are skipped, hence
 # RS_CASES/25 there), and the CLI/DCP-fixture/bench-smoke script (also a ctest).
 stage "opt checkpoints beside ref: $(( CASES / 50 )) cases"
-$R ckpt check --impl both --seed 21 --cases $(( CASES / 50 )) --quiet --regress-dir "$out/regressions"
+$R ckpt check --impl both --seed 21 --cases $(( CASES / 50 )) --jobs "$J" --quiet --regress-dir "$out/regressions"
 for np in 4 8; do
   stage "opt checkpoints over MPI, $np processes"
   mpirun --oversubscribe -np "$np" $R ckpt check --impl opt --transport mpi --seed 22 \
     --cases $(( np == 4 ? CASES / 25 : CASES / 500 )) --quiet --regress-dir "$out/regressions"
 done
 stage "opt checkpoints on simulated device memory (local-device, RS_SIM_DEVICE=1): $(( CASES / 50 )) cases"
-RS_SIM_DEVICE=1 $R ckpt check --impl opt --transport local-device --seed 23 --cases $(( CASES / 50 )) --quiet \
+RS_SIM_DEVICE=1 $R ckpt check --impl opt --transport local-device --seed 23 --cases $(( CASES / 50 )) --jobs "$J" --quiet \
   --regress-dir "$out/regressions"
 stage "opt checkpoints: CLI, PyTorch DCP fixtures, bench smoke"
 bash tests/ckpt_opt.sh "$R" "$top"
@@ -155,9 +158,9 @@ if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   # Open MPI's own allocations are reported as leaks by LSan: MPI tests run without leak checks
   (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -E mpi)
   (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -R mpi)
-  build-asan/reshard check --seed 4 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions"
+  build-asan/reshard check --seed 4 --cases $(( CASES / 10 )) --jobs "$J" --quiet --regress-dir "$out/regressions"
   # ckpt under ASan+UBSan: a short checkpoint campaign (its ctest ran above)
-  build-asan/reshard ckpt check --seed 4 --cases $(( CASES / 200 )) --quiet --regress-dir "$out/ckpt-regressions"
+  build-asan/reshard ckpt check --seed 4 --cases $(( CASES / 200 )) --jobs "$J" --quiet --regress-dir "$out/ckpt-regressions"
 fi
 
 if [ "${RS_SKIP_COV:-0}" != 1 ]; then
@@ -188,10 +191,10 @@ fi
 # collectives as PyTorch's styles name them, CASES cases (100,000 by default, ~7 s on an idle
 # core), then CASES/10 on the sanitizer build when it exists (~4 s). Under 1 minute in all.
 stage "tp styles: ref and opt, $CASES cases"
-$R tp check --impl both --seed 1 --cases "$CASES" --quiet --regress-dir "$out/regressions/tp" \
+$R tp check --impl both --seed 1 --cases "$CASES" --jobs "$J" --quiet --regress-dir "$out/regressions/tp" \
   --junit "$out/tp.junit.xml" --json "$out/tp.json"
 if [ -x build-asan/reshard ]; then
-  build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --quiet --regress-dir "$out/regressions/tp"
+  build-asan/reshard tp check --impl both --seed 2 --cases $(( CASES / 10 )) --jobs "$J" --quiet --regress-dir "$out/regressions/tp"
 fi
 # TP forward over MPI, one process per rank: of CASES/25 drawn cases the 4-rank ones (about 1 in 7)
 # run with opt through the MPI world and every rank's output must be the in-process forward's
@@ -205,9 +208,9 @@ fi
 # hand-made cases), CASES/200 for ckpt (each case writes and fsyncs a checkpoint). The planted-bug
 # backends and the crashing, hanging and garbage children ran in ctest (conform).
 stage "conform: opt as a backend plug-in, $(( CASES / 10 )) cases per suite ($(( CASES / 200 )) ckpt) and every corpus"
-$R conform --backend build/tests/libconform_opt_plugin.so --suite redistribute,tp,p2p --cases $(( CASES / 10 )) --quiet \
+$R conform --backend build/tests/libconform_opt_plugin.so --suite redistribute,tp,p2p --cases $(( CASES / 10 )) --jobs "$J" --quiet \
   --failures "$out/conform-failures" --junit "$out/conform.junit.xml" --json "$out/conform.json" --report "$out/conform-report"
-$R conform --backend build/tests/libconform_opt_plugin.so --suite ckpt --cases $(( CASES / 200 )) --quiet \
+$R conform --backend build/tests/libconform_opt_plugin.so --suite ckpt --cases $(( CASES / 200 )) --jobs "$J" --quiet \
   --failures "$out/conform-failures" --junit "$out/conform-ckpt.junit.xml" --json "$out/conform-ckpt.json" \
   --report "$out/conform-report-ckpt"
 # ---- fuzz-planner: outside planners (docs/conformance.md, "Planner fuzzing") ----
@@ -217,14 +220,14 @@ $R conform --backend build/tests/libconform_opt_plugin.so --suite ckpt --cases $
 # python3): CASES/1000 cases, else a skip line. Measured at RS_CASES=100000 on the shared 2-core dev
 # machine under load: 51 s wall with torch (11.5 s CPU in reshard), about 15 s without.
 stage "fuzz-planner: ref's graph and opt's P2P planners as plug-ins ($(( CASES / 10 )) cases each), PyTorch's planners when torch imports"
-$R fuzz-planner --planner build/tests/libplanner_graph.so --seed 1 --cases $(( CASES / 10 )) --quiet \
+$R fuzz-planner --planner build/tests/libplanner_graph.so --seed 1 --cases $(( CASES / 10 )) --jobs "$J" --quiet \
   --regress-dir "$out/regressions/planner" --junit "$out/planner.junit.xml" --json "$out/planner.json"
-$R fuzz-planner --planner build/tests/libplanner_opt_p2p.so --kind p2p --seed 1 --cases $(( CASES / 10 )) --quiet \
+$R fuzz-planner --planner build/tests/libplanner_opt_p2p.so --kind p2p --seed 1 --cases $(( CASES / 10 )) --jobs "$J" --quiet \
   --regress-dir "$out/regressions/planner" --junit "$out/planner_p2p.junit.xml"
 torch_py=$LIVE_PY
 if "$torch_py" -c "import torch, numpy" 2>/dev/null; then
   $R fuzz-planner --planner "exec:$torch_py tools/pytorch/planner.py --mode auto" --enumeration pytorch \
-    --timeout 120 --seed 1 --cases $(( CASES / 1000 )) --quiet --regress-dir "$out/regressions/planner" \
+    --timeout 120 --seed 1 --cases $(( CASES / 1000 )) --jobs "$J" --quiet --regress-dir "$out/regressions/planner" \
     --json "$out/planner_pytorch.json"
 else
   echo "skip: PyTorch's planners (torch does not import in $torch_py; set RS_TORCH_PYTHON)"
@@ -251,7 +254,7 @@ if "$TPY" -c "import torch, numpy" 2>/dev/null; then
   for suite in redistribute tp; do
     rc=0
     $R conform --backend "exec:$TPY tools/pytorch/backend.py --refusals-skip" --suite $suite --fixtures none \
-      --cases $(( CASES / 2000 )) --seed 1 --shrink-runs 30 --timeout 120 --failures "$out/conform-pytorch" \
+      --cases $(( CASES / 2000 )) --jobs "$J" --seed 1 --shrink-runs 30 --timeout 120 --failures "$out/conform-pytorch" \
       --json "$out/pytorch-$suite.json" --quiet >"$out/pytorch-$suite.log" 2>&1 || rc=$?
     tail -n 3 "$out/pytorch-$suite.log"
     [ "$rc" -le 1 ] && grep -Eq '"pass":[[:space:]]*[1-9]' "$out/pytorch-$suite.json" ||
