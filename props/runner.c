@@ -33,6 +33,7 @@
 #include "core/numflag.h"
 #include "props/props.h"
 #include "report.h"
+#include "runner_int.h"
 
 #define NOLIMIT INT64_MAX
 
@@ -661,9 +662,53 @@ rs_status rs_run(const rs_run_opts *o, const rs_run_ops *ops, rs_run_result *r) 
   rs_progress prog;
   rs_progress_init(&prog, o->progress);
   double t0 = rs_now();
-  rs_status st = o->jobs > 1 ? run_workers(o, ops, &a, &prog, t0) : run_here(o, ops, &a, &prog, t0);
+  rs_status st = o->dist && rs_run_dist_size(o->dist) > 1 ? rs__run_dist(o, ops, &a, &prog, t0)
+                 : o->jobs > 1 ? run_workers(o, ops, &a, &prog, t0) : run_here(o, ops, &a, &prog, t0);
   if (o->progress) rs_progress_update(&prog, r->cases, rs_now() - t0, r->failed_props, 1);
   rs_progress_end(&prog);
   if (st != RS_OK) return st;
   return finish(&a, t0);
+}
+
+/* ---- --distribute's reach into the runner (runner_int.h; the run itself is in runner_dist.c):
+ * an MPI rank's records are added through the forked workers' path ---- */
+
+int64_t rs__run_shard_cases(const rs_run_opts *o) { return shard_cases(o); }
+_Static_assert((int)RS__REC_CASE == (int)REC_CASE && (int)RS__REC_ERROR == (int)REC_ERROR, "runner_int.h's record kinds");
+size_t rs__run_record_cap(const rs_run_ops *ops) { return (void)ops, sizeof(rs_run_case) + 64; }
+size_t rs__run_pack_case(const rs_run_ops *ops, const rs_run_case *rc, char *buf) { return pack_case(ops, rc, buf); }
+rs_run_result *rs__run_result(agg *a) { return a->r; }
+int64_t rs__run_base(const agg *a) { return a->base; }
+int64_t rs__run_cut(const agg *a) { return a->cut; }
+void rs__run_cut_at(agg *a, int64_t j, rs_status st, const char *msg) { cut_at(a, j, st, msg); }
+
+struct rs__run_sink {
+  agg *a;
+  pend_set ps;
+  rs_run_case *scratch;
+};
+
+rs__run_sink *rs__run_sink_new(agg *a) {
+  rs__run_sink *s = calloc(1, sizeof *s);
+  if (s && !(s->scratch = malloc(sizeof *s->scratch))) free(s), s = NULL;
+  if (s) s->a = a;
+  return s;
+}
+
+void rs__run_sink_free(rs__run_sink *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->ps.n; i++) free(s->ps.v[i].payload);
+  free(s->ps.v);
+  free(s->scratch);
+  free(s);
+}
+
+void rs__run_sink_put(rs__run_sink *s, int64_t j, int kind, rs_status st, const char *payload, size_t len) {
+  agg *a = s->a;
+  if (j < a->base || j >= a->cut || pend_find(&s->ps, j) >= 0) return;
+  if (pend_put(&s->ps, j, (uint32_t)kind, (int32_t)st, payload, len)) {
+    cut_at(a, a->base, RS_ERR_NOMEM, "out of memory keeping the ranks' records");
+    return;
+  }
+  drain(a, &s->ps, s->scratch, a->ops);
 }
