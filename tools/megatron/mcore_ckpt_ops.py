@@ -170,7 +170,7 @@ def save(rank, world, items, ckdir, desc, bug):
             raw = wrong_slice(raw, it["size"])
         data = tensor_of(raw, it["dtype"], it["size"])
         key = it["key"]
-        if bug == "rename_key" and not renamed and it["factory"] is None:
+        if bug == "rename_key" and not renamed:
             key, renamed = key + "_renamed", True
         it = dict(it, key=key)
         sd["t%d" % i] = _entry(mapping, it, data, bug)
