@@ -292,6 +292,15 @@ static int send_rec(int fd, uint32_t kind, int64_t j, rs_status st, const char *
   return len ? write_all(fd, payload, len) : 0;
 }
 
+/* A worker leaves with _exit (its parent's atexit handlers and buffers are not its own), which
+ * skips gcov's exit handler: a coverage build writes the worker's counts first. */
+#ifdef RS_COVERAGE
+void __gcov_dump(void);
+static void worker_flush_coverage(void) { __gcov_dump(); }
+#else
+static void worker_flush_coverage(void) {}
+#endif
+
 static void worker_main(const rs_run_opts *o, const rs_run_ops *ops, shared *sh, int w, int fd) {
 #ifdef __linux__
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -334,6 +343,7 @@ static void worker_main(const rs_run_opts *o, const rs_run_ops *ops, shared *sh,
     if (bad) _exit(1); /* the parent went away */
   }
   if (ops->worker_exit) ops->worker_exit(ops->ctx);
+  worker_flush_coverage();
   send_rec(fd, REC_DONE, -1, RS_OK, NULL, 0);
   _exit(0);
 }
@@ -535,7 +545,7 @@ static rs_status run_workers(const rs_run_opts *o, const rs_run_ops *ops, agg *a
       double ran = (double)(now_ms() - atomic_load(&sh->slot[w].t0_ms)) / 1000.0;
       if (ran > case_timeout) {
         char m[300];
-        snprintf(m, sizeof m, "worker %d hung: case %lld ran for %.0f s (the case timeout; --timeout sets it)", w + 1,
+        snprintf(m, sizeof m, "worker %d hung: case %lld ran for %.0f s (the case timeout; --case-timeout sets it)", w + 1,
                  (long long)rs_run_index(o, j) + 1, ran);
         kill(ws[w].pid, SIGKILL);
         cut_at(a, j, RS_ERR_TIMEOUT, m);
