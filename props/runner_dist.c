@@ -66,7 +66,8 @@ double rs__comm_timeout(void); /* opt/comm/timeout.c: --timeout, every transport
 
 #define NOLIMIT INT64_MAX
 #define NSEND 16      /* rank 0's messages in flight to one rank */
-#define NUP 4         /* a rank's record batches in flight to rank 0 */
+#define NUP 64        /* a rank's records in flight to rank 0 (one per case: rank 0 takes them
+                         between its own cases) */
 #define NRANGE 8      /* grants a rank holds at most */
 #define WANT_S 0.1    /* a grant is about this much of the asking rank's work */
 #define WANT_MAX 1024
@@ -337,6 +338,7 @@ typedef struct lead {
   double limit;
   int64_t next, n;        /* the next position to hand out; positions of the shard */
   double own_t;           /* rank 0's time per case (moving average) */
+  int64_t sa, sb;         /* positions rank 0 took back from a rank (steal) */
   char *rbuf;             /* a batch as it arrives */
   size_t rcap;
 } lead;
@@ -452,6 +454,37 @@ static void grant(lead *L, int q, int64_t end) {
   f->want = 0;
 }
 
+/* Nothing left to hand out: rank 0 takes half of what the rank holding the most still has to run
+ * (the end of its last grant; the rank is told to stop below it) and runs it, so that the
+ * campaign's end does not wait for the slowest rank's grants. A rank that ran a taken case already
+ * sends a record rank 0 no longer needs. -1: nothing to take. */
+static int64_t steal(lead *L) {
+  if (L->sa < L->sb) return L->sa++;
+  int best = -1;
+  int64_t most = 1; /* the case a rank runs now stays its own */
+  for (int q = 1; q < L->d->size; q++) {
+    const fol *f = &L->f[q];
+    int64_t held = 0;
+    for (int i = 0; i < f->nr; i++) held += f->rb[i] - f->ra[i];
+    if (!f->gone && held > most) best = q, most = held;
+  }
+  if (best < 0) return -1;
+  fol *f = &L->f[best];
+  int last = f->nr - 1;
+  int64_t k = most / 2, room = f->rb[last] - f->ra[last] - (last == 0);
+  if (k > room) k = room;
+  if (k < 1) return -1;
+  int64_t x = f->rb[last] - k;
+  if (down_send(L->d, best, DOWN_STOP, 0, x, 0, L->limit) != 0) {
+    lose(L, best, proc_state(L->d, best), L->limit);
+    return -1;
+  }
+  L->sa = x, L->sb = f->rb[last];
+  f->stop_sent = x;
+  trim(f, x);
+  return L->sa++;
+}
+
 /* A timed campaign's cut when the time is up: below the first position nobody runs yet (a grant
  * held in reserve, or rank 0's next), so that the cases in progress still count. Cutting at the
  * lowest missing record instead, as the forked workers do, would drop every rank's grant in
@@ -524,8 +557,10 @@ static rs_status lead_run(lead *L, rs_progress *prog, double t0) {
      * that gets no CPU must not hold the campaign's end; it hears BYE when it runs again) */
     if (rs__run_base(L->a) >= end && complete < 0) complete = now_s();
     if (complete >= 0 && (!open || now_s() - complete > 0.5)) break;
-    if (L->next < end) { /* a case of rank 0's own */
-      int64_t j = L->next++;
+    int64_t j = -1;
+    if (L->next < end) j = L->next++; /* a case of rank 0's own */
+    else if (rs__run_base(L->a) < end) j = steal(L);
+    if (j >= 0) {
       memset(rc, 0, sizeof *rc);
       rc->index = rs_run_index(o, j);
       rs_clear_error();
