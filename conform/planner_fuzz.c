@@ -772,7 +772,9 @@ static void shrink_failures(rs_planner_host *h, const rs_pf_opts *o, rs_pf_resul
       rs_gen_opts g = run_gen(o);
       if (rs_gen_case(&ch, &g, c) != RS_OK) rs_clear_error();
     }
-    record_failure(h, o, r, (rs_pf_fail)k, &ch, rr->first_msg[k]);
+    char first[RS_RUN_MSG]; /* a copy: the result it came from is written while shrinking */
+    snprintf(first, sizeof first, "%s", rr->first_msg[k]);
+    record_failure(h, o, r, (rs_pf_fail)k, &ch, first);
     rs_choices_free(&ch);
   }
 }
