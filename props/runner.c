@@ -125,7 +125,7 @@ static void add_case(agg *a, int64_t j, const rs_run_case *rc, rs_status st, con
   }
   if (rc->oom > 0 && rc->oom <= ops->nprops) {
     char m[1024];
-    snprintf(m, sizeof m, "out of memory at case %lld (no verdict: not shrunk, nothing saved): %s",
+    snprintf(m, sizeof m, "out of memory at case %lld (no verdict: not shrunk, nothing saved): %.900s",
              (long long)index + 1, rc->msg[rc->oom - 1]);
     r->oom_prop = rc->oom - 1;
     r->oom_index = index;
