@@ -126,6 +126,9 @@ def main():
                          "tensor): every '== oracle' read must then FAIL (exit 1)")
     args = ap.parse_args()
     rs = os.path.realpath(args.reshard)
+    import importlib.metadata as md
+    print("cross reads: megatron-core %s, torch %s%s" % (md.version("megatron-core"), md.version("torch"),
+                                                         ", planted: " + args.plant if args.plant else ""), flush=True)
     work = args.work or tempfile.mkdtemp(prefix="mcore-cross-")
     os.makedirs(work, exist_ok=True)
     pool = mcore_ckpt_pool.Pool(timeout=args.timeout, group_timeout=int(args.timeout))
