@@ -2,8 +2,10 @@
 # megatron.sh RESHARD - the live Megatron-Core stages: Megatron-Core's own code (megatron-core 0.16.1,
 # pinned by ci/torch_env.sh, with torch 2.15.0 on CPU) under reshard's harness, through the process
 # protocol (docs/conformance.md, "Live Megatron-Core"). Bounded campaigns, then the planted bugs of
-# each wrapper, which must be caught.
-#   RS_MCORE_SECONDS  seconds per campaign (default 45)
+# each wrapper, which must be caught; for dist_checkpointing also the cross reads between Megatron's
+# and reshard's checkpoints, which must pass, and fail when wrong values are planted.
+#   RS_MCORE_SECONDS  seconds per p2p campaign (default 45)
+#   RS_MCORE_CKPT_SECONDS  seconds of the ckpt campaign (default 45)
 #   RS_MCORE_OUT      where reports, decline logs and failures go (default build/megatron)
 #   RS_MCORE_BLOCKS   the blocks to run (default "p2p ckpt")
 # Exit 0: every block passed; 1: a block failed; 77: megatron-core could not be installed (skipped,
