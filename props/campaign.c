@@ -432,6 +432,9 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   check_ops(&x, &ops);
   rs_run_result *rr = &r->run;
   st = rs_run(&ro, &ops, rr);
+  /* a peer that died while the ranks agreed on a timed stop ended the loop there: its failure, not
+   * the clock, stopped the campaign */
+  if (st == RS_OK && peer_failure()) st = rs_fail(RS_ERR_TIMEOUT, "%s", peer_failure());
   r->cases = rr->cases;
   r->partial_cases = rr->counter[CNT_PARTIAL];
   r->order_cases = rr->counter[CNT_ORDER];

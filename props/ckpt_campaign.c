@@ -374,6 +374,10 @@ rs_status rs__ckpt_campaign(rs_world *world, const rs_ckpt_campaign *o, int mode
   ck_run_opts(o, x, x->verb, &ro);
   ck_ops(x, &ops);
   rs_status st = rs_run(&ro, &ops, rr);
+#ifdef RS_HAVE_OPT
+  /* a peer that died while the ranks agreed on a timed stop ended the loop: its failure stopped it */
+  if (st == RS_OK && rs_opt_transport_failure()) st = rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
+#endif
   ck_results(mode, rr, x->verb, r, opt);
   int np = n_props(mode), nr = n_ref(mode);
   if (st == RS_ERR_NOMEM && rr->oom_prop >= 0) {

@@ -586,6 +586,10 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
   p2p_ops(&x, &ops);
   rs_run_result *rr = &r->run;
   rs_status st = rs_run(&ro, &ops, rr);
+#ifdef RS_HAVE_OPT
+  /* a peer that died while the ranks agreed on a timed stop ended the loop: its failure stopped it */
+  if (st == RS_OK && rs_opt_transport_failure()) st = rs_fail(RS_ERR_TIMEOUT, "%s", rs_opt_transport_failure());
+#endif
   r->cases = rr->cases;
   r->seconds = rr->seconds;
   for (int p = 0; p < RS_P2P_PROP_COUNT; p++) {
