@@ -15,16 +15,13 @@
 #     after every run no backend process is left (pgrep on the test's own copy of each backend);
 #  4. --shard 1/3, 2/3, 3/3 merged by `reshard report merge` give the unsharded "runner" object, with
 #     the planted bug (redistribute, ckpt) and with the --max-skip-share gate failing (python).
-# Exit 0 pass, 1 a difference, 77 skipped (no python3, or the test backends are not built).
+# Exit 0 pass, 1 a difference, 77 skipped (no python3, or the test backends are not built). The
+# comparisons are tests/runner_lib.sh's.
 set -u
-R=${1:?usage: jobs_conform.sh RESHARD SRC [MPIEXEC...]}
-R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R") # the runs below work in their own folders
-SRC=$(cd "${2:?}" && pwd)
-command -v python3 >/dev/null || { echo "skip: python3 is needed"; exit 77; }
+. "$(dirname "$0")/runner_lib.sh" # the comparisons
 B=$(dirname "$R")/tests
 [ -f "$B/libconform_opt_plugin.so" ] && [ -x "$B/conform_serve_child" ] ||
   { echo "skip: the conform test backends are not built ($B)"; exit 77; }
-T=$(mktemp -d)
 trap 'pkill -KILL -f "$T/" 2>/dev/null; rm -rf "$T"' EXIT
 # the test's own copies: `pgrep -f "$T/"` finds exactly the backends this test started
 cp "$SRC/tests/conform_child.py" "$T/conform_child.py"
@@ -33,75 +30,23 @@ cp "$B/libconform_opt_plugin.so" "$T/libplugin.so"
 PLUG=$T/libplugin.so
 PY="python3 $T/conform_child.py"
 SERVE=$T/conform_serve_child
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-canon() {
-  python3 - "$1" <<'EOF'
-import json, sys
-TIMING = {"seconds", "cpu_seconds", "cases_per_second", "wall_seconds"}
-def strip(x):
-    if isinstance(x, dict):
-        return {k: strip(v) for k, v in x.items() if k not in TIMING}
-    if isinstance(x, list):
-        return [strip(v) for v in x]
-    return x
-print(json.dumps(strip(json.load(open(sys.argv[1]))), indent=1))
-EOF
-}
+# rl_same: the saved failures must be there; the console is not compared (notes differ by worker
+# count), stderr is kept apart from out.txt
+RL_SAVED=failures RL_SAVED_NEEDED=1 RL_CONSOLE=no RL_STDERR=apart
 field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$T/$1/out.json"; }
-
-# left WHAT: no backend process of this test may be running (zombies waiting for init aside)
-left() {
-  local p st n=0
-  for p in $(pgrep -f "$T/" 2>/dev/null); do
-    st=$(awk '{sub(/.*\) /, ""); print $1}' "/proc/$p/stat" 2>/dev/null)
-    case "$st" in "" | Z | X) ;; *) n=$((n + 1)) ;; esac
-  done
-  [ $n = 0 ] || { fail "$1: $n backend process(es) still running after conform exited"; pgrep -af "$T/"; pkill -KILL -f "$T/"; }
-}
+# left WHAT: no backend process of this test may be running
+left() { rl_left "$1: the backends after conform exited" "$T/"; }
 
 # run NAME ARGS...: conform in $T/NAME (relative --failures: saved paths compare equal); every
 # Python child started appends its pid to $T/NAME/pids
 run() {
-  local name=$1 d=$T/$1
-  shift
-  mkdir -p "$d"
-  (cd "$d" && CONFORM_CHILD_PIDS=$d/pids timeout 120 "$R" conform --quiet --fixtures none --json out.json \
-     --junit out.xml --failures failures "$@" >out.txt 2>err.txt </dev/null
-   echo $? >rc)
-  left "$name"
+  rl_run "$1" env CONFORM_CHILD_PIDS="$T/$1/pids" timeout 120 "$R" conform --quiet --fixtures none --json out.json \
+    --junit out.xml --failures failures "${@:2}"
+  left "$1"
 }
-rc() { cat "$T/$1/rc"; }
-
-# same A B WHAT: the two runs' reports, saved failures and exit status are equal
-same() {
-  local a=$T/$1 b=$T/$2 what=$3
-  [ "$(cat "$a/rc")" = "$(cat "$b/rc")" ] || { fail "$what: exit $(cat "$a/rc") vs $(cat "$b/rc")"; tail -3 "$b/out.txt" "$b/err.txt"; return; }
-  [ -f "$a/out.json" ] && [ -f "$b/out.json" ] || { fail "$what: no --json report"; return; }
-  diff <(canon "$a/out.json") <(canon "$b/out.json") >"$T/d" || { fail "$what: --json differs"; head -20 "$T/d"; }
-  diff <(sed 's/ time="[^"]*"//g' "$a/out.xml") <(sed 's/ time="[^"]*"//g' "$b/out.xml") >"$T/d" ||
-    { fail "$what: --junit differs"; head -20 "$T/d"; }
-  diff -r "$a/failures" "$b/failures" >"$T/d" 2>&1 || { fail "$what: saved failures differ"; head -10 "$T/d"; }
-}
-
-# merged A SUITE WHAT: shards 1..3 of run A merged == A's runner object
-merged() {
-  local a=$1 what=$2
-  "$R" report merge "$T/$a-s1/out.json" "$T/$a-s2/out.json" "$T/$a-s3/out.json" --json "$T/$a-m.json" >"$T/$a-m.txt" 2>&1
-  local mrc=$?
-  [ $mrc = "$(field "$a" "1 if j['runner']['failed'] else 0")" ] || fail "$what: report merge exit $mrc ($(tail -n 3 "$T/$a-m.txt"))"
-  python3 - "$T/$a/out.json" "$T/$a-m.json" >"$T/d" <<'EOF' || { fail "$what: merged runner object differs"; cat "$T/d"; }
-import json, sys
-a = json.load(open(sys.argv[1]))["runner"]
-b = json.load(open(sys.argv[2]))["runner"]
-if a != b:
-    for k in sorted(set(a) | set(b)):
-        if a.get(k) != b.get(k):
-            print(k, json.dumps(a.get(k))[:300], "|", json.dumps(b.get(k))[:300])
-    sys.exit(1)
-EOF
-}
+rc() { rl_rc "$1"; }
+same() { rl_same "$@"; }
+merged() { rl_merged "$1" "$2" "$1-s1" "$1-s2" "$1-s3"; }
 shards() { # shards NAME ARGS...
   local n=$1
   shift
@@ -112,41 +57,41 @@ shards() { # shards NAME ARGS...
 run plug1 --backend "$PLUG?bug=last_rank" --suite all --cases 40 --jobs 1
 run plug4 --backend "$PLUG?bug=last_rank" --suite all --cases 40 --jobs 4
 same plug1 plug4 "plug-in bug=last_rank --suite all"
-[ "$(rc plug4)" = 1 ] || fail "plug-in bug=last_rank: exit $(rc plug4), expected 1"
+[ "$(rc plug4)" = 1 ] || bad "plug-in bug=last_rank: exit $(rc plug4), expected 1"
 for s in redistribute tp p2p ckpt; do
-  [ "$(field plug4 "j['suites']['$s']['status']")" = failed ] || fail "plug-in bug=last_rank: suite $s not failed with --jobs 4"
+  [ "$(field plug4 "j['suites']['$s']['status']")" = failed ] || bad "plug-in bug=last_rank: suite $s not failed with --jobs 4"
 done
-[ "$(field plug4 "len(j['runners'])")" = 4 ] || fail "--suite all: not 4 runner objects"
+[ "$(field plug4 "len(j['runners'])")" = 4 ] || bad "--suite all: not 4 runner objects"
 
 run serve1 --backend "exec:$SERVE bug=last_rank" --suite all --cases 24 --jobs 1
 run serve4 --backend "exec:$SERVE bug=last_rank" --suite all --cases 24 --jobs 4
 same serve1 serve4 "process (conform_serve_child bug=last_rank) --suite all"
-[ "$(rc serve4)" = 1 ] || fail "process bug=last_rank: exit $(rc serve4), expected 1"
+[ "$(rc serve4)" = 1 ] || bad "process bug=last_rank: exit $(rc serve4), expected 1"
 
 run py1 --backend "exec:$PY --bug array_split" --suite redistribute --cases 60 --shrink-runs 100 --jobs 1
 run py4 --backend "exec:$PY --bug array_split" --suite redistribute --cases 60 --shrink-runs 100 --jobs 4
 same py1 py4 "python --bug array_split"
-[ "$(rc py4)" = 1 ] || fail "python --bug array_split: exit $(rc py4), expected 1"
+[ "$(rc py4)" = 1 ] || bad "python --bug array_split: exit $(rc py4), expected 1"
 # 2. one child per worker: the same cases and shrinking, 4 more children
 n1=$(wc -l <"$T/py1/pids") n4=$(wc -l <"$T/py4/pids")
-[ $((n4 - n1)) = 4 ] || fail "--jobs 4: $n4 children started, $n1 with --jobs 1 (4 more expected: one per worker)"
+[ $((n4 - n1)) = 4 ] || bad "--jobs 4: $n4 children started, $n1 with --jobs 1 (4 more expected: one per worker)"
 
 # a child that crashes on some cases: those cases fail, per child, the same with 1 and 4 workers
 run crash1 --backend "exec:$PY --crash" --suite redistribute --cases 30 --shrink-runs 4 --jobs 1
 run crash4 --backend "exec:$PY --crash" --suite redistribute --cases 30 --shrink-runs 4 --jobs 4
 same crash1 crash4 "python --crash"
-grep -q "crashed" "$T/crash4/out.txt" || fail "--crash --jobs 4: not reported as a crash"
-[ "$(field crash4 "j['suites']['redistribute']['pass']")" -gt 0 ] || fail "--crash --jobs 4: the campaign did not go on"
+grep -q "crashed" "$T/crash4/out.txt" || bad "--crash --jobs 4: not reported as a crash"
+[ "$(field crash4 "j['suites']['redistribute']['pass']")" -gt 0 ] || bad "--crash --jobs 4: the campaign did not go on"
 
 # 2b. max_instances: a backend that allows one instance runs one worker, with a note
 CONFORM_CHILD_MAX_INSTANCES=1 run inst1 --backend "exec:$PY --bug array_split" --suite redistribute --cases 60 --shrink-runs 100 --jobs 4
 grep -q "runs at most 1 instance(s) at once (max_instances): --jobs 4 runs 1 worker(s)" "$T/inst1/out.txt" ||
-  fail "max_instances 1: no note"
-[ "$(wc -l <"$T/inst1/pids")" = "$n1" ] || fail "max_instances 1: $(wc -l <"$T/inst1/pids") children, $n1 expected (one worker)"
+  bad "max_instances 1: no note"
+[ "$(wc -l <"$T/inst1/pids")" = "$n1" ] || bad "max_instances 1: $(wc -l <"$T/inst1/pids") children, $n1 expected (one worker)"
 same py1 inst1 "python max_instances 1 --jobs 4"
 CONFORM_PLUGIN_MAX_INSTANCES=2 run pinst --backend "$PLUG?bug=last_rank" --suite all --cases 40 --jobs 4
 grep -q "runs at most 2 instance(s) at once (max_instances): --jobs 4 runs 2 worker(s)" "$T/pinst/out.txt" ||
-  fail "plug-in max_instances 2: no note"
+  bad "plug-in max_instances 2: no note"
 same plug1 pinst "plug-in max_instances 2 --jobs 4"
 
 # ---- 3. children and workers killed or hung mid-run ----
@@ -157,12 +102,12 @@ mkdir -p "$d"
    --backend "exec:$PY" --suite redistribute --seconds 4 --shrink-runs 20 --jobs 4 >out.txt 2>&1 </dev/null; echo $? >rc) &
 for _ in $(seq 200); do [ "$(wc -l 2>/dev/null <"$d/pids" || echo 0)" -ge 5 ] && break; sleep 0.05; done
 sleep 1
-kill -KILL "$(sed -n 5p "$d/pids")" 2>/dev/null || fail "killc: no fifth child to kill"
+kill -KILL "$(sed -n 5p "$d/pids")" 2>/dev/null || bad "killc: no fifth child to kill"
 wait
 left killc
-[ "$(rc killc)" = 1 ] || fail "a killed child: exit $(rc killc), expected 1"
-grep -q "crashed" "$d/out.txt" || fail "a killed child: not reported as crashed"
-[ "$(field killc "j['suites']['redistribute']['pass']")" -gt 0 ] || fail "a killed child: the campaign did not go on"
+[ "$(rc killc)" = 1 ] || bad "a killed child: exit $(rc killc), expected 1"
+grep -q "crashed" "$d/out.txt" || bad "a killed child: not reported as crashed"
+[ "$(field killc "j['suites']['redistribute']['pass']")" -gt 0 ] || bad "a killed child: the campaign did not go on"
 
 # a worker killed by the test: reported as a crash of the case it ran, its child killed
 d=$T/killw
@@ -175,19 +120,19 @@ sleep 1
 tmo=$(pgrep -P "$sub" -x timeout | head -1)
 conform=$(pgrep -P "${tmo:-0}" | head -1)
 worker=$(pgrep -P "${conform:-0}" -x reshard | head -1)
-[ -n "$worker" ] && kill -KILL "$worker" || fail "killw: no worker to kill"
+[ -n "$worker" ] && kill -KILL "$worker" || bad "killw: no worker to kill"
 wait
 left killw
-[ "$(rc killw)" = 1 ] || fail "a killed worker: exit $(rc killw), expected 1"
-grep -q "^FAIL crash: worker [0-9]* killed by signal 9" "$d/out.txt" || fail "a killed worker: no 'FAIL crash' line"
-[ -f "$d/out.json" ] || fail "a killed worker: no --json report"
+[ "$(rc killw)" = 1 ] || bad "a killed worker: exit $(rc killw), expected 1"
+grep -q "^FAIL crash: worker [0-9]* killed by signal 9" "$d/out.txt" || bad "a killed worker: no 'FAIL crash' line"
+[ -f "$d/out.json" ] || bad "a killed worker: no --json report"
 
 # a child that hangs past --case-timeout (its --timeout is longer): the worker is reported hung,
 # exit 4, the reports written; the hung child (not ended by its worker) is killed by conform
 run hang --backend "exec:$PY --hang" --suite redistribute --cases 40 --timeout 60 --case-timeout 2 --jobs 2
-[ "$(rc hang)" = 4 ] || fail "a hung worker: exit $(rc hang), expected 4"
-grep -q "hung" "$T/hang/out.txt" || fail "a hung worker: not reported hung"
-[ -f "$T/hang/out.json" ] || fail "a hung worker: no --json report"
+[ "$(rc hang)" = 4 ] || bad "a hung worker: exit $(rc hang), expected 4"
+grep -q "hung" "$T/hang/out.txt" || bad "a hung worker: not reported hung"
+[ -f "$T/hang/out.json" ] || bad "a hung worker: no --json report"
 
 # --max-timeouts counts every worker's timeouts and stops the run
 cat >"$T/hangall.py" <<'PY'
@@ -203,9 +148,9 @@ for line in sys.stdin:
 PY
 run hangall --backend "exec:python3 $T/hangall.py" --suite redistribute,tp --cases 500 --timeout 0.5 --max-timeouts 4 \
   --shrink-seconds 2 --jobs 2
-[ "$(rc hangall)" = 1 ] || fail "--max-timeouts with --jobs 2: exit $(rc hangall), expected 1"
-[ "$(field hangall "j['stopped_on_timeouts']")" = True ] || fail "--max-timeouts with --jobs 2: the run was not stopped"
-grep -q "not run: the backend timed out" "$T/hangall/out.txt" || fail "--max-timeouts with --jobs 2: the tp suite ran"
+[ "$(rc hangall)" = 1 ] || bad "--max-timeouts with --jobs 2: exit $(rc hangall), expected 1"
+[ "$(field hangall "j['stopped_on_timeouts']")" = True ] || bad "--max-timeouts with --jobs 2: the run was not stopped"
+grep -q "not run: the backend timed out" "$T/hangall/out.txt" || bad "--max-timeouts with --jobs 2: the tp suite ran"
 
 # ---- 4. shards merged = the unsharded runner object ----
 run rd --backend "$PLUG?bug=dst_order" --suite redistribute --cases 90
@@ -215,14 +160,10 @@ run ck --backend "$PLUG?bug=last_rank" --suite ckpt --cases 30
 shards ck --backend "$PLUG?bug=last_rank" --suite ckpt --cases 30
 merged ck "ckpt bug=last_rank, 3 shards"
 run sk --backend "exec:$PY" --suite redistribute --cases 60 --max-skip-share 0.25 --jobs 2
-[ "$(field sk "'max_skip_share' in j['runner']['gates_failed']")" = True ] || fail "--max-skip-share 0.25: not a failed runner gate"
+[ "$(field sk "'max_skip_share' in j['runner']['gates_failed']")" = True ] || bad "--max-skip-share 0.25: not a failed runner gate"
 shards sk --backend "exec:$PY" --suite redistribute --cases 60 --max-skip-share 0.25
 merged sk "python --max-skip-share 0.25, 3 shards"
-grep -q "FAIL gate max_skip_share" "$T/sk-m.txt" || fail "report merge: the max_skip_share gate is not judged"
+grep -q "FAIL gate max_skip_share" "$T/sk-m.txt" || bad "report merge: the max_skip_share gate is not judged"
 
 left "the end"
-if [ $fails -ne 0 ]; then
-  echo "jobs_conform.sh: $fails check(s) failed"
-  exit 1
-fi
-echo "jobs_conform.sh: ok"
+rl_finish jobs_conform

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # jobs_distribute.sh RESHARD SRC [MPIEXEC] - `reshard check --distribute` under mpirun
 # (props/runner_dist.c):
-#   1. mpirun -np 2 and -np 3 give the same --json report (timing keys removed), the same stdout (the
-#      rate line removed) and the same saved failures as --jobs 1, with a failing planted property
+#   1. mpirun -np 2 and -np 3 give the same --json report (timing keys removed), the same JUnit file,
+#      the same stdout (the rate line removed) and the same saved failures as --jobs 1, with a failing planted property
 #      when the binary has planted bugs (RS_MUTANT=6: ref's empty-shard bug), else on a passing
 #      campaign;
 #   2. a --seconds campaign under -np 2 stops within about a second of its time;
@@ -14,19 +14,14 @@
 #      exit 3 naming case 38 and a case that hangs (994) ends in exit 4 within --timeout.
 # Exit 77 (skipped) without an MPI launcher or in a reshard built without MPI.
 set -uo pipefail
-R=$1
-SRC=$2
+. "$(dirname "$0")/runner_lib.sh" # the comparisons
 MPI=${3:-}
 if [ -z "$MPI" ]; then
   echo "jobs_distribute: no MPI launcher given: skipped"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-T=3        # --timeout of the failure scenarios
+T_OUT=3        # --timeout of the failure scenarios
 SLACK=${RS_DIST_SLACK:-15} # a loaded 2-core machine: process start, polling, exit
 mpi() { timeout 180 "$MPI" --oversubscribe "$@"; }
 
@@ -35,80 +30,50 @@ out=$("$R" check --cases 1 --distribute 2>&1 </dev/null); rc=$?
 if grep -q "built without MPI" <<<"$out"; then
   [ $rc = 2 ] && ! grep -q -- "--distribute: --distribute" <<<"$out" || bad "no-MPI refusal: exit $rc: $out"
   echo "jobs_distribute: this reshard has no MPI: skipped ($out)"
-  [ $fail = 0 ] && exit 77
+  [ $fails = 0 ] && exit 77
   exit 1
 fi
 "$R" check --cases 1 --distribute --jobs 2 >/dev/null 2>&1
 [ $? = 2 ] || bad "--distribute with --jobs 2 is not a usage error"
 
-strip() { # FILE DIR: the JSON without its timing keys, the regress dir's name made neutral
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-def clean(x):
-    if isinstance(x, dict):
-        return {k: clean(v) for k, v in x.items() if k not in ("seconds", "cpu_seconds", "cases_per_second", "jobs")}
-    if isinstance(x, list):
-        return [clean(v) for v in x]
-    if isinstance(x, str):
-        return x.replace(sys.argv[2], "DIR")
-    return x
-print(json.dumps(clean(d), indent=1, sort_keys=True))
-PY
-}
-
-mut=0
-if RS_MUTANT=6 "$R" check --cases 40 --seed 11 --quiet --regress-dir "$tmp/probe" >/dev/null 2>&1; then mut=0; else mut=1; fi
-[ -n "${RS_MUTANT:-}" ] && mut=0 # run by ci/mutation.sh for a runner bug: the inherited bug only
-echo "planted bugs compiled in: $mut"
+rl_mutation_build 6 "$T/probe.txt" check --cases 40 --seed 11 --quiet --regress-dir "$T/probe"
 if [ $mut = 1 ]; then bug=(env RS_MUTANT=6); mx=(-x RS_MUTANT=6); else bug=(env); mx=(); fi
 cases=${RS_DIST_CASES:-1500}
 
 # ---- 1. --jobs 1 and mpirun -np 2 / -np 3 --distribute: the same result ----
 s0=$(date +%s.%N)
-"${bug[@]}" "$R" check --cases $cases --seed 11 --jobs 1 --json "$tmp/j1.json" --junit "$tmp/j1.xml" \
-  --regress-dir "$tmp/rg1" >"$tmp/o1.txt" 2>&1
-echo $? >"$tmp/rc1"
+rl_run j1 "${bug[@]}" "$R" check --cases $cases --seed 11 --jobs 1 --json out.json --junit out.xml --regress-dir reg
 s1=$(date +%s.%N)
-for np in 2 3; do
-  mpi -np $np "${mx[@]}" "$R" check --cases $cases --seed 11 --distribute --json "$tmp/n$np.json" \
-    --junit "$tmp/n$np.xml" --regress-dir "$tmp/rn$np" >"$tmp/on$np.txt" 2>"$tmp/en$np.txt"
-  echo $? >"$tmp/rcn$np"
-  date +%s.%N >"$tmp/tn$np"
+for np in 2 3; do # stdout only: only rank 0 prints
+  RL_STDERR=apart rl_run n$np mpi -np $np "${mx[@]}" "$R" check --cases $cases --seed 11 --distribute --json out.json \
+    --junit out.xml --regress-dir reg
+  date +%s.%N >"$T/tn$np"
 done
-echo "1. --jobs 1: $(python3 -c "print(round($s1 - $s0, 1))") s, exit $(cat "$tmp/rc1");" \
-  "-np 2: $(python3 -c "print(round($(cat "$tmp/tn2") - $s1, 1))") s, exit $(cat "$tmp/rcn2");" \
-  "-np 3: $(python3 -c "print(round($(cat "$tmp/tn3") - $(cat "$tmp/tn2"), 1))") s, exit $(cat "$tmp/rcn3")"
+echo "1. --jobs 1: $(python3 -c "print(round($s1 - $s0, 1))") s, exit $(rl_rc j1);" \
+  "-np 2: $(python3 -c "print(round($(cat "$T/tn2") - $s1, 1))") s, exit $(rl_rc n2);" \
+  "-np 3: $(python3 -c "print(round($(cat "$T/tn3") - $(cat "$T/tn2"), 1))") s, exit $(rl_rc n3)"
 if [ $mut = 1 ]; then
-  [ "$(cat "$tmp/rc1")" = 1 ] || bad "planted bug 6 not caught by --jobs 1 (exit $(cat "$tmp/rc1"))"
-  grep -q "^FAIL" "$tmp/o1.txt" || bad "no FAIL line with the planted bug"
+  [ "$(rl_rc j1)" = 1 ] || bad "planted bug 6 not caught by --jobs 1 (exit $(rl_rc j1))"
+  grep -q "^FAIL" "$T/j1/out.txt" || bad "no FAIL line with the planted bug"
 fi
 for np in 2 3; do
-  [ "$(cat "$tmp/rc1")" = "$(cat "$tmp/rcn$np")" ] ||
-    { bad "exit status differs: --jobs 1 $(cat "$tmp/rc1"), -np $np $(cat "$tmp/rcn$np")"; tail -5 "$tmp/en$np.txt"; }
-  [ -s "$tmp/n$np.json" ] || { bad "-np $np wrote no --json report"; continue; }
-  diff <(strip "$tmp/j1.json" "$tmp/rg1") <(strip "$tmp/n$np.json" "$tmp/rn$np") >"$tmp/d.txt" ||
-    { bad "--json differs between --jobs 1 and -np $np"; head -20 "$tmp/d.txt"; }
-  diff <(grep -v "cases/s\|cases in" "$tmp/o1.txt" | sed "s#$tmp/rg1#DIR#g") \
-       <(grep -v "cases/s\|cases in" "$tmp/on$np.txt" | sed "s#$tmp/rn$np#DIR#g") >"$tmp/d2.txt" ||
-    { bad "stdout differs between --jobs 1 and -np $np (only rank 0 prints)"; head -20 "$tmp/d2.txt"; }
-  diff -r "$tmp/rg1" "$tmp/rn$np" >/dev/null 2>&1 || { [ ! -d "$tmp/rg1" ] && [ ! -d "$tmp/rn$np" ]; } ||
-    bad "saved failures differ between --jobs 1 and -np $np"
+  rl_same j1 n$np "--jobs 1 vs -np $np"
+  [ "$(rl_rc j1)" = "$(rl_rc n$np)" ] || tail -5 "$T/n$np/err.txt"
 done
-echo "   $(ls "$tmp/rg1" 2>/dev/null | wc -l) saved failure(s); reports equal unless a FAIL line says otherwise"
+echo "   $(ls "$T/j1/reg" 2>/dev/null | wc -l) saved failure(s); reports equal unless a FAIL line says otherwise"
 
 # ---- 2. --seconds under mpirun ----
 t0=$(date +%s.%N)
-mpi -np 2 "$R" check --seconds 3 --seed 3 --distribute --quiet --json "$tmp/t.json" >/dev/null 2>"$tmp/t.err"
+mpi -np 2 "$R" check --seconds 3 --seed 3 --distribute --quiet --json "$T/t.json" >/dev/null 2>"$T/t.err"
 rc=$?
 el=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")
-[ $rc = 0 ] || { bad "--seconds 3 -np 2: exit $rc"; tail -3 "$tmp/t.err"; }
+[ $rc = 0 ] || { bad "--seconds 3 -np 2: exit $rc"; tail -3 "$T/t.err"; }
 python3 -c "import sys; sys.exit(0 if $el < 3 + 6 else 1)" || bad "--seconds 3 -np 2 took $el s (mpirun's start included)"
-echo "2. --seconds 3 -np 2: $el s with mpirun's start, $(python3 -c "import json; print(json.load(open('$tmp/t.json'))['runner']['cases'])" 2>/dev/null) cases"
+echo "2. --seconds 3 -np 2: $el s with mpirun's start, $(python3 -c "import json; print(json.load(open('$T/t.json'))['runner']['cases'])" 2>/dev/null) cases"
 
 # ---- 3. a rank stopped or killed mid-run ----
 # each rank: its pid, its stderr and, when it ends, its exit code and the time
-cat >"$tmp/rank.sh" <<'EOS'
+cat >"$T/rank.sh" <<'EOS'
 #!/usr/bin/env bash
 d=$1; shift
 r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
@@ -117,16 +82,16 @@ echo $! >"$d/pid.$r"
 wait $!
 echo "$? $(date +%s.%N)" >"$d/end.$r"
 EOS
-chmod +x "$tmp/rank.sh"
+chmod +x "$T/rank.sh"
 # scenario NAME SIGNAL VICTIM: 3 ranks of a long campaign; VICTIM gets SIGNAL once all ran for two
 # seconds; rank 0 must end with exit 4 naming it (VICTIM 0: ranks 1 and 2 must, naming rank 0)
 scenario() {
-  local name=$1 sig=$2 victim=$3 d="$tmp/$1" np=3 r
+  local name=$1 sig=$2 victim=$3 d="$T/$1" np=3 r
   local reporters=0
   [ "$victim" = 0 ] && reporters="1 2"
   mkdir -p "$d"
-  timeout 120 "$MPI" --enable-recovery --oversubscribe -np $np "$tmp/rank.sh" "$d" \
-    "$R" check --seconds 100 --seed 5 --distribute --timeout $T --quiet --regress-dir "$d/rg" >"$d/mpirun.log" 2>&1 &
+  timeout 120 "$MPI" --enable-recovery --oversubscribe -np $np "$T/rank.sh" "$d" \
+    "$R" check --seconds 100 --seed 5 --distribute --timeout $T_OUT --quiet --regress-dir "$d/rg" >"$d/mpirun.log" 2>&1 &
   local job=$! k=0
   while [ $k -lt 600 ] && [ "$(ls "$d"/pid.* 2>/dev/null | wc -l)" -lt $np ]; do sleep 0.1; k=$((k + 1)); done
   if [ $k -ge 600 ]; then bad "$name: the ranks did not start"; kill $job 2>/dev/null; return; fi
@@ -136,11 +101,11 @@ scenario() {
   ts=$(date +%s.%N)
   kill -s "$sig" "$vp"
   local deadline
-  deadline=$(python3 -c "print($ts + $T + $SLACK)")
+  deadline=$(python3 -c "print($ts + $T_OUT + $SLACK)")
   for r in $reporters; do
     while [ ! -s "$d/end.$r" ] && python3 -c "import sys,time; sys.exit(0 if time.time() < $deadline else 1)"; do sleep 0.2; done
     if [ ! -s "$d/end.$r" ]; then
-      bad "$name: rank $r still runs $((T + SLACK)) s after rank $victim got SIG$sig (hang)"
+      bad "$name: rank $r still runs $((T_OUT + SLACK)) s after rank $victim got SIG$sig (hang)"
       continue
     fi
     local rc te el
@@ -162,18 +127,17 @@ scenario stop0 STOP 0
 
 # ---- 4. a case that runs out of memory or hangs (planted bugs only) ----
 if [ $mut = 1 ]; then
-  RS_MUTANT=995 mpi -np 3 -x RS_MUTANT "$R" check --cases 300 --seed 1 --distribute --quiet >"$tmp/m.txt" 2>&1
+  RS_MUTANT=995 mpi -np 3 -x RS_MUTANT "$R" check --cases 300 --seed 1 --distribute --quiet >"$T/m.txt" 2>&1
   rc=$?
-  { [ $rc = 3 ] && grep -q "out of memory.*case 38" "$tmp/m.txt"; } || { bad "a case out of memory: exit $rc"; tail -3 "$tmp/m.txt"; }
+  { [ $rc = 3 ] && grep -q "out of memory.*case 38" "$T/m.txt"; } || { bad "a case out of memory: exit $rc"; tail -3 "$T/m.txt"; }
   s0=$(date +%s)
-  RS_MUTANT=994 mpi -np 3 -x RS_MUTANT "$R" check --cases 300 --seed 1 --distribute --timeout $T --quiet >"$tmp/h.txt" 2>&1
+  RS_MUTANT=994 mpi -np 3 -x RS_MUTANT "$R" check --cases 300 --seed 1 --distribute --timeout $T_OUT --quiet >"$T/h.txt" 2>&1
   rc=$?
   s1=$(date +%s)
-  { [ $rc = 4 ] && grep -q "the stalled or dead rank is" "$tmp/h.txt" && [ $((s1 - s0)) -le $((T + SLACK + 5)) ]; } ||
-    { bad "a hanging case: exit $rc after $((s1 - s0)) s"; tail -3 "$tmp/h.txt"; }
-  echo "4. out of memory: exit 3; a hanging case: exit 4 after $((s1 - s0)) s (--timeout $T)"
+  { [ $rc = 4 ] && grep -q "the stalled or dead rank is" "$T/h.txt" && [ $((s1 - s0)) -le $((T_OUT + SLACK + 5)) ]; } ||
+    { bad "a hanging case: exit $rc after $((s1 - s0)) s"; tail -3 "$T/h.txt"; }
+  echo "4. out of memory: exit 3; a hanging case: exit 4 after $((s1 - s0)) s (--timeout $T_OUT)"
 else
   echo "4. skipped: no planted bugs in this binary"
 fi
-[ $fail = 0 ] && echo "jobs_distribute: ok"
-exit $fail
+rl_finish jobs_distribute

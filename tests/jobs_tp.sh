@@ -3,7 +3,7 @@
 # the result must not depend on the worker count or the sharding.
 #  1. one seed, 2,000 cases (the feature gate is judged) with --jobs 1 and --jobs 4: the --json
 #     reports (timing keys removed), the JUnit files (time attributes removed), the saved shrunk
-#     cases, the console's FAIL lines and the exit status are the same byte for byte;
+#     cases, the console (its rate lines removed) and the exit status are the same byte for byte;
 #  2. the same with a planted bug (RS_MUTANT=866, a LayerNorm split on its features: first caught
 #     at case 82 of seed 11) when the binary was built with -DRS_MUTATION=ON (skipped otherwise: a
 #     release build has no TP planted bug to switch on): the campaign stops at its lowest failing
@@ -11,142 +11,57 @@
 #  3. --shard 1/3, 2/3, 3/3 merged by `reshard report merge`: the merged "runner" object is the
 #     unsharded one's (with the planted bug: --keep-going, since a campaign that stops at its first
 #     failure stops each shard at the shard's own).
-# Exit 0 pass, 1 a difference, 77 skipped (no python3 to compare the JSON).
-set -u
-R=${1:?usage: jobs_tp.sh RESHARD SRC [MPIEXEC...]}
-R=$(cd "$(dirname "$R")" && pwd)/$(basename "$R") # the runs below work in their own folders
-command -v python3 >/dev/null || { echo "skip: python3 is needed to compare the JSON reports"; exit 77; }
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# Exit 0 pass, 1 a difference, 77 skipped (no python3 to compare the JSON). The comparisons are
+# tests/runner_lib.sh's.
+. "$(dirname "$0")/runner_lib.sh"
 
-# the report without wall-clock keys, keys sorted (the order is the writer's, kept by json_of)
-canon() {
-  python3 - "$1" <<'EOF'
-import json, sys
-TIMING = {"seconds", "cpu_seconds", "cases_per_second", "rate", "wall_seconds"}
-def strip(x):
-    if isinstance(x, dict):
-        return {k: strip(v) for k, v in x.items() if k not in TIMING}
-    if isinstance(x, list):
-        return [strip(v) for v in x]
-    return x
-with open(sys.argv[1]) as f:
-    print(json.dumps(strip(json.load(f)), indent=1))
-EOF
-}
-
-# run NAME ARGS...: tp check in $T/NAME (relative --regress-dir, so saved paths compare equal)
-run() {
-  local d=$T/$1
-  shift
-  mkdir -p "$d"
-  (cd "$d" && "$R" tp check --quiet --json out.json --junit out.xml --regress-dir reg "$@" >out.txt 2>err.txt </dev/null
-   echo $? >rc)
-}
-
-# same A B WHAT: the two runs' reports, fixtures, FAIL lines and exit status are equal
-same() {
-  local a=$T/$1 b=$T/$2 what=$3
-  [ "$(cat "$a/rc")" = "$(cat "$b/rc")" ] || { fail "$what: exit $(cat "$a/rc") vs $(cat "$b/rc")"; return; }
-  if [ -f "$a/out.json" ] || [ -f "$b/out.json" ]; then
-    diff <(canon "$a/out.json") <(canon "$b/out.json") >"$T/d" || { fail "$what: --json differs"; head -20 "$T/d"; }
-    diff <(sed 's/ time="[^"]*"//g' "$a/out.xml") <(sed 's/ time="[^"]*"//g' "$b/out.xml") >"$T/d" ||
-      { fail "$what: --junit differs"; head -20 "$T/d"; }
-  fi
-  if [ -d "$a/reg" ] || [ -d "$b/reg" ]; then
-    diff -r "$a/reg" "$b/reg" >"$T/d" 2>&1 || { fail "$what: saved cases differ"; head -10 "$T/d"; }
-  fi
-  diff <(grep -E '^(FAIL|  )' "$a/out.txt") <(grep -E '^(FAIL|  )' "$b/out.txt") >"$T/d" ||
-    { fail "$what: FAIL lines differ"; head -10 "$T/d"; }
-}
-
-# merged A WHAT: shards 1..3 of run A merged == A's runner object
-merged() {
-  local a=$1 what=$2
-  "$R" report merge "$T/$a-s1/out.json" "$T/$a-s2/out.json" "$T/$a-s3/out.json" --json "$T/$a-m.json" >"$T/$a-m.txt" 2>&1
-  local rc=$? want
-  want=$(cat "$T/$a/rc")
-  [ "$rc" = "$want" ] || fail "$what: report merge exit $rc, the unsharded run's $want ($(tail -n 3 "$T/$a-m.txt"))"
-  python3 - "$T/$a/out.json" "$T/$a-m.json" >"$T/d" <<'EOF' || { fail "$what: merged runner object differs"; cat "$T/d"; }
-import json, sys
-a = json.load(open(sys.argv[1]))["runner"]
-b = json.load(open(sys.argv[2]))["runner"]
-for x in (a, b):
-    x.pop("seconds", None)
-if a != b:
-    for k in sorted(set(a) | set(b)):
-        if a.get(k) != b.get(k):
-            print(k, json.dumps(a.get(k))[:300], "!=", json.dumps(b.get(k))[:300])
-    sys.exit(1)
-EOF
-  for k in 1 2 3; do
-    grep -q "\"shard\":[[:space:]]*\"$k/3\"" "$T/$a-s$k/out.json" || fail "$what: shard $k/3's report does not say its shard"
-  done
-}
+# run NAME ARGS...: tp check in $T/NAME
+run() { rl_run "$1" "$R" tp check --quiet --json out.json --junit out.xml --regress-dir reg "${@:2}"; }
+# shards NAME ARGS...: NAME-s1..3, --shard K/3 with --jobs 2
+shards() { for k in 1 2 3; do run "$1-s$k" "${@:2}" --jobs 2 --shard "$k/3"; done; }
 
 cases=${RS_JOBS_TP_CASES:-2000}
 # 1. no failure: one seed, 1 and 4 workers (both implementations)
 run a1 --seed 7 --cases "$cases" --jobs 1
 run a4 --seed 7 --cases "$cases" --jobs 4
-same a1 a4 "--jobs 1 vs 4"
-[ "$(cat "$T/a1/rc")" = 0 ] || fail "tp check --seed 7: exit $(cat "$T/a1/rc"): $(tail -n 3 "$T/a1/out.txt" "$T/a1/err.txt")"
-grep -q '"runner"' "$T/a1/out.json" || fail "the --json report has no runner object"
-grep -q "\"cases\":$cases" "$T/a4/out.json" || fail "--jobs 4 did not report $cases cases"
+rl_same a1 a4 "--jobs 1 vs 4"
+[ "$(rl_rc a1)" = 0 ] || bad "tp check --seed 7: exit $(rl_rc a1): $(tail -n 3 "$T/a1/out.txt")"
+grep -q '"runner"' "$T/a1/out.json" || bad "the --json report has no runner object"
+grep -q "\"cases\":$cases" "$T/a4/out.json" || bad "--jobs 4 did not report $cases cases"
 # 3. shards merged
-for k in 1 2 3; do run "a1-s$k" --seed 7 --cases "$cases" --jobs 2 --shard "$k/3"; done
-merged a1 "--shard K/3 merged"
+shards a1 --seed 7 --cases "$cases"
+rl_merged a1 "--shard K/3 merged" a1-s1 a1-s2 a1-s3
 
-# 2. a planted bug, when this binary has them (not when one came from outside: ci/mutation.sh runs
-#    this test with the runner's own planted bugs, 991 and 992, which every run here must keep)
-prc=skip
-if [ -z "${RS_MUTANT:-}" ]; then
-  RS_MUTANT=866 "$R" tp check --quiet --seed 11 --cases 200 --regress-dir "$T/probe" >"$T/probe.txt" 2>&1 </dev/null
-  prc=$?
-fi
-case $prc in
+# 2. a planted bug, when this binary has them (not when one came from outside)
+rl_mutation_build 866 "$T/probe.txt" tp check --quiet --seed 11 --cases 200 --regress-dir "$T/probe"
+case $probe_rc in
 1)
   export RS_MUTANT=866
   run m1 --seed 11 --cases 600 --jobs 1
   run m4 --seed 11 --cases 600 --jobs 4
-  [ "$(cat "$T/m1/rc")" = 1 ] || fail "RS_MUTANT=866: exit $(cat "$T/m1/rc"), expected 1"
-  same m1 m4 "RS_MUTANT=866 --jobs 1 vs 4 (stops at the first failure)"
-  grep -q 'first_fail_index' "$T/m1/out.json" || fail "RS_MUTANT=866: no first failing index in the runner object"
-  ls "$T/m1/reg"/tp-*.json >/dev/null 2>&1 || fail "RS_MUTANT=866: no shrunk case saved"
+  [ "$(rl_rc m1)" = 1 ] || bad "RS_MUTANT=866: exit $(rl_rc m1), expected 1"
+  rl_same m1 m4 "RS_MUTANT=866 --jobs 1 vs 4 (stops at the first failure)"
+  grep -q 'first_fail_index' "$T/m1/out.json" || bad "RS_MUTANT=866: no first failing index in the runner object"
+  ls "$T/m1/reg"/tp-*.json >/dev/null 2>&1 || bad "RS_MUTANT=866: no shrunk case saved"
   run k1 --seed 11 --cases 600 --jobs 1 --keep-going
   run k4 --seed 11 --cases 600 --jobs 4 --keep-going
-  same k1 k4 "RS_MUTANT=866 --keep-going --jobs 1 vs 4"
+  rl_same k1 k4 "RS_MUTANT=866 --keep-going --jobs 1 vs 4"
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runner"]; sys.exit(0 if r["properties"]["tp"]["fail"] > 1 else 1)' \
-    "$T/k1/out.json" || fail "RS_MUTANT=866 --keep-going: fewer than two failing cases (the comparison shows nothing)"
-  for k in 1 2 3; do run "k1-s$k" --seed 11 --cases 600 --jobs 2 --shard "$k/3" --keep-going; done
-  merged k1 "RS_MUTANT=866 --keep-going --shard K/3 merged"
+    "$T/k1/out.json" || bad "RS_MUTANT=866 --keep-going: fewer than two failing cases (the comparison shows nothing)"
+  shards k1 --seed 11 --cases 600 --keep-going
+  rl_merged k1 "RS_MUTANT=866 --keep-going --shard K/3 merged" k1-s1 k1-s2 k1-s3
   unset RS_MUTANT
   # a worker that crashes (993), hangs (994) or runs out of memory (995) on case 38 (test hooks of
-  # the mutation build): reported as such, the report still written for the crash, nobody left
-  RS_MUTANT=993 timeout 120 "$R" tp check --seed 1 --cases 200 --jobs 3 --json "$T/c.json" --regress-dir "$T/rgc" \
-    >"$T/c.txt" 2>&1 </dev/null
-  rc=$?
-  { [ $rc = 1 ] && grep -q "FAIL crash: worker [0-9]* killed by signal 11.*case 38" "$T/c.txt"; } ||
-    fail "a crashing worker: exit $rc: $(tail -n 3 "$T/c.txt")"
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runner"]; sys.exit(0 if r["crash_index"] == 37 and r["cases"] == 37 else 1)' \
-    "$T/c.json" 2>/dev/null || fail "the crash's --json report does not say case index 37 after 37 cases"
-  s0=$(date +%s)
-  RS_MUTANT=994 timeout 120 "$R" tp check --seed 1 --cases 200 --jobs 3 --case-timeout 3 --quiet --regress-dir "$T/rgh" \
-    >"$T/h.txt" 2>&1 </dev/null
-  rc=$? el=$(($(date +%s) - s0))
-  { [ $rc = 4 ] && grep -q "hung: case 38" "$T/h.txt"; } || fail "a hanging worker: exit $rc after $el s: $(tail -n 3 "$T/h.txt")"
-  [ $el -le 20 ] || fail "a hanging worker was reported after $el s (--case-timeout 3)"
-  RS_MUTANT=995 timeout 120 "$R" tp check --seed 1 --cases 200 --jobs 3 --quiet --regress-dir "$T/rgm" >"$T/m.txt" 2>&1 </dev/null
-  rc=$?
-  { [ $rc = 3 ] && grep -q "out of memory.*case 38" "$T/m.txt"; } || fail "a worker out of memory: exit $rc: $(tail -n 3 "$T/m.txt")"
+  # the mutation build): reported as such, the report still written, nobody left
+  rl_crash "$T/c" tp check --seed 1 --cases 200 --jobs 3
+  rl_hang "$T/h" 3 tp check --seed 1 --cases 200 --jobs 3
+  rl_oom "$T/m" tp check --seed 1 --cases 200 --jobs 3
   sleep 0.5
-  pgrep -f -- "--regress-dir $T/rg" >/dev/null 2>&1 && fail "workers left running"
+  rl_left "the hooks' workers" "--regress-dir $T/"
   ;;
 0) echo "note: not a -DRS_MUTATION=ON build: the planted-bug comparison is skipped" ;;
 skip) echo "note: RS_MUTANT=$RS_MUTANT given: the planted-bug comparison is skipped" ;;
-*) fail "RS_MUTANT=866 probe: $(tail -n 3 "$T/probe.txt")" ;;
+*) bad "RS_MUTANT=866 probe: $(tail -n 3 "$T/probe.txt")" ;;
 esac
 
-[ "$fails" = 0 ] && echo "jobs_tp: pass" && exit 0
-exit 1
+rl_finish jobs_tp
