@@ -163,13 +163,7 @@ static void campaign(rs_cf_run *run) {
   c.shrink_seconds = run->o->shrink_seconds;
   c.save_templates = (rs_cf_backend_caps(run->b) & RS_CF_P2P_TEMPLATES) != 0;
   /* the runner: each worker runs its models through a backend of its own; failures shrink here */
-  c.jobs = run->jobs;
-  c.shard_k = run->o->shard_k;
-  c.shard_n = run->o->shard_n;
-  c.case_timeout = run->o->case_timeout;
-  c.worker_init = rs_cf_worker_init;
-  c.worker_exit = rs_cf_worker_exit;
-  c.worker_ctx = run;
+  RS_CF_RUNNER_OPTS(c, run);
   rs_p2p_campaign_result *r = calloc(1, sizeof *r);
   if (!r) return;
   cJSON *runner = NULL;

@@ -746,20 +746,12 @@ static void pf_verdicts(const rs_pf_opts *o, const rs_run_ops *ops, const rs_run
     r->first_failure_case = r->cases;
 }
 
-/* The failure kinds in the order of their first failing index (lowest first): -1 when done. */
-static int next_failure(const rs_run_result *rr, const int *done) {
-  int best = -1;
-  for (int k = 0; k < RS_PF_NFAIL; k++)
-    if (rr->fail[k] && !done[k] && (best < 0 || rr->first_fail[k] < rr->first_fail[best])) best = k;
-  return best;
-}
-
 /* Shrinks, saves and prints the first failure of each kind, here in the parent: the case is drawn
  * again from its index, so the shrunk case does not depend on --jobs. */
 static void shrink_failures(rs_planner_host *h, const rs_pf_opts *o, rs_pf_result *r, rs_case *c) {
   const rs_run_result *rr = &r->run;
   int done[RS_PF_NFAIL] = {0};
-  for (int k; (k = next_failure(rr, done)) >= 0;) {
+  for (int k; (k = rs_run_next_failure(rr, RS_PF_NFAIL, done)) >= 0;) {
     done[k] = 1;
     rs_choices ch;
     rs_choices_seed(&ch, rs_hash3(o->seed, (uint64_t)rr->first_fail[k], 0));

@@ -135,13 +135,7 @@ static void campaign(rs_cf_run *run) {
   co.stop = rs_cf_gave_up;
   co.stop_ctx = run->b;
   /* the runner: each worker judges its cases with a backend of its own; failures shrink here */
-  co.jobs = run->jobs;
-  co.shard_k = o->shard_k;
-  co.shard_n = o->shard_n;
-  co.case_timeout = o->case_timeout;
-  co.worker_init = rs_cf_worker_init;
-  co.worker_exit = rs_cf_worker_exit;
-  co.worker_ctx = run;
+  RS_CF_RUNNER_OPTS(co, run);
   rs_campaign_result *cr = calloc(1, sizeof *cr);
   if (!cr) return;
   cJSON *runner = NULL;

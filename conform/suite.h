@@ -29,6 +29,19 @@ typedef struct rs_cf_run {
  * its own backend (rs_cf_backend_worker_start / _stop). */
 rs_status rs_cf_worker_init(void *run, int worker);
 void rs_cf_worker_exit(void *run);
+/* The runner's fields of a suite campaign's options (rs_campaign_opts, rs_tp_check_opts and
+ * rs_p2p_campaign name them alike): the run's worker count, --shard K/N and --case-timeout, and the
+ * worker hooks above on the run. A macro: the three option structs are different types. */
+#define RS_CF_RUNNER_OPTS(opts, run)               \
+  do {                                             \
+    (opts).jobs = (run)->jobs;                     \
+    (opts).shard_k = (run)->o->shard_k;            \
+    (opts).shard_n = (run)->o->shard_n;            \
+    (opts).case_timeout = (run)->o->case_timeout;  \
+    (opts).worker_init = rs_cf_worker_init;        \
+    (opts).worker_exit = rs_cf_worker_exit;        \
+    (opts).worker_ctx = (run);                     \
+  } while (0)
 /* After a suite's campaign: what a dead worker left running is killed (no backend outlives
  * conform), and the campaign's runner object (may be NULL) is kept for the --json report with the
  * --max-skip-share gate added on its sums (skip of total cases), so `reshard report merge` judges

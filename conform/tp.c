@@ -63,13 +63,7 @@ static void campaign(rs_cf_run *run) {
   t.quiet = run->o->quiet;
   t.keep_going = 1;
   /* the runner: each worker runs its cases through a backend of its own; a failure shrinks here */
-  t.jobs = run->jobs;
-  t.shard_k = run->o->shard_k;
-  t.shard_n = run->o->shard_n;
-  t.case_timeout = run->o->case_timeout;
-  t.worker_init = rs_cf_worker_init;
-  t.worker_exit = rs_cf_worker_exit;
-  t.worker_ctx = run;
+  RS_CF_RUNNER_OPTS(t, run);
   rs_tp_check_result *res = calloc(1, sizeof *res);
   if (!res) return;
   cJSON *runner = NULL;

@@ -366,14 +366,6 @@ static void check_run_opts(const rs_campaign_opts *o, check_ctx *x, rs_run_opts 
   }
 }
 
-/* the first failing index of each property, lowest first (then by property) */
-static int next_failure(const rs_run_result *rr, const int *done) {
-  int best = -1;
-  for (int p = 0; p < RS_PROP_COUNT; p++)
-    if (rr->fail[p] && !done[p] && (best < 0 || rr->first_fail[p] < rr->first_fail[best])) best = p;
-  return best;
-}
-
 cJSON *rs__campaign_runner_json(const rs_campaign_opts *o, const rs_campaign_result *r, const int *en) {
   check_ctx x = {.o = o};
   rs_run_opts ro;
@@ -454,7 +446,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   if (st != RS_OK || rr->follower) goto out; /* a follower rank reports nothing (runner.h) */
   /* each property's first failure, lowest index first: shrunk here, in this process, so the shrunk
    * case does not depend on --jobs */
-  for (int p; (p = next_failure(rr, done)) >= 0;) {
+  for (int p; (p = rs_run_next_failure(rr, RS_PROP_COUNT, done)) >= 0;) {
     done[p] = 1;
     rs_prop_id id = (rs_prop_id)p;
     int pass = rs_prop_bad_cases(id);

@@ -293,14 +293,6 @@ static void shrink_one(ck_ctx *x, int p, int64_t index, const char *first, char 
   free(v);
 }
 
-/* the first failing property not yet shrunk, lowest index first (then by property) */
-static int next_failure(const rs_run_result *rr, int np, const int *done) {
-  int best = -1;
-  for (int p = 0; p < np; p++)
-    if (rr->fail[p] && !done[p] && (best < 0 || rr->first_fail[p] < rr->first_fail[best])) best = p;
-  return best;
-}
-
 /* the sums into the verbs' result structs */
 static void ck_results(int mode, const rs_run_result *rr, const char *verb, rs_ckpt_campaign_result *r,
                        rs_ckpt_opt_campaign_result *opt) {
@@ -384,7 +376,7 @@ rs_status rs__ckpt_campaign(rs_world *world, const rs_ckpt_campaign *o, int mode
     st = rs_campaign_oom(prop_name(mode, rr->oom_prop), (long long)rr->oom_index + 1, rr->oom_msg);
   } else if (st == RS_OK && !rr->follower) { /* a follower rank reports nothing (runner.h) */
     int done[RS_RUN_PROPS] = {0};
-    for (int p; (p = next_failure(rr, np, done)) >= 0;) {
+    for (int p; (p = rs_run_next_failure(rr, np, done)) >= 0;) {
       done[p] = 1;
       if (p < nr) shrink_one(x, p, rr->first_fail[p], rr->first_msg[p], r->message[p], r->fixture[p]);
       else shrink_one(x, p, rr->first_fail[p], rr->first_msg[p], opt->message, opt->fixture);

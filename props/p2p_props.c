@@ -567,14 +567,6 @@ static void shrink_failure(const rs_p2p_campaign *o, rs_p2p_prop p, int64_t inde
   rs_choices_free(&ch);
 }
 
-/* the first failing index of each property, lowest first (then by property) */
-static int next_failure(const rs_run_result *rr, const int *done) {
-  int best = -1;
-  for (int p = 0; p < RS_P2P_PROP_COUNT; p++)
-    if (rr->fail[p] && !done[p] && (best < 0 || rr->first_fail[p] < rr->first_fail[best])) best = p;
-  return best;
-}
-
 rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *r) {
   memset(r, 0, sizeof *r);
   if (o->cases <= 0 && !rs__seconds_ok(o->seconds)) /* NaN or inf would never end */
@@ -603,7 +595,7 @@ rs_status rs_p2p_campaign_run(const rs_p2p_campaign *o, rs_p2p_campaign_result *
     return rs_campaign_oom(rs_p2p_prop_name((rs_p2p_prop)rr->oom_prop), (long long)rr->oom_index + 1, rr->oom_msg);
   if (st != RS_OK || rr->follower) return st; /* a follower rank reports nothing (runner.h) */
   int done[RS_P2P_PROP_COUNT] = {0};
-  for (int p; (p = next_failure(rr, done)) >= 0;) {
+  for (int p; (p = rs_run_next_failure(rr, RS_P2P_PROP_COUNT, done)) >= 0;) {
     done[p] = 1;
     shrink_failure(o, (rs_p2p_prop)p, rr->first_fail[p], r);
 #ifdef RS_HAVE_OPT

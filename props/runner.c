@@ -680,6 +680,13 @@ rs_status rs_run(const rs_run_opts *o, const rs_run_ops *ops, rs_run_result *r) 
   return finish(&a, t0);
 }
 
+int rs_run_next_failure(const rs_run_result *r, int nprops, const int *done) {
+  int best = -1;
+  for (int p = 0; p < nprops; p++)
+    if (r->fail[p] && !done[p] && (best < 0 || r->first_fail[p] < r->first_fail[best])) best = p;
+  return best;
+}
+
 /* ---- --distribute's reach into the runner (runner_int.h; the run itself is in runner_dist.c):
  * an MPI rank's records are added through the forked workers' path ---- */
 

@@ -136,6 +136,13 @@ typedef struct rs_run_result {
  * error's status otherwise. r holds what ran before the stop in every case. */
 rs_status rs_run(const rs_run_opts *o, const rs_run_ops *ops, rs_run_result *r);
 
+/* The verb's shrink order, after rs_run: of properties 0..nprops-1 that failed and are not yet
+ * done (done[p] == 0), the one whose first failing index is lowest (on a tie, the lowest
+ * property); -1 when none is left. The verb marks done[p] and shrinks p's first failure, again and
+ * again, so the failures shrink and print in the order of the cases that found them, whatever
+ * the worker count. */
+int rs_run_next_failure(const rs_run_result *r, int nprops, const int *done);
+
 /* --distribute (props/runner_dist.c): joins the MPI world of an mpirun (MPI_Init when nobody did
  * yet); RS_ERR_UNSUPPORTED in a build without MPI. close finalizes what open started. */
 typedef struct rs_run_dist rs_run_dist;

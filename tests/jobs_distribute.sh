@@ -15,6 +15,7 @@
 # Exit 77 (skipped) without an MPI launcher or in a reshard built without MPI.
 set -uo pipefail
 . "$(dirname "$0")/runner_lib.sh" # the comparisons
+. "$(dirname "$0")/mpi_rank_lib.sh" # the rank wrapper of section 3
 # Open MPI's own allocations live until exit: under a sanitizer build LeakSanitizer would turn every
 # MPI rank's exit status into 1 (ci/test.sh runs the other MPI tests the same way)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
@@ -76,16 +77,7 @@ echo "2. --seconds 3 -np 2: $el s with mpirun's start, $(python3 -c "import json
 
 # ---- 3. a rank stopped or killed mid-run ----
 # each rank: its pid, its stderr and, when it ends, its exit code and the time
-cat >"$T/rank.sh" <<'EOS'
-#!/usr/bin/env bash
-d=$1; shift
-r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
-"$@" 2>"$d/err.$r" >/dev/null &
-echo $! >"$d/pid.$r"
-wait $!
-echo "$? $(date +%s.%N)" >"$d/end.$r"
-EOS
-chmod +x "$T/rank.sh"
+mpi_rank_wrapper "$T/rank.sh"
 # scenario NAME SIGNAL VICTIM: 3 ranks of a long campaign; VICTIM gets SIGNAL once all ran for two
 # seconds; rank 0 must end with exit 4 naming it (VICTIM 0: ranks 1 and 2 must, naming rank 0)
 scenario() {

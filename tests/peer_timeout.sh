@@ -46,16 +46,8 @@ if [ -z "$mpiexec" ]; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # each rank: its pid, its stderr and, when it ends, its exit code and the time
-cat >"$work/rank.sh" <<'EOS'
-#!/usr/bin/env bash
-d=$1; shift
-r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
-"$@" 2>"$d/err.$r" >/dev/null &
-echo $! >"$d/pid.$r"
-wait $!
-echo "$? $(date +%s.%N)" >"$d/end.$r"
-EOS
-chmod +x "$work/rank.sh"
+. "$(dirname "$0")/mpi_rank_lib.sh"
+mpi_rank_wrapper "$work/rank.sh"
 
 # scenario NAME SIGNAL VERB...: 3 ranks, rank 2 gets SIGNAL once all run for a second
 scenario() {
