@@ -10,6 +10,7 @@
 #     failing (harness code that no campaign can see fail on its own, like the shrinker);
 #   - or, when it names a tests/*.sh script (e.g. cli_hostile.sh), by that script failing when given
 #     the reshard binary and the source tree (bugs only the CLI shows: exit codes, replay's impl);
+#     "conform.sh:4,7b" runs only those numbered parts of a script that has them (RS_TEST_PARTS);
 #   - or, when it says mpi4, by `reshard check --transport mpi` under mpirun -np 4 (MPI transport;
 #     mpi4cma: the same with RS_MPI_CMA_MIN=0, every node-peer message on the single-copy path);
 #   - or, when it says features, by the feature-coverage check of a campaign that runs only the
@@ -18,7 +19,8 @@
 # Prints, per mutant, the number of cases until caught (the JSON report's first_failure_case), then
 # the kill rate and the median number of cases to catch one. Fails if any bug survives.
 # RS_MUTANT_CASES (default 2000) bounds each campaign; RS_MUTANT_ONLY="id id ..." runs a subset,
-# RS_MUTANT_SHARD=k/n the ids equal to k modulo n;
+# RS_MUTANT_SHARD=k/n the ids equal to k modulo n, RS_MUTANT_CLAIM=DIR the ids no other run sharing
+# DIR has taken yet (a work queue: see skip_id);
 # RS_MUTANT_ARGS adds generator flags to every campaign (e.g. the old generator's bounds
 # "--max-mesh-dims 4 --max-tensor-dims 4 --max-numel 4096 --max-dim 40": which bugs survive them).
 # Then the feature blocks below: core/tp/MUTANTS.md through `reshard tp check`,
@@ -37,8 +39,15 @@ tmp=$(mktemp -d)
 skip_id() {
   if [ -n "${RS_MUTANT_ONLY:-}" ] && ! echo " $RS_MUTANT_ONLY " | grep -q " $1 "; then return 0; fi
   if [ -n "${RS_MUTANT_SHARD:-}" ] && [ $(( $1 % ${RS_MUTANT_SHARD#*/} )) -ne "${RS_MUTANT_SHARD%/*}" ]; then return 0; fi
+  # RS_MUTANT_CLAIM=DIR: several runs of this script share the ids as a queue; each walks them in the
+  # same order and takes an id by creating DIR/ID (mkdir is atomic), so a free run always takes the
+  # next id and the runs end within one mutant's time of each other (ci/test.sh runs one per core)
+  if [ -n "${RS_MUTANT_CLAIM:-}" ] && ! mkdir "$RS_MUTANT_CLAIM/$1" 2>/dev/null; then return 0; fi
   return 1
 }
+# the tests/*.sh runners stop at their first failing check (RS_TEST_FAIL_FAST=1, read by their
+# fail functions): a planted bug is caught by one failure, the checks after it would only cost time
+export RS_TEST_FAIL_FAST=1
 survived=0; caught=0; counts=()
 t0=$(date +%s)
 printf '%-5s %-6s %-8s %8s %5s  %s\n' id table verdict cases s "first failure"
@@ -51,6 +60,9 @@ for f in "$top"/*/MUTANTS.md; do
   while IFS='|' read -r _ id _ _ _ runner _; do
     id=$(echo "$id" | tr -dc '0-9'); runner=$(echo "${runner:-}" | tr -d ' `')
     [ -n "$id" ] || continue
+    # "script.sh:4,7b": only those numbered parts of the script run (RS_TEST_PARTS; tests/conform.sh)
+    parts=""
+    case "$runner" in *.sh:*) parts=${runner#*.sh:}; parts=${parts//,/ }; runner=${runner%%:*} ;; esac
     if skip_id "$id"; then continue; fi
     log="$tmp/m$id.log"
     m0=$(date +%s)
@@ -73,7 +85,7 @@ for f in "$top"/*/MUTANTS.md; do
       what=$(grep -m1 -E '^FAIL' "$log" | cut -c1-110)
     elif [ "${runner%.sh}" != "$runner" ]; then
       # a CLI script of tests/ (input-layer bugs only the CLI shows: exit codes, replay's impl)
-      RS_MUTANT=$id bash "$top/tests/$runner" "$bin" "$top" >"$log" 2>&1 </dev/null
+      RS_TEST_PARTS=$parts RS_MUTANT=$id bash "$top/tests/$runner" "$bin" "$top" >"$log" 2>&1 </dev/null
       rc=$?
       if [ $rc -ne 0 ]; then verdict=caught; n="-"; else verdict=SURVIVED; n="-"; fi
       what="$runner failed: $(grep -m1 -E 'FAIL' "$log" | cut -c1-90)"

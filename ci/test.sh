@@ -22,11 +22,37 @@ J=${RS_JOBS:-auto}
 out="$top/out"
 mkdir -p "$out"
 t0=$(date +%s)
-stage() { echo; echo "=== $* ($(( $(date +%s) - t0 ))s)"; }
+# cpu_s: CPU seconds (user + system) of this script's finished children so far, from bash's `times`
+# (run in this shell, not in a $(...) subshell, whose children's counts start at zero)
+cpu_s() { times >"$out/.times"; awk 'END { s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%d", s }' "$out/.times"; }
+# stage NAME: the banner of the next stage, with the wall time so far and, for the stage that ended,
+# its wall and CPU seconds (CPU / wall near 2 is a stage that fills both cores; well under 2, one
+# that waits on timeouts, fsync or start-up and leaves room beside it)
+stage_t=$t0 stage_cpu=0
+stage() {
+  local now c; now=$(date +%s); cpu_s >"$out/.cpu"; c=$(cat "$out/.cpu")
+  echo; echo "=== $* ($(( now - t0 ))s; the stage before: $(( now - stage_t )) s wall, $(( c - stage_cpu )) s CPU)"
+  stage_t=$now stage_cpu=$c
+}
 
 stage "release build"
 bash ci/build.sh build
 R=build/reshard
+
+# ---- overlap: the ASan and coverage trees build in the background at nice 19 while the release
+# tree's tests and campaigns run, which leave CPU idle while they wait on timeouts, fsync, mpirun
+# and interpreter start-up; at nice 19 the compilers take only what the tests leave. Each stage below
+# still calls ci/build.sh itself (a no-op on a built tree, and it shows the log of a failed build).
+SAN_ARGS=(-DRS_SANITIZE=ON -DRS_WITH_CUDA=OFF)
+COV_ARGS=(-DRS_COVERAGE=ON -DRS_MUTATION=ON -DRS_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug)
+rm -f "$out/prebuild-asan.rc" "$out/prebuild-cov.rc"
+(
+  if [ "${RS_SKIP_SAN:-0}" != 1 ]; then rc=0; nice -n 19 bash ci/build.sh build-asan "${SAN_ARGS[@]}" || rc=$?; echo $rc >"$out/prebuild-asan.rc"; fi
+  if [ "${RS_SKIP_COV:-0}" != 1 ]; then rc=0; nice -n 19 bash ci/build.sh build-cov "${COV_ARGS[@]}" || rc=$?; echo $rc >"$out/prebuild-cov.rc"; fi
+) >"$out/prebuild.log" 2>&1 &
+prebuild_pid=$!
+# prebuilt TREE: waits until the background build of TREE (asan or cov) has ended
+prebuilt() { while [ ! -f "$out/prebuild-$1.rc" ] && kill -0 "$prebuild_pid" 2>/dev/null; do sleep 1; done; }
 
 # ---- the Python environment of the live stages: torch 2.15.0 + megatron-core 0.16.1 (ci/torch_env.sh) ----
 # RS_TORCH_PYTHON, when set, is used as it is; else ci/torch_env.sh makes build/torch-venv (about 2 minutes
@@ -154,10 +180,11 @@ bash tests/ckpt_opt.sh "$R" "$top"
 
 if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   stage "ASan+UBSan build"
-  bash ci/build.sh build-asan -DRS_SANITIZE=ON -DRS_WITH_CUDA=OFF
+  prebuilt asan
+  bash ci/build.sh build-asan "${SAN_ARGS[@]}"
   # Open MPI's own allocations are reported as leaks by LSan: MPI tests run without leak checks
-  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -E mpi)
-  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -R mpi)
+  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -LE source -E mpi)
+  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -LE source -R mpi)
   build-asan/reshard check --seed 4 --cases $(( CASES / 10 )) --jobs "$J" --quiet --regress-dir "$out/regressions"
   # ckpt under ASan+UBSan: a short checkpoint campaign (its ctest ran above)
   build-asan/reshard ckpt check --seed 4 --cases $(( CASES / 200 )) --jobs "$J" --quiet --regress-dir "$out/ckpt-regressions"
@@ -165,19 +192,27 @@ fi
 
 if [ "${RS_SKIP_COV:-0}" != 1 ]; then
   stage "coverage + mutation build"
-  bash ci/build.sh build-cov -DRS_COVERAGE=ON -DRS_MUTATION=ON -DRS_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
-  (cd build-cov && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ctest --output-on-failure -j2 --timeout 900 >/dev/null) ||
-    (cd build-cov && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ctest --output-on-failure --timeout 900)
+  prebuilt cov
+  bash ci/build.sh build-cov "${COV_ARGS[@]}"
+  # a test that fails at -j2 here (a timing test on an instrumented -O0 tree) runs again alone, and
+  # only that test: the first run's failures are printed either way, and a second failure fails CI
+  if ! (cd build-cov && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ctest -j2 --timeout 900 -LE source >"$out/cov-ctest.log" 2>&1); then
+    grep -E "Failed|\*\*\*|Timeout" "$out/cov-ctest.log" | tail -n 20
+    echo "coverage tree: re-running only the failed tests, one at a time"
+    (cd build-cov && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ctest --rerun-failed --output-on-failure --timeout 900)
+  fi
   build-cov/reshard check --seed 5 --cases $(( CASES / 4 )) --quiet --regress-dir "$out/regressions" \
     --junit "$out/cov.junit.xml" --json "$out/cov.json"
   build-cov/reshard check --impl opt --planner graph --seed 6 --cases 5000 --quiet --regress-dir "$out/regressions"
   for f in fixtures/curated/*.json; do build-cov/reshard run "$f" >/dev/null; done
-  stage "mutation self-test (two shards at once, one per core)"
-  # the planted bugs are independent: even ids on one core, odd on the other (640 s in one shard)
+  stage "mutation self-test (two runs at once, one per core, sharing the planted bugs as a queue)"
+  # the planted bugs are independent: each run takes the next one no run has taken (RS_MUTANT_CLAIM),
+  # so both end within one mutant's time of each other (fixed even/odd shards ended 277 s apart)
   mrc=0
-  RS_MUTANT_SHARD=0/2 bash ci/mutation.sh build-cov/reshard >"$out/mutation-0.log" 2>&1 &
+  claim="$out/mutation-claims"; rm -rf "$claim"; mkdir -p "$claim"
+  RS_MUTANT_CLAIM=$claim bash ci/mutation.sh build-cov/reshard >"$out/mutation-0.log" 2>&1 &
   m0=$!
-  RS_MUTANT_SHARD=1/2 bash ci/mutation.sh build-cov/reshard >"$out/mutation-1.log" 2>&1 || mrc=1
+  RS_MUTANT_CLAIM=$claim bash ci/mutation.sh build-cov/reshard >"$out/mutation-1.log" 2>&1 || mrc=1
   wait "$m0" || mrc=1
   cat "$out/mutation-0.log" "$out/mutation-1.log"
   [ "$mrc" -eq 0 ] || { echo "mutation self-test: a planted bug survived (logs above)"; exit 1; }
@@ -273,8 +308,18 @@ fi
 stage "PyTorch DCP interop (ci/dcp_interop.sh)"
 rc=0; bash ci/dcp_interop.sh "$R" || rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { echo "ci/dcp_interop.sh failed (exit $rc)"; exit 1; }
-stage "live Megatron-Core: resharding planner, executor, dist_checkpointing (ci/megatron.sh)"
-rc=0; RS_MCORE_OUT="$out/megatron" bash ci/megatron.sh "$R" || rc=$?
-[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { echo "ci/megatron.sh failed (exit $rc)"; exit 1; }
+stage "live Megatron-Core: resharding planner and executor beside dist_checkpointing (ci/megatron.sh, two blocks at once)"
+# The two blocks are independent (their own reports under $out/megatron) and each mostly runs one
+# Python process at a time, waiting on gloo and fsync: one per core. The campaigns are bounded in
+# seconds, so side by side they draw fewer cases each; the planted bugs are caught at the first case.
+rc_p=0 rc_c=0
+RS_MCORE_BLOCKS=p2p RS_MCORE_OUT="$out/megatron" bash ci/megatron.sh "$R" >"$out/megatron-p2p.log" 2>&1 &
+mp=$!
+RS_MCORE_BLOCKS=ckpt RS_MCORE_OUT="$out/megatron" bash ci/megatron.sh "$R" >"$out/megatron-ckpt.log" 2>&1 || rc_c=$?
+wait "$mp" || rc_p=$?
+cat "$out/megatron-p2p.log" "$out/megatron-ckpt.log"
+for rc in $rc_p $rc_c; do
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { echo "ci/megatron.sh failed (p2p block exit $rc_p, ckpt block exit $rc_c)"; exit 1; }
+done
 
 stage "all tests passed"

@@ -17,7 +17,7 @@ fx=$src/fixtures/ckpt
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 bad=0
-fail() { echo "FAIL: $*" >&2; bad=1; }
+fail() { echo "FAIL: $*" >&2; bad=1; [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; }
 # run EXPECTED_RC WANT_IN_STDERR CMD...: under `timeout` (a reader that blocks is a failure)
 run() {
   local want=$1 msg=$2; shift 2

@@ -13,7 +13,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+bad() { echo "FAIL: $*"; fail=1; [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; }
 # expect CODE PATTERN CMD...: exit code CODE and PATTERN in stderr
 expect() {
   local code=$1 pat=$2

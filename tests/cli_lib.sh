@@ -4,7 +4,7 @@
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; }
 # expect_rc WANT CMD...: runs CMD with stdout in $T/out and stderr in $T/err
 expect_rc() {
   local want=$1; shift

@@ -18,6 +18,9 @@ endif()
 # standalone: the repository stands alone (no pointers outside the checkout, no numbered source
 # documents) and docs/contract.md has sections 1-12 (the "SPEC n" that comments cite).
 add_test(NAME standalone COMMAND bash ${CMAKE_SOURCE_DIR}/tests/standalone.sh ${CMAKE_SOURCE_DIR})
+# (label "source": it reads only the source tree, so ci/test.sh runs it in the release tree alone and
+# the sanitizer, coverage and build-matrix trees skip it with -LE source)
+set_tests_properties(standalone PROPERTIES LABELS source)
 # layers: ref, opt and the oracle share only core/ (no symbol of one used by another)
 add_test(NAME layers COMMAND bash ${CMAKE_SOURCE_DIR}/tests/layers.sh ${CMAKE_BINARY_DIR})
 # cli_hostile: overflowing and malformed CLI/JSON input, typed "expected", exit 3, run --json, replay impl.

@@ -5,7 +5,7 @@
 set -u
 bin=$1; dir=$2; plugin=$3
 fail=0
-err() { echo "FAIL: $*"; fail=1; }
+err() { echo "FAIL: $*"; fail=1; [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; }
 for f in "$dir"/*.json "$dir"/regressions/*.json; do
   [ -f "$f" ] || continue
   "$bin" p2p run "$f" --impl ref --quiet || err "ref $f"

@@ -50,13 +50,13 @@ run() {
     "$work/rank.sh" "$d" "$kb" "$bin" "$@" --timeout $T >"$d/mpirun.log" 2>&1
   for r in 0 1; do
     if [ ! -s "$d/end.$r" ]; then
-      echo "peer_oom: FAIL: $name: rank $r did not end: $(tail -n 3 "$d/mpirun.log")"; fail=1; continue
+      echo "peer_oom: FAIL: $name: rank $r did not end: $(tail -n 3 "$d/mpirun.log")"; fail=1; [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; continue
     fi
     local rc te el
     read -r rc te <"$d/end.$r"
     el=$(echo "$te - $t0" | bc)
     if [ "$rc" -ne 3 ] || [ "$(echo "$el > $SLACK" | bc)" = 1 ]; then
-      echo "peer_oom: FAIL: $name: rank $r exit $rc after ${el}s (want 3 within ${SLACK}s): $(tail -n 2 "$d/err.$r")"; fail=1
+      echo "peer_oom: FAIL: $name: rank $r exit $rc after ${el}s (want 3 within ${SLACK}s): $(tail -n 2 "$d/err.$r")"; fail=1; [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1
     else
       echo "peer_oom: $name: rank $r exit 3 after ${el}s: $(tail -n 1 "$d/err.$r")"
     fi
@@ -72,7 +72,7 @@ for s in $scenarios; do
            --step 1 --impl opt --transport mpi --timeout $T >"$work/save.log" 2>&1; then
         run ckpt-load 600000 ckpt load "$work/state.json" --root "$work/ckl" --impl opt --transport mpi
       else
-        echo "peer_oom: FAIL: ckpt-load: the save before it failed: $(tail -n 2 "$work/save.log")"; fail=1
+        echo "peer_oom: FAIL: ckpt-load: the save before it failed: $(tail -n 2 "$work/save.log")"; fail=1; [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1
       fi ;;
     *) echo "peer_oom: unknown scenario '$s'"; exit 2 ;;
   esac

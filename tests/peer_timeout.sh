@@ -22,7 +22,7 @@ fail=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 say() { echo "peer_timeout: $*"; }
-bad() { say "FAIL: $*"; fail=1; }
+bad() { say "FAIL: $*"; fail=1; [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; }
 
 # --timeout goes through the checked parser: exit 2 naming the flag
 for v in 0 -1 abc 1e3 inf nan 1.5x "" 2000000; do

@@ -10,7 +10,7 @@ command -v python3 >/dev/null || { echo "skip: python3 is needed to compare the 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); [ "${RS_TEST_FAIL_FAST:-0}" != 1 ] || exit 1; }
 # rl_finish NAME: the verdict, the exit status (0 pass, 1 a check failed)
 rl_finish() {
   [ "$fails" = 0 ] && { echo "$1: ok"; exit 0; }

@@ -39,19 +39,20 @@ else
 fi
 # Relative links of the README and docs/ lead to files of the checkout; a line that says a page is
 # "(being written)" may link ahead to it.
-for md in README.md docs/*.md; do
-  [ -f "$md" ] || continue
-  dir=$(dirname "$md")
-  while IFS= read -r line; do
-    case "$line" in *"(being written)"*) continue ;; esac
-    for target in $(printf '%s\n' "$line" | grep -oE '\]\([^)#[:space:]]+' | cut -c3-); do
-      case "$target" in http://*|https://*|mailto:*) continue ;; esac
-      if [ ! -e "$dir/$target" ]; then
-        echo "$md: broken link to $target"
-        fail=1
-      fi
-    done
-  done <"$md"
-done
+# One awk pass prints "page<TAB>target" for every relative link (a per-line shell loop took 26 s).
+links=$(awk '
+  index($0, "(being written)") { next }
+  { line = $0
+    while (match(line, /\]\([^)#[:space:]]+/)) {
+      t = substr(line, RSTART + 2, RLENGTH - 2); line = substr(line, RSTART + RLENGTH)
+      if (t !~ /^(https?:\/\/|mailto:)/) print FILENAME "\t" t
+    } }' README.md docs/*.md)
+while IFS=$'\t' read -r md target; do
+  [ -n "$md" ] || continue
+  if [ ! -e "$(dirname "$md")/$target" ]; then
+    echo "$md: broken link to $target"
+    fail=1
+  fi
+done <<<"$links"
 [ $fail -eq 0 ] && echo "standalone: ok"
 exit $fail
