@@ -9,6 +9,9 @@
 # RS_BUILDS_FULL=1 builds every target everywhere and adds gcc -O1 and clang -O0.
 # One tree at a time, 2 jobs, CUDA off (the CUDA build is ci/gpu.sh's). Trees go to
 # $RS_BUILDS_DIR (default build-matrix/) and are removed after each one unless RS_KEEP_BUILDS=1.
+# RS_BUILDS_NO_TESTS=1 only builds, and keeps the trees: ci/test.sh runs that in the background, at
+# nice 19, while earlier stages wait on timeouts; its own later call then finds the trees built,
+# runs the clang tree's tests and removes them.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -26,7 +29,7 @@ one() { # one NAME CC BUILD_TYPE [extra cmake args...] ; RUN_TESTS=1 runs ctest,
     echo "== $name: build FAILED (log: $log)"
     return 1
   fi
-  if [ "${RUN_TESTS:-0}" = 1 ]; then
+  if [ "${RUN_TESTS:-0}" = 1 ] && [ "${RS_BUILDS_NO_TESTS:-0}" != 1 ]; then
     # (reports: the same pages the release and mutation trees already screenshot; label source: reads
     # only the source tree; label jobs: the runner's process tests, run by the release, ASan and
     # coverage trees)
@@ -37,7 +40,7 @@ one() { # one NAME CC BUILD_TYPE [extra cmake args...] ; RUN_TESTS=1 runs ctest,
     fi
   fi
   echo "== $name ($cc $bt $*${TARGETS:+, targets $TARGETS}): ok in $(( $(date +%s) - s ))s"
-  [ "${RS_KEEP_BUILDS:-0}" = 1 ] || rm -rf "$dir"
+  [ "${RS_KEEP_BUILDS:-0}" = 1 ] || [ "${RS_BUILDS_NO_TESTS:-0}" = 1 ] || rm -rf "$dir"
   ok=$((ok + 1))
 }
 lib_cli="reshard"

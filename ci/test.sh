@@ -39,19 +39,23 @@ stage "release build"
 bash ci/build.sh build
 R=build/reshard
 
-# ---- overlap: the ASan and coverage trees build in the background at nice 19 while the release
+# ---- overlap: the ASan, coverage and build-matrix trees build in the background at nice 19 while the release
 # tree's tests and campaigns run, which leave CPU idle while they wait on timeouts, fsync, mpirun
 # and interpreter start-up; at nice 19 the compilers take only what the tests leave. Each stage below
 # still calls ci/build.sh itself (a no-op on a built tree, and it shows the log of a failed build).
 SAN_ARGS=(-DRS_SANITIZE=ON -DRS_WITH_CUDA=OFF)
 COV_ARGS=(-DRS_COVERAGE=ON -DRS_MUTATION=ON -DRS_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug)
-rm -f "$out/prebuild-asan.rc" "$out/prebuild-cov.rc"
+rm -f "$out"/prebuild-*.rc
 (
   if [ "${RS_SKIP_SAN:-0}" != 1 ]; then rc=0; nice -n 19 bash ci/build.sh build-asan "${SAN_ARGS[@]}" || rc=$?; echo $rc >"$out/prebuild-asan.rc"; fi
   if [ "${RS_SKIP_COV:-0}" != 1 ]; then rc=0; nice -n 19 bash ci/build.sh build-cov "${COV_ARGS[@]}" || rc=$?; echo $rc >"$out/prebuild-cov.rc"; fi
+  # then the build matrix's trees (built and kept; the matrix stage below tests and removes them)
+  if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
+    rc=0; env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON RS_BUILDS_NO_TESTS=1 nice -n 19 bash ci/builds.sh || rc=$?; echo $rc >"$out/prebuild-matrix.rc"
+  fi
 ) >"$out/prebuild.log" 2>&1 &
 prebuild_pid=$!
-# prebuilt TREE: waits until the background build of TREE (asan or cov) has ended
+# prebuilt TREE: waits until the background build of TREE (asan, cov or matrix) has ended
 prebuilt() { while [ ! -f "$out/prebuild-$1.rc" ] && kill -0 "$prebuild_pid" 2>/dev/null; do sleep 1; done; }
 
 # ---- the Python environment of the live stages: torch 2.15.0 + megatron-core 0.16.1 (ci/torch_env.sh) ----
@@ -274,6 +278,7 @@ fi
 # RS_SKIP_ROBUST=1 skips both; RS_FUZZ_SECONDS sets the time per fuzz target.
 if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
   stage "build matrix: gcc -O0/-O2 library+CLI, gcc -O3 and clang -O3 everything, clang's ctest"
+  prebuilt matrix
   env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON bash ci/builds.sh
   stage "fuzz: libFuzzer targets (case JSON, CLI text, expected blocks, checkpoint metadata, safetensors header, state spec), ${RS_FUZZ_SECONDS:-20}s each"
   RS_FUZZ_OUT="$out/fuzz" RS_FUZZ_SECONDS=${RS_FUZZ_SECONDS:-20} bash ci/fuzz.sh

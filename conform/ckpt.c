@@ -385,8 +385,7 @@ static void campaign(rs_cf_run *run) {
       RS_CF_PRINT(it->message, "crash: %s", rr->crash_msg);
     }
     if (rr->crashed)
-      printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", rr->crash_msg,
-             (long long)rr->crash_index + 1, (unsigned long long)run->o->seed);
+      rs_run_print_crash(rr, (unsigned long long)run->o->seed);
     runner = ck_runner_json(run, &ops, rr, it);
   }
   if (!run->o->quiet || it->fail)

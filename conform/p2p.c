@@ -184,8 +184,7 @@ static void campaign(rs_cf_run *run) {
       /* a worker died on a case (a plug-in that crashed): that case is the failure */
       it->fail++;
       RS_CF_PRINT(it->message, "crash: %s", r->run.crash_msg);
-      printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", r->run.crash_msg,
-             (long long)r->run.crash_index + 1, (unsigned long long)run->o->seed);
+      rs_run_print_crash(&r->run, (unsigned long long)run->o->seed);
     }
     runner = rs_p2p_runner_json(&c, r);
     if (!run->o->quiet || r->fail[p])

@@ -812,9 +812,7 @@ static rs_status pf_campaign(pf_ctx *x, rs_pf_result *r) {
   if (rr->crashed) {
     r->failed++;
     if (!r->first_failure_case || rr->crash_index + 1 < r->first_failure_case) r->first_failure_case = rr->crash_index + 1;
-    printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", rr->crash_msg,
-           (long long)rr->crash_index + 1, (unsigned long long)o->seed);
-    fflush(stdout);
+    rs_run_print_crash(rr, (unsigned long long)o->seed);
   }
   pf_verdicts(o, &ops, &nm, r);
   return RS_OK;

@@ -79,8 +79,7 @@ static void campaign(rs_cf_run *run) {
     /* a worker died on a case (a plug-in that crashed): that case is the failure */
     it->fail++;
     RS_CF_PRINT(it->message, "crash: %s", res->run.crash_msg);
-    printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", res->run.crash_msg,
-           (long long)res->run.crash_index + 1, (unsigned long long)run->o->seed);
+    rs_run_print_crash(&res->run, (unsigned long long)run->o->seed);
   }
   if (st == RS_OK) runner = rs_tp_runner_json(&t, res, it->replay[0] ? it->replay : NULL);
   if (!run->o->quiet || res->fail)

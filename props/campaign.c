@@ -469,8 +469,7 @@ rs_status rs_campaign_run(const rs_campaign_opts *o, rs_campaign_result *r) {
   if (rr->crashed) {
     r->failed++;
     if (!r->first_failure_case || rr->crash_index + 1 < r->first_failure_case) r->first_failure_case = rr->crash_index + 1;
-    if (o->print) printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", rr->crash_msg,
-                         (long long)rr->crash_index + 1, (unsigned long long)o->seed);
+    if (o->print) rs_run_print_crash(rr, (unsigned long long)o->seed);
   }
   /* SPEC 5 is only tested by order values: a generator that stops drawing them must fail the run */
   if (r->partial_cases >= RS_ORDER_MIN_PARTIAL && r->order_cases * 500 < r->partial_cases * 3 * o->gen.order_share) {

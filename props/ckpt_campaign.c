@@ -388,9 +388,7 @@ rs_status rs__ckpt_campaign(rs_world *world, const rs_ckpt_campaign *o, int mode
     if (st == RS_OK && rr->crashed) {
       if (r) r->failed++;
       else opt->crashed = 1;
-      printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", rr->crash_msg,
-             (long long)rr->crash_index, (unsigned long long)o->seed);
-      fflush(stdout);
+      rs_run_print_crash(rr, (unsigned long long)o->seed);
     }
   }
   if (x->me == 0) rs_ckpt_rmtree(scratch);

@@ -687,6 +687,13 @@ int rs_run_next_failure(const rs_run_result *r, int nprops, const int *done) {
   return best;
 }
 
+void rs_run_print_crash(const rs_run_result *r, unsigned long long seed) {
+  if (!r->crashed) return;
+  printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", r->crash_msg,
+         (long long)r->crash_index + 1, seed);
+  fflush(stdout);
+}
+
 /* ---- --distribute's reach into the runner (runner_int.h; the run itself is in runner_dist.c):
  * an MPI rank's records are added through the forked workers' path ---- */
 

@@ -143,6 +143,11 @@ rs_status rs_run(const rs_run_opts *o, const rs_run_ops *ops, rs_run_result *r);
  * the worker count. */
 int rs_run_next_failure(const rs_run_result *r, int nprops, const int *done);
 
+/* When r->crashed: prints the verbs' one crash line to stdout, "FAIL crash: <what> (case N of seed
+ * S: replay it alone with --jobs 1)", N being 1-based (crash_index + 1, as first_failure_case and
+ * the worker's own message count), and flushes. Nothing otherwise. */
+void rs_run_print_crash(const rs_run_result *r, unsigned long long seed);
+
 /* --distribute (props/runner_dist.c): joins the MPI world of an mpirun (MPI_Init when nobody did
  * yet); RS_ERR_UNSUPPORTED in a build without MPI. close finalizes what open started. */
 typedef struct rs_run_dist rs_run_dist;

@@ -133,14 +133,15 @@ rl_left() {
 
 # the mutation build's hooks (props/MUTANTS.md 993-995): a worker that crashes, hangs or runs out
 # of memory on case 38. OUT names the run's files; ARGS: the verb and its flags (--jobs 3 included)
-# rl_crash OUT ARGS...: exit 1 with a FAIL crash line naming case 38, the --json report written
+# rl_crash OUT ARGS...: exit 1 with a FAIL crash line naming case 38 twice (the worker's message and
+# the verb's replay hint: ckpt check's hint once said case 37), the --json report written
 # (crash_index 37 after 37 cases, failed)
 rl_crash() {
   local o=$1 rc
   shift
   RS_MUTANT=993 timeout 120 "$R" "$@" --json "$o.json" --regress-dir "$o-rg" >"$o.txt" 2>&1 </dev/null
   rc=$?
-  { [ $rc = 1 ] && grep -q "FAIL crash: worker [0-9] killed by signal 11.*case 38" "$o.txt" && [ -s "$o.json" ]; } ||
+  { [ $rc = 1 ] && grep -q "FAIL crash: worker [0-9] killed by signal 11.*case 38 (case 38 of seed" "$o.txt" && [ -s "$o.json" ]; } ||
     { bad "a crashing worker: exit $rc"; tail -n 5 "$o.txt"; }
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runner"]; sys.exit(0 if r["crash_index"] == 37 and r["cases"] == 37 and r["failed"] else 1)' \
     "$o.json" 2>/dev/null || bad "the crash's --json report does not say case index 37 after 37 cases"

@@ -443,8 +443,7 @@ static int report_check(const rs_p2p_campaign *o, const rs_p2p_campaign_result *
                p <= RS_P2P_PROP_REF_ORACLE ? "ref" : "opt");
     }
     if (r->run.crashed)
-      printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", r->run.crash_msg,
-             (long long)r->run.crash_index + 1, (unsigned long long)o->seed);
+      rs_run_print_crash(&r->run, (unsigned long long)o->seed);
     printf("p2p check (%s, %s): %lld cases in %.2f s, %s\n", impl, tname, (long long)r->cases, r->seconds,
            r->failed ? "FAILED" : "all properties hold");
   }

@@ -348,8 +348,7 @@ static int report_check(const char *C, const rs_tp_check_opts *o, const rs_tp_ch
     printf("\n");
   }
   if (res->run.crashed) {
-    printf("FAIL crash: %s (case %lld of seed %llu: replay it alone with --jobs 1)\n", res->run.crash_msg,
-           (long long)res->run.crash_index + 1, (unsigned long long)o->seed);
+    rs_run_print_crash(&res->run, (unsigned long long)o->seed);
     if (!res->fail) return CLI_FAIL;
   }
   /* props' one coverage gate (docs/harness.md, "Minimum rates"), judged only when no property
