@@ -47,6 +47,34 @@ static void set_nonblock(int fd) {
   if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/* Threads per child (rs_exec_set_child_threads): 0 leaves the environment as it is. */
+static int child_threads;
+static const char *const THREAD_VARS[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
+#define NTHREAD_VARS (sizeof THREAD_VARS / sizeof THREAD_VARS[0])
+extern char **environ;
+
+void rs_exec_set_child_threads(int n) { child_threads = n > 0 ? n : 0; }
+
+/* The child's environment: ours, plus each thread variable the user did not set (made before the
+ * fork: the child only calls execle). NULL: ours as it is (*own: 0), or out of memory. */
+static char **child_env(char store[NTHREAD_VARS][48], int *own) {
+  *own = 0;
+  if (!child_threads) return environ;
+  size_t n = 0;
+  while (environ && environ[n]) n++;
+  char **env = malloc((n + NTHREAD_VARS + 1) * sizeof *env);
+  if (!env) return NULL;
+  if (n) memcpy(env, environ, n * sizeof *env);
+  for (size_t i = 0; i < NTHREAD_VARS; i++) {
+    if (getenv(THREAD_VARS[i])) continue; /* the user's own setting wins */
+    snprintf(store[i], 48, "%s=%d", THREAD_VARS[i], child_threads);
+    env[n++] = store[i];
+  }
+  env[n] = NULL;
+  *own = 1;
+  return env;
+}
+
 static void close_fd(int *fd) {
   if (*fd >= 0) close(*fd);
   *fd = -1;
@@ -68,10 +96,15 @@ static rs_status spawn(rs_exec *x) {
     x->fault = RS_EXEC_SPAWN;
     return rs_fail(RS_ERR_IO, "exec: pipe: %s", strerror(e));
   }
+  char store[NTHREAD_VARS][48];
+  int own_env = 0;
+  char **env = child_env(store, &own_env);
+  if (!env) env = environ; /* out of memory: the variables are a hint, the run goes on without them */
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
+    if (own_env) free(env);
     close(pin[0]), close(pin[1]), close(pout[0]), close(pout[1]), close(perr[0]), close(perr[1]);
     x->fault = RS_EXEC_SPAWN;
     return rs_fail(RS_ERR_IO, "exec: fork: %s", strerror(e));
@@ -89,9 +122,10 @@ static rs_status spawn(rs_exec *x) {
     signal(SIGPIPE, SIG_DFL);
     dup2(pin[0], 0), dup2(pout[1], 1), dup2(perr[1], 2);
     close(pin[0]), close(pin[1]), close(pout[0]), close(pout[1]), close(perr[0]), close(perr[1]);
-    execl("/bin/sh", "sh", "-c", x->cmd, (char *)NULL);
+    execle("/bin/sh", "sh", "-c", x->cmd, (char *)NULL, env);
     _exit(127);
   }
+  if (own_env) free(env);
   setpgid(pid, pid); /* also here: no race with a kill of the group before the child ran */
   close(pin[0]), close(pout[1]), close(perr[1]);
   fcntl(pin[1], F_SETFD, FD_CLOEXEC), fcntl(pout[0], F_SETFD, FD_CLOEXEC), fcntl(perr[0], F_SETFD, FD_CLOEXEC);

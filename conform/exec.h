@@ -53,6 +53,11 @@ const char *rs_exec_stderr_tail(rs_exec *x);
 /* How the child ended ("exited with status 3", "killed by signal 11 (SIGSEGV)") or "running". */
 const char *rs_exec_exit_text(rs_exec *x);
 int rs_exec_pid(const rs_exec *x);
+/* Children this process starts from now on get OMP_NUM_THREADS, MKL_NUM_THREADS and
+ * OPENBLAS_NUM_THREADS = n in their environment, each unless this process's environment already
+ * sets it (n <= 0: none is added). Each conform --jobs N worker sets max(1, cores / N) for its own
+ * children, so N children of a framework do not each start a thread per core. */
+void rs_exec_set_child_threads(int n);
 /* Close the child's stdin, give it `grace` seconds to exit, then kill its process group. */
 void rs_exec_stop(rs_exec *x, double grace);
 /* Stop (grace 0) and start the same command again. */

@@ -13,6 +13,8 @@
 #include <xxhash.h>
 #include <zlib.h>
 #include "conform/suite.h"
+#include "conform/exec.h"
+#include "props/runner.h"
 #include "core/json.h"
 #include "core/mutant.h"
 
@@ -254,6 +256,13 @@ rs_status rs_cf_save_failure(const rs_cf_run *run, const char *text, const char 
 
 rs_status rs_cf_worker_init(void *vrun, int worker) {
   rs_cf_run *run = vrun;
+  /* this worker's children share the cores with the other workers' (a framework starts a thread
+   * per core in each): max(1, cores / N) threads each, unless the user set the variables.
+   * conform's own child (shrinking, corpora: it runs alone) keeps the environment as it is. */
+  if (run->jobs > 1) {
+    int t = rs_run_cores() / run->jobs;
+    rs_exec_set_child_threads(t < 1 ? 1 : t);
+  }
   return rs_cf_backend_worker_start(run->b, worker);
 }
 
