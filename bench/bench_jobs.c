@@ -8,7 +8,8 @@
  * once per worker (about 2-3 s for torch, 35 ms for plain Python), and with --jobs N conform's own
  * child starts first, so a short row measures start-up rather than cases per second. The live
  * PyTorch row shrinks with --shrink-runs 1: PyTorch fails a case of seed 1, and its shrinking runs
- * in conform alone, the same serial seconds for both figures. */
+ * in conform alone, the same serial seconds for both figures. After each of these rows a line gives
+ * the wall time of a 1-case run with --jobs 1 and --jobs N: the fixed cost the ratio carries. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -199,6 +200,19 @@ rs_status rs_bench_jobs(int argc, char **argv) {
     rs_bench_mmm(cn, reps, mn);
     rs_bench_mmm(ratio, reps, mr);
     printf("%-32s %8lld %12.1f %12.1f   %.2fx [%.2f, %.2f]\n", r->name, r->cases, m1[0], mn[0], mr[0], mr[1], mr[2]);
+    if (r->needs_python) {
+      /* the fixed part of such a run: the same campaign of one case (a start, a hello, a bye) */
+      long long keep = r->cases;
+      char store[8192], *args[MAXARG];
+      double s1 = 0, s2 = 0;
+      r->cases = 1;
+      int bad = build_args(r, exe, py ? py : "python3", src, 1, store, sizeof store, args) ||
+                run_one(exe, args, 1800, &s1) < 0 ||
+                build_args(r, exe, py ? py : "python3", src, jobs, store, sizeof store, args) ||
+                run_one(exe, args, 1800, &s2) < 0;
+      r->cases = keep;
+      if (!bad) printf("%-32s %8s   start-up: a 1-case run takes %.2f s with --jobs 1, %.2f s with --jobs %d\n", "", "", s1, s2, jobs);
+    }
     fflush(stdout);
   }
   return RS_OK;
