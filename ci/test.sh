@@ -35,6 +35,14 @@ stage() {
   stage_t=$now stage_cpu=$c
 }
 
+# The live stages' Python environment (ci/torch_env.sh, below) is mostly download: it starts now, in
+# the background, beside the release build, unless RS_TORCH_PYTHON names one already
+if [ -z "${RS_TORCH_PYTHON:-}" ]; then
+  rm -f "$out/torch_env.rc"
+  ( rc=0; bash ci/torch_env.sh >"$out/torch_env.out" 2>"$out/torch_env.err" || rc=$?; echo "$rc" >"$out/torch_env.rc" ) &
+  torch_env_pid=$!
+fi
+
 stage "release build"
 bash ci/build.sh build
 R=build/reshard
@@ -65,8 +73,10 @@ prebuilt() { while [ ! -f "$out/prebuild-$1.rc" ] && kill -0 "$prebuild_pid" 2>/
 if [ -n "${RS_TORCH_PYTHON:-}" ]; then
   LIVE_PY=$RS_TORCH_PYTHON
 else
-  stage "python environment for the live stages (ci/torch_env.sh: torch, megatron-core)"
-  rc=0; LIVE_PY=$(bash ci/torch_env.sh | tail -n 1) || rc=$?
+  stage "python environment for the live stages (ci/torch_env.sh: torch, megatron-core; started beside the release build)"
+  wait "$torch_env_pid" || true
+  rc=$(cat "$out/torch_env.rc" 2>/dev/null || echo 1); LIVE_PY=$(tail -n 1 "$out/torch_env.out" 2>/dev/null)
+  cat "$out/torch_env.err"
   if [ "$rc" -eq 77 ]; then echo "skip: no torch/megatron-core environment (ci/torch_env.sh exit 77)"; LIVE_PY=python3
   elif [ "$rc" -ne 0 ]; then echo "ci/torch_env.sh failed (exit $rc)"; exit 1; fi
 fi
@@ -186,8 +196,13 @@ if [ "${RS_SKIP_SAN:-0}" != 1 ]; then
   stage "ASan+UBSan build"
   prebuilt asan
   bash ci/build.sh build-asan "${SAN_ARGS[@]}"
-  # Open MPI's own allocations are reported as leaks by LSan: MPI tests run without leak checks
-  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -LE source -E mpi)
+  # Open MPI's own allocations are reported as leaks by LSan: MPI tests run without leak checks.
+  # Three runner tests are left to the release and coverage trees: jobs_conform, jobs_fuzz_planner
+  # and jobs_distribute test how backend children, planner children and MPI ranks are spread over
+  # workers (about 90 s of the ASan ctest); the runner's own C paths, crash, hang and out of memory
+  # included, run here in jobs_check, jobs_p2p, jobs_tp and jobs_ckpt and in every --jobs campaign.
+  (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 --timeout 900 -LE source \
+    -E "mpi|^jobs_(conform|fuzz_planner|distribute)$")
   (cd build-asan && env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j2 --timeout 900 -LE source -R mpi)
   build-asan/reshard check --seed 4 --cases $(( CASES / 10 )) --jobs "$J" --quiet --regress-dir "$out/regressions"
   # ckpt under ASan+UBSan: a short checkpoint campaign (its ctest ran above)
@@ -209,16 +224,20 @@ if [ "${RS_SKIP_COV:-0}" != 1 ]; then
     --junit "$out/cov.junit.xml" --json "$out/cov.json"
   build-cov/reshard check --impl opt --planner graph --seed 6 --cases 5000 --quiet --regress-dir "$out/regressions"
   for f in fixtures/curated/*.json; do build-cov/reshard run "$f" >/dev/null; done
-  stage "mutation self-test (two runs at once, one per core, sharing the planted bugs as a queue)"
+  MRUNS=${RS_MUTANT_RUNS:-3}
+  stage "mutation self-test ($MRUNS runs at once sharing the planted bugs as a queue)"
   # the planted bugs are independent: each run takes the next one no run has taken (RS_MUTANT_CLAIM),
-  # so both end within one mutant's time of each other (fixed even/odd shards ended 277 s apart)
-  mrc=0
+  # so the runs end within one bug's time of each other (fixed even/odd shards ended 277 s apart).
+  # Three runs on two cores: the stage spends over half its time waiting (bugs caught by a timeout,
+  # mpirun and Python start-up; 374 s of CPU in 417 s of wall with two runs)
+  mrc=0 mpids=()
   claim="$out/mutation-claims"; rm -rf "$claim"; mkdir -p "$claim"
-  RS_MUTANT_CLAIM=$claim bash ci/mutation.sh build-cov/reshard >"$out/mutation-0.log" 2>&1 &
-  m0=$!
-  RS_MUTANT_CLAIM=$claim bash ci/mutation.sh build-cov/reshard >"$out/mutation-1.log" 2>&1 || mrc=1
-  wait "$m0" || mrc=1
-  cat "$out/mutation-0.log" "$out/mutation-1.log"
+  for ((k = 0; k < MRUNS; k++)); do
+    RS_MUTANT_CLAIM=$claim bash ci/mutation.sh build-cov/reshard >"$out/mutation-$k.log" 2>&1 &
+    mpids+=($!)
+  done
+  for p in "${mpids[@]}"; do wait "$p" || mrc=1; done
+  for ((k = 0; k < MRUNS; k++)); do cat "$out/mutation-$k.log"; done
   [ "$mrc" -eq 0 ] || { echo "mutation self-test: a planted bug survived (logs above)"; exit 1; }
   stage "line coverage (unit tests, campaigns, fixtures, mutation runs)"
   bash ci/coverage.sh build-cov
@@ -280,8 +299,7 @@ if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
   stage "build matrix: gcc -O0/-O2 library+CLI, gcc -O3 and clang -O3 everything, clang's ctest"
   prebuilt matrix
   env -u RS_TORCH_PYTHON -u RS_MCORE_PYTHON bash ci/builds.sh
-  stage "fuzz: libFuzzer targets (case JSON, CLI text, expected blocks, checkpoint metadata, safetensors header, state spec), ${RS_FUZZ_SECONDS:-20}s each"
-  RS_FUZZ_OUT="$out/fuzz" RS_FUZZ_SECONDS=${RS_FUZZ_SECONDS:-20} bash ci/fuzz.sh
+  # (the fuzz targets run in the last stage, beside live Megatron-Core)
 fi
 
 # ---- live PyTorch behind `reshard conform` (tools/pytorch/backend.py, docs/conformance.md) ------------
@@ -310,19 +328,35 @@ fi
 # bit-exact from real dcp.save output, the C readers' damage suites through the Python reader.
 # megatron: Megatron-Core's resharding planner and executor and dist_checkpointing behind the
 # process protocol, bounded campaigns and the wrappers' planted bugs (docs/conformance.md).
-stage "PyTorch DCP interop (ci/dcp_interop.sh)"
-rc=0; bash ci/dcp_interop.sh "$R" || rc=$?
-[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { echo "ci/dcp_interop.sh failed (exit $rc)"; exit 1; }
-stage "live Megatron-Core: resharding planner and executor beside dist_checkpointing (ci/megatron.sh, two blocks at once)"
-# The two blocks are independent (their own reports under $out/megatron) and each mostly runs one
-# Python process at a time, waiting on gloo and fsync: one per core. The campaigns are bounded in
-# seconds, so side by side they draw fewer cases each; the planted bugs are caught at the first case.
-rc_p=0 rc_c=0
+# The last stage runs three streams at once: Megatron-Core's p2p block, its ckpt block, and the fuzz
+# targets followed by dcp_interop. The Megatron blocks are independent (their own reports under
+# $out/megatron) and each mostly runs one Python process at a time, waiting on gloo and fsync (both
+# together used 182 s of CPU in 237 s of wall, under one core); libFuzzer runs one target at a time.
+# The campaigns are bounded in seconds, so side by side they draw fewer cases each; the planted bugs
+# are caught at the first case.
+stage "live Megatron-Core (ci/megatron.sh: the p2p block beside the ckpt block) beside the fuzz targets and then PyTorch DCP interop (ci/dcp_interop.sh)"
+rc_p=0 rc_c=0 rc_f=0 rc_d=0
 RS_MCORE_BLOCKS=p2p RS_MCORE_OUT="$out/megatron" bash ci/megatron.sh "$R" >"$out/megatron-p2p.log" 2>&1 &
 mp=$!
+(
+  if [ "${RS_SKIP_ROBUST:-0}" != 1 ]; then
+    echo "== fuzz: libFuzzer targets (case JSON, CLI text, expected blocks, checkpoint metadata, safetensors header, state spec), ${RS_FUZZ_SECONDS:-20}s each"
+    rc=0; RS_FUZZ_OUT="$out/fuzz" RS_FUZZ_SECONDS=${RS_FUZZ_SECONDS:-20} bash ci/fuzz.sh || rc=$?
+    echo "$rc" >"$out/fuzz.rc"
+  fi
+  echo "== PyTorch DCP interop (ci/dcp_interop.sh)"
+  rc=0; bash ci/dcp_interop.sh "$R" || rc=$?
+  echo "$rc" >"$out/dcp_interop.rc"
+) >"$out/fuzz-dcp.log" 2>&1 &
+fd=$!
 RS_MCORE_BLOCKS=ckpt RS_MCORE_OUT="$out/megatron" bash ci/megatron.sh "$R" >"$out/megatron-ckpt.log" 2>&1 || rc_c=$?
 wait "$mp" || rc_p=$?
-cat "$out/megatron-p2p.log" "$out/megatron-ckpt.log"
+wait "$fd" || true
+cat "$out/fuzz-dcp.log" "$out/megatron-p2p.log" "$out/megatron-ckpt.log"
+[ "${RS_SKIP_ROBUST:-0}" = 1 ] || rc_f=$(cat "$out/fuzz.rc" 2>/dev/null || echo 1)
+rc_d=$(cat "$out/dcp_interop.rc" 2>/dev/null || echo 1)
+[ "$rc_f" -eq 0 ] || { echo "ci/fuzz.sh failed (exit $rc_f)"; exit 1; }
+[ "$rc_d" -eq 0 ] || [ "$rc_d" -eq 77 ] || { echo "ci/dcp_interop.sh failed (exit $rc_d)"; exit 1; }
 for rc in $rc_p $rc_c; do
   [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { echo "ci/megatron.sh failed (p2p block exit $rc_p, ckpt block exit $rc_c)"; exit 1; }
 done
