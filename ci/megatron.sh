@@ -7,7 +7,7 @@
 #   RS_MCORE_SECONDS  seconds per p2p campaign (default 45)
 #   RS_MCORE_CKPT_SECONDS  seconds of the ckpt campaign (default 45)
 #   RS_MCORE_OUT      where reports, decline logs and failures go (default build/megatron)
-#   RS_MCORE_BLOCKS   the blocks to run (default "p2p ckpt")
+#   RS_MCORE_BLOCKS   the blocks to run (default "p2p ckpt"; "ckpt-campaign", "ckpt-checks": a half of ckpt)
 # Exit 0: every block passed; 1: a block failed; 77: megatron-core could not be installed (skipped,
 # with a message). The megatron-core version is in every report (the backend's / planner's name).
 set -uo pipefail
@@ -110,7 +110,12 @@ fi
 # Megatron's load / save refusing. Then the cross reads (tools/megatron/mcore_ckpt_cross.py), which
 # must pass, and with --plant wrong_values must fail.
 #   RS_MCORE_CKPT_SECONDS  the campaign's seconds (default 45)
-if want ckpt; then
+# Its two halves can run apart: RS_MCORE_BLOCKS="ckpt-campaign" (the campaign) and "ckpt-checks" (the
+# planted bugs and the cross reads); "ckpt" is both.
+ck_campaign=0 ck_checks=0
+if want ckpt || want ckpt-campaign; then ck_campaign=1; fi
+if want ckpt || want ckpt-checks; then ck_checks=1; fi
+if [ $ck_campaign = 1 ] || [ $ck_checks = 1 ]; then
 ck_child="$py tools/megatron/ckpt.py"
 ck_secs=${RS_MCORE_CKPT_SECONDS:-45}
 if ! "$py" -c "import psutil" >/dev/null 2>&1; then
@@ -118,12 +123,13 @@ if ! "$py" -c "import psutil" >/dev/null 2>&1; then
   # dist_checkpointing, finding 2): a broken environment, not a skip
   echo "FAIL: ckpt backend: psutil does not import in $py (ci/torch_env.sh installs it)"; fail=1
 else
-rm -rf "$out"/ckpt-declines.jsonl "$out"/ckpt-failures "$out"/ckpt-bug-* "$out"/ckpt-cross*
-note "ckpt backend: conform --suite ckpt, $ck_secs s"
-t0=$SECONDS
 # TMPDIR: each case's checkpoint directory lives in memory where /dev/shm is writable
 ck_tmp=${TMPDIR:-/tmp}
 [ -d /dev/shm ] && [ -w /dev/shm ] && ck_tmp=/dev/shm
+if [ $ck_campaign = 1 ]; then
+rm -rf "$out"/ckpt-declines.jsonl "$out"/ckpt-failures
+note "ckpt backend: conform --suite ckpt, $ck_secs s"
+t0=$SECONDS
 TMPDIR=$ck_tmp nice "$reshard" conform --suite ckpt --fixtures none --backend "exec:$ck_child --log $out/ckpt-declines.jsonl" \
   --seconds "$ck_secs" --seed 1 --timeout 300 --shrink-runs 30 --shrink-seconds 60 --failures "$out/ckpt-failures" \
   --json "$out/ckpt.json" > "$out/ckpt.log" 2>&1
@@ -143,7 +149,10 @@ if bad:
 PY
 echo "   exit $rc, $((SECONDS - t0)) s"
 [ $rc = 0 ] || { echo "FAIL: Megatron-Core's dist_checkpointing under conform (log: $out/ckpt.log)"; fail=1; }
+fi
 
+if [ $ck_checks = 1 ]; then
+rm -rf "$out"/ckpt-bug-* "$out"/ckpt-cross*
 # planted bugs: "bug how": how = oracle (the failure must be a comparison with the oracle) or any
 for check in "wrong_slice oracle" "factory_merge oracle" "rename_key any" "drop_shard any"; do
   set -- $check
@@ -176,6 +185,7 @@ rc=$?
 n=$(grep -c "^FAIL .*== oracle" "$out/ckpt-cross-plant.log")
 if [ $rc = 1 ] && [ "$n" = 2 ]; then echo "   caught: both reads differ from the oracle (exit 1), $((SECONDS - t0)) s"
 else echo "FAIL: planted wrong values in the cross reads: exit $rc, $n of 2 reads reported as differing"; fail=1; fi
+fi
 fi
 fi
 # ==== END ckpt ====

@@ -3,6 +3,7 @@
  * drained, so a child that writes a lot of stderr (or answers early) never deadlocks us. */
 #define _POSIX_C_SOURCE 200809L
 #include "conform/exec.h"
+#include "core/mutant.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -66,7 +67,7 @@ static char **child_env(char store[NTHREAD_VARS][48], int *own) {
   if (!env) return NULL;
   if (n) memcpy(env, environ, n * sizeof *env);
   for (size_t i = 0; i < NTHREAD_VARS; i++) {
-    if (getenv(THREAD_VARS[i])) continue; /* the user's own setting wins */
+    if (getenv(THREAD_VARS[i]) && !RS_MUTANT(762)) continue; /* the user's own setting wins */
     snprintf(store[i], 48, "%s=%d", THREAD_VARS[i], child_threads);
     env[n++] = store[i];
   }

@@ -17,6 +17,8 @@ the harness reports as skipped. MODE plants one fault, to show the harness catch
   --stray-late        answers, 0.3 s later a stray line   }
   --half              writes half a line, then hangs      }
   CONFORM_CHILD_PIDS=FILE (environment): each start appends its pid to FILE (to check reaping)
+  CONFORM_CHILD_ENV=FILE (environment): each start appends "OMP=v MKL=v OPENBLAS=v", the
+                      *_NUM_THREADS variables it was given ("-": unset)
   CONFORM_CHILD_MAX_INSTANCES=K (environment): its hello says "max_instances": K (at most K of it
                       may run at once: `conform --jobs N` then starts min(N, K) children)
   --version N         says hello with protocol version N
@@ -149,6 +151,10 @@ def main():
     if os.environ.get("CONFORM_CHILD_PIDS"):
         with open(os.environ["CONFORM_CHILD_PIDS"], "a") as f:
             f.write("%d\n" % os.getpid())
+    if os.environ.get("CONFORM_CHILD_ENV"):
+        with open(os.environ["CONFORM_CHILD_ENV"], "a") as f:
+            f.write(" ".join("%s=%s" % (k, os.environ.get(k + "_NUM_THREADS", "-"))
+                             for k in ("OMP", "MKL", "OPENBLAS")) + "\n")
     for line in sys.stdin:
         req = json.loads(line)
         op = req.get("op")

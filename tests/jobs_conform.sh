@@ -8,7 +8,8 @@
 #     --bug array_split), and for a Python child that crashes on some cases;
 #  2. a process backend with --jobs 4 really runs 4 more children (one per worker, each logging its
 #     pid); a backend whose hello (or ABI struct) says max_instances K gets min(4, K) workers and a
-#     note;
+#     note; each worker's child gets the thread variables OMP/MKL/OPENBLAS_NUM_THREADS = cores / N
+#     unless the user set them, conform's own child nothing (docs/conformance.md);
 #  3. a worker's child killed by the test mid-run fails the case it ran (the campaign goes on), a
 #     worker killed mid-run is reported as a crash (exit 1), a worker whose child hangs past
 #     --case-timeout is reported hung (exit 4, reports written), --max-timeouts still stops the run;
@@ -93,6 +94,26 @@ CONFORM_PLUGIN_MAX_INSTANCES=2 run pinst --backend "$PLUG?bug=last_rank" --suite
 grep -q "runs at most 2 instance(s) at once (max_instances): --jobs 4 runs 2 worker(s)" "$T/pinst/out.txt" ||
   bad "plug-in max_instances 2: no note"
 same plug1 pinst "plug-in max_instances 2 --jobs 4"
+
+# 2c. the thread variables (docs/conformance.md, "The child's environment"): with --jobs 2 each
+# worker's child gets OMP/MKL/OPENBLAS_NUM_THREADS = max(1, cores / 2) where conform's environment
+# sets none, conform's own child (the first started) gets nothing added, a value the user set is
+# passed on unchanged. cores: the CPUs this process may use (what --jobs auto counts; nproc without
+# the OMP variables, which it would read)
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+tw=$((cores / 2)); [ "$tw" -ge 1 ] || tw=1
+unset OMP_NUM_THREADS MKL_NUM_THREADS OPENBLAS_NUM_THREADS
+threads_env() { # threads_env NAME WANT: the lines each child logged, in start order
+  local got
+  got=$(tr '\n' ';' <"$T/$1/env" 2>/dev/null)
+  [ "$got" = "$2" ] || bad "thread variables ($1): children logged '$got', expected '$2'"
+}
+CONFORM_CHILD_ENV=$T/thr/env run thr --backend "exec:$PY" --suite redistribute --cases 20 --jobs 2
+threads_env thr "OMP=- MKL=- OPENBLAS=-;OMP=$tw MKL=$tw OPENBLAS=$tw;OMP=$tw MKL=$tw OPENBLAS=$tw;"
+OMP_NUM_THREADS=7 CONFORM_CHILD_ENV=$T/thr7/env run thr7 --backend "exec:$PY" --suite redistribute --cases 20 --jobs 2
+threads_env thr7 "OMP=7 MKL=- OPENBLAS=-;OMP=7 MKL=$tw OPENBLAS=$tw;OMP=7 MKL=$tw OPENBLAS=$tw;"
+CONFORM_CHILD_ENV=$T/thr1/env run thr1 --backend "exec:$PY" --suite redistribute --cases 20 --jobs 1
+threads_env thr1 "OMP=- MKL=- OPENBLAS=-;"
 
 # ---- 3. children and workers killed or hung mid-run ----
 # a worker's child killed by the test: that case fails as a crash, the worker restarts its child
